@@ -1,0 +1,27 @@
+# Third-party dependencies, all from Debian's packages (scripts/install-deps installs them).
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+if(TEMPOKV_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(TEMPOKV_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()
+
+# CUDA is optional: the runtime API is linked when a toolkit is found; cuFile is never a build
+# dependency (it is loaded with dlopen at run time).
+set(TEMPOKV_HAVE_CUDA OFF)
+if(TEMPOKV_CUDA)
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    set(TEMPOKV_HAVE_CUDA ON)
+    message(STATUS "tempokv: CUDA ${CUDAToolkit_VERSION} found, building CUDA transfer paths")
+  else()
+    message(STATUS "tempokv: no CUDA toolkit, CUDA transfer paths not built")
+  endif()
+endif()

@@ -1,0 +1,2 @@
+// placeholder: replaced by the store implementation
+#include "store/store.h"

@@ -1,0 +1,126 @@
+// Store: the persistent SSD object store for KV chunks (DESIGN.md §2), on the Executor.
+//
+// Objects are addressed by Key and carry their TokenRange. On disk: a log of preallocated segment
+// files of 4 KiB-aligned, self-describing records (docs/on-disk-format.md). The index is in memory
+// and rebuilt at open by scanning; torn or corrupt records are skipped and counted, never served.
+// get() reads a payload straight into the caller's aligned buffer (O_DIRECT, no copy) and verifies
+// its XXH3-128 checksum off the control plane; a mismatch is Corruption.
+//
+// Durability: put() completes only after its record is written and an fdatasync of its segment
+// covering it has completed (syncs are batched per segment: puts whose writes finish while a sync
+// is in flight share the next one).
+//
+// Capacity: when live segments exceed capacity_bytes the oldest sealed segment is reclaimed whole;
+// its objects leave the index at once (listeners are told) but the file is deleted only when no
+// read of it is in flight.
+//
+// Simulated mode (options.simulated): the same index, capacity and reclamation logic, no files and
+// no bytes; the SsdEngine (the simulated one) provides the time.
+//
+// Threading: every method is called on the Executor's thread; callbacks run there too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ssd/ssd_engine.h"
+#include "tempokv/executor.h"
+#include "tempokv/key.h"
+#include "tempokv/status.h"
+
+namespace tempokv {
+
+struct StoreOptions {
+  std::string dir;                        // directory of segment files (unused when simulated)
+  uint64_t segment_bytes = 1ULL << 30;    // size each segment file is preallocated to
+  uint64_t capacity_bytes = 64ULL << 30;  // bound on the bytes of all segments
+  uint64_t max_object_bytes = 1ULL << 30;  // largest payload accepted by put
+  bool simulated = false;                 // no files, no bytes; index and timing only
+  bool verify_reads = true;               // check the payload checksum on every get
+  Status validate() const;
+};
+
+struct ObjectInfo {
+  Key key;
+  TokenRange tokens;
+  uint64_t payload_bytes = 0;  // exact length of the payload
+  uint32_t segment = 0;        // segment id
+  uint64_t offset = 0;         // offset of the payload in the segment file (4 KiB-aligned)
+  // Bytes a get() needs in its destination buffer: payload_bytes rounded up to 4 KiB.
+  uint64_t read_bytes() const;
+};
+
+struct StoreStats {
+  uint64_t objects = 0;
+  uint64_t live_bytes = 0;      // payload bytes of indexed objects
+  uint64_t segments = 0;
+  uint64_t disk_bytes = 0;      // bytes of all segment files (allocated size)
+  uint64_t capacity_bytes = 0;
+  uint64_t puts = 0;
+  uint64_t put_bytes = 0;
+  uint64_t gets = 0;
+  uint64_t get_bytes = 0;
+  uint64_t removes = 0;
+  uint64_t failed_puts = 0;
+  uint64_t failed_gets = 0;
+  uint64_t checksum_failures = 0;     // gets that returned Corruption
+  uint64_t corrupt_records = 0;       // skipped at open: bad checksum inside the log
+  uint64_t torn_records = 0;          // skipped at open: incomplete record at a segment's tail
+  uint64_t reclaimed_segments = 0;
+  uint64_t reclaimed_objects = 0;
+  uint64_t syncs = 0;
+};
+
+class Store {
+ public:
+  using DoneCallback = std::function<void(Status)>;
+  using ReadCallback = std::function<void(Result<size_t>)>;  // payload bytes read
+  using EvictionListener = std::function<void(const Key&)>;
+
+  // Opens (creating when missing) the store in options.dir and rebuilds its index by scanning.
+  // Runs blocking I/O on the calling thread: call it before the loop starts serving.
+  static Result<std::unique_ptr<Store>> open(Executor& executor, SsdEngine& engine,
+                                             const StoreOptions& options);
+  virtual ~Store() = default;
+
+  // Stores `bytes` bytes at `data` under key (replacing an older object with the key). data may be
+  // nullptr only in simulated mode. data need not be aligned; 4 KiB-aligned data is written
+  // without a copy. cb runs when the record is durable, or with the error (ResourceExhausted for a
+  // full disk or capacity, InvalidArgument for an empty or oversized payload).
+  virtual void put(const Key& key, TokenRange tokens, const void* data, size_t bytes,
+                   DoneCallback cb) = 0;
+  // Reads the payload of key into dst (4 KiB-aligned, dst_bytes >= ObjectInfo::read_bytes()).
+  // dst may be nullptr in simulated mode. cb gets the payload length, NotFound, Corruption, or
+  // InvalidArgument for a bad buffer.
+  virtual void get(const Key& key, void* dst, size_t dst_bytes, ReadCallback cb) = 0;
+  virtual bool contains(const Key& key) const = 0;
+  virtual std::optional<ObjectInfo> lookup(const Key& key) const = 0;
+  // Removes key durably (a tombstone record), NotFound when absent.
+  virtual void remove(const Key& key, DoneCallback cb) = 0;
+  virtual std::vector<ObjectInfo> list() const = 0;
+  virtual StoreStats stats() const = 0;
+  // Told of every object that leaves the index by reclamation (not by remove or replacement).
+  virtual void set_eviction_listener(EvictionListener listener) = 0;
+  // Waits for writes and syncs in flight, seals nothing new; cb when the store may be destroyed.
+  virtual void close(DoneCallback cb) = 0;
+};
+
+// Result of a full verification of a store directory (every header and every payload checksum).
+struct VerifyReport {
+  uint64_t good = 0;
+  uint64_t corrupt = 0;
+  uint64_t torn = 0;
+  uint64_t tombstones = 0;
+  uint64_t segments = 0;
+  uint64_t bytes_checked = 0;
+  std::vector<std::string> problems;  // one line per bad record: segment, offset, what was wrong
+};
+// Reads every record of every segment in dir with blocking I/O. Does not modify anything.
+Result<VerifyReport> verify_store_dir(const std::string& dir);
+
+}  // namespace tempokv

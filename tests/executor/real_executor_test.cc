@@ -1,0 +1,70 @@
+#include "executor/real_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace tempokv {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(RealExecutor, TimerFiresNoEarlierThanAsked) {
+  RealExecutor ex;
+  TimePoint start = ex.now();
+  TimePoint fired{};
+  ex.after(milliseconds(20), [&] {
+    fired = ex.now();
+    ex.stop();
+  });
+  ex.run();
+  EXPECT_GE(fired - start, milliseconds(20));
+}
+
+TEST(RealExecutor, PostsFromOtherThreadsAllRunOnTheLoopThread) {
+  RealExecutor ex;
+  constexpr int kThreads = 4, kPerThread = 1000;
+  int count = 0;  // touched only on the loop thread
+  std::thread::id loop_id;
+  bool all_on_loop = true;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kPerThread; ++i) {
+        ex.post([&] {
+          if (std::this_thread::get_id() != loop_id) all_on_loop = false;
+          ++count;
+        });
+      }
+    });
+  }
+  loop_id = std::this_thread::get_id();
+  EXPECT_TRUE(ex.run_until([&] { return count == kThreads * kPerThread; }));
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(all_on_loop);
+}
+
+TEST(RealExecutor, CancelledTimerDoesNotRun) {
+  RealExecutor ex;
+  bool ran = false;
+  TimerHandle h = ex.after(milliseconds(5), [&] { ran = true; });
+  h.cancel();
+  ex.after(milliseconds(20), [&] { ex.stop(); });
+  ex.run();
+  EXPECT_FALSE(ran);
+}
+
+TEST(RealExecutor, TimersRunInTimeOrder) {
+  RealExecutor ex;
+  std::vector<int> order;
+  ex.after(milliseconds(15), [&] { order.push_back(2); });
+  ex.after(milliseconds(5), [&] { order.push_back(1); });
+  ex.after(milliseconds(25), [&] { ex.stop(); });
+  ex.run();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+}  // namespace
+}  // namespace tempokv
