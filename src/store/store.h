@@ -51,6 +51,8 @@ struct ObjectInfo {
   uint64_t payload_bytes = 0;  // exact length of the payload
   uint32_t segment = 0;        // segment id
   uint64_t offset = 0;         // offset of the payload in the segment file (4 KiB-aligned)
+  uint64_t checksum_lo = 0;    // XXH3-128 of the payload, low and high halves
+  uint64_t checksum_hi = 0;
   // Bytes a get() needs in its destination buffer: payload_bytes rounded up to 4 KiB.
   uint64_t read_bytes() const;
 };
@@ -103,6 +105,13 @@ class Store {
   // Removes key durably (a tombstone record), NotFound when absent.
   virtual void remove(const Key& key, DoneCallback cb) = 0;
   virtual std::vector<ObjectInfo> list() const = 0;
+  // Path of a segment file, so a restore path can read an object's extent itself (with pread,
+  // O_DIRECT or cuFile). Empty in simulated mode. Pin the segment while reading it that way.
+  virtual std::string segment_path(uint32_t segment) const = 0;
+  // Holds a segment's file against reclamation while someone reads it outside get() (a restore
+  // path or cuFile). Every pin_segment needs one unpin_segment. NotFound when not live.
+  virtual Status pin_segment(uint32_t segment) = 0;
+  virtual void unpin_segment(uint32_t segment) = 0;
   virtual StoreStats stats() const = 0;
   // Told of every object that leaves the index by reclamation (not by remove or replacement).
   virtual void set_eviction_listener(EvictionListener listener) = 0;
