@@ -33,7 +33,7 @@ using TimePoint = ExecClock::time_point;
 inline double to_seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 inline double to_seconds(TimePoint t) { return to_seconds(t.time_since_epoch()); }
 inline Duration from_seconds(double s) {
-  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
+  return std::chrono::round<Duration>(std::chrono::duration<double>(s));
 }
 
 // A scheduled timer. cancel() before it fires prevents it from running; after it fired (or on an

@@ -18,15 +18,14 @@ bool SimExecutor::step() {
   Event ev;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // A cancelled timer is dropped without moving the clock to its time.
+    while (!events_.empty() && events_.top().cancelled && *events_.top().cancelled) events_.pop();
     if (events_.empty()) return false;
     ev = std::move(const_cast<Event&>(events_.top()));
     events_.pop();
   }
   now_ = ev.when;
-  if (ev.cancelled) {
-    if (*ev.cancelled) return true;
-    *ev.cancelled = true;
-  }
+  if (ev.cancelled) *ev.cancelled = true;  // fired: a later cancel() is a no-op
   ev.fn();
   return true;
 }
@@ -42,6 +41,9 @@ uint64_t SimExecutor::run_until(TimePoint t) {
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      while (!events_.empty() && events_.top().cancelled && *events_.top().cancelled) {
+        events_.pop();
+      }
       if (events_.empty() || events_.top().when > t) break;
     }
     step();

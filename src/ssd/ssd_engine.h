@@ -43,8 +43,11 @@ struct SsdEngineStats {
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
   uint64_t errors = 0;
-  uint64_t in_flight = 0;        // requests submitted and not yet completed
+  uint64_t in_flight = 0;         // requests submitted and not yet completed
   uint64_t fixed_buffer_ios = 0;  // io_uring only: requests that used registered buffers
+  // Simulated engine only: total time with at least one request in service (holding one of the
+  // sim_max_concurrency slots), so a staging provider can calibrate bytes / busy time.
+  uint64_t busy_ns = 0;
 };
 
 class SsdEngine {
@@ -59,14 +62,14 @@ class SsdEngine {
   virtual Result<FileId> add_file(int fd) = 0;
   virtual void remove_file(FileId file) = 0;
   // Declares a buffer that many transfers will use, so an engine may register it with the kernel
-  // (io_uring fixed buffers). Always safe to skip; returns OK when the engine keeps it unregistered.
+  // (io_uring fixed buffers). Always safe to skip; returns OK when the engine keeps it
+  // unregistered.
   virtual Status register_buffer(void* base, size_t bytes) = 0;
   virtual void unregister_buffer(void* base) = 0;
 
   virtual void read(FileId file, uint64_t offset, void* buf, size_t len, IoCallback cb,
                     IoThreadHook on_io_thread = nullptr) = 0;
-  virtual void write(FileId file, uint64_t offset, const void* buf, size_t len,
-                     IoCallback cb) = 0;
+  virtual void write(FileId file, uint64_t offset, const void* buf, size_t len, IoCallback cb) = 0;
   // fdatasync of the file; completes with 0 bytes.
   virtual void sync(FileId file, IoCallback cb) = 0;
 
@@ -77,10 +80,10 @@ enum class SsdEngineKind { kUring, kThreadPool, kSimulated };
 
 struct SsdEngineOptions {
   SsdEngineKind kind = SsdEngineKind::kUring;
-  bool direct = true;               // O_DIRECT alignment rules (thread pool may run buffered)
-  uint32_t queue_depth = 256;       // io_uring submission queue entries
-  uint32_t threads = 4;             // thread pool workers
-  bool register_buffers = true;     // io_uring: use fixed buffers where memlock allows
+  bool direct = true;            // O_DIRECT alignment rules (thread pool may run buffered)
+  uint32_t queue_depth = 256;    // io_uring submission queue entries
+  uint32_t threads = 4;          // thread pool workers
+  bool register_buffers = true;  // io_uring: use fixed buffers where memlock allows
   // Simulated engine: each request takes latency, then moves its bytes sharing an aggregate
   // bandwidth with the others in service; at most max_concurrency are in service at once.
   Duration sim_latency = std::chrono::microseconds(80);
@@ -95,6 +98,8 @@ struct SsdEngineOptions {
 // and says so once on stderr.
 Result<std::unique_ptr<SsdEngine>> make_ssd_engine(Executor& executor,
                                                    const SsdEngineOptions& options);
+// "uring", "threadpool" or "sim"; the error names the text and the accepted names.
 Result<SsdEngineKind> parse_ssd_engine_kind(std::string_view name);
+std::string_view ssd_engine_kind_name(SsdEngineKind kind);
 
 }  // namespace tempokv

@@ -76,3 +76,18 @@ TEST(SimExecutor, TasksScheduledByTasksKeepTheirOrder) {
 
 }  // namespace
 }  // namespace tempokv
+
+namespace tempokv {
+namespace {
+
+TEST(SimExecutor, CancelledTimerDoesNotAdvanceTheClock) {
+  SimExecutor ex;
+  ex.after(std::chrono::milliseconds(5), [] {});
+  TimerHandle late = ex.after(std::chrono::milliseconds(50), [] {});
+  late.cancel();
+  ex.run();
+  EXPECT_EQ(ex.now(), TimePoint(std::chrono::milliseconds(5)));
+}
+
+}  // namespace
+}  // namespace tempokv

@@ -1,0 +1,93 @@
+// UringEngine: the SsdEngine on io_uring, for O_DIRECT files. Many requests are in flight at
+// once; transfers into a buffer declared with register_buffer use the registered-buffer opcodes
+// (READ_FIXED/WRITE_FIXED), and added files sit in the ring's registered-file table
+// (IOSQE_FIXED_FILE). Either registration that the kernel or RLIMIT_MEMLOCK refuses falls back
+// to plain requests and says so once on stderr.
+//
+// Submission: callers' threads push requests onto a FIFO overflow queue under one mutex and move
+// as many as fit into the SQ, never more than the CQ can hold; the rest wait until completions
+// free room, so a full ring never fails a request. A completion thread reaps CQEs, resubmits the
+// remainder of short transfers (and requests that got EAGAIN/EINTR), runs the IoThreadHook, and
+// posts the callback to the Executor. Sync is IORING_OP_FSYNC with IORING_FSYNC_DATASYNC.
+//
+// Thread safety: every public method is thread-safe. The destructor waits for every submitted
+// request to complete (callbacks posted), then stops the completion thread.
+#pragma once
+
+#include <liburing.h>
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ssd/file_table.h"
+#include "ssd/fixed_buffer_table.h"
+#include "ssd/io_args.h"
+#include "ssd/ssd_engine.h"
+
+namespace tempokv {
+
+class UringEngine final : public SsdEngine {
+ public:
+  // Unavailable when the kernel refuses io_uring (ENOSYS, EPERM: seccomp, io_uring_disabled), so
+  // the factory can fall back to the thread pool.
+  static Result<std::unique_ptr<UringEngine>> create(Executor& executor,
+                                                     const SsdEngineOptions& options);
+  ~UringEngine() override;
+  UringEngine(const UringEngine&) = delete;
+  UringEngine& operator=(const UringEngine&) = delete;
+
+  std::string_view name() const override { return "uring"; }
+  bool direct() const override { return options_.direct; }
+  Result<FileId> add_file(int fd) override;
+  void remove_file(FileId file) override;
+  Status register_buffer(void* base, size_t bytes) override;
+  void unregister_buffer(void* base) override;
+
+  void read(FileId file, uint64_t offset, void* buf, size_t len, IoCallback cb,
+            IoThreadHook on_io_thread = nullptr) override;
+  void write(FileId file, uint64_t offset, const void* buf, size_t len, IoCallback cb) override;
+  void sync(FileId file, IoCallback cb) override;
+
+  SsdEngineStats stats() const override;
+
+  bool files_registered() const { return files_registered_; }
+  bool buffers_registered() const { return buffers_.enabled(); }
+
+ private:
+  struct Request;
+
+  UringEngine(Executor& executor, const SsdEngineOptions& options);
+  void submit(IoOp op, FileId file, uint64_t offset, std::byte* buf, size_t len, IoCallback cb,
+              IoThreadHook hook);
+  void fail_early(IoOp op, Status status, IoCallback cb);
+  void flush_locked();
+  void prep(io_uring_sqe* sqe, Request* req);
+  void completion_loop();
+  // Decides what a CQE means for its request: done (appended to `done`) or to be resubmitted.
+  // Called with mu_ held.
+  void handle_cqe(Request* req, int res, std::vector<Request*>& retry, std::vector<Request*>& done);
+  void finish(Request* req);
+
+  Executor& executor_;
+  const SsdEngineOptions options_;
+  io_uring ring_{};
+  bool ring_ready_ = false;
+  unsigned cq_entries_ = 0;
+  bool files_registered_ = false;  // set before the engine is shared
+  FileTable files_;
+  FixedBufferTable buffers_;
+
+  mutable std::mutex mu_;  // guards the SQ, overflow_, in_kernel_, outstanding_ and stats_
+  std::condition_variable idle_cv_;
+  std::deque<Request*> overflow_;  // submitted by callers, not yet in the SQ
+  unsigned in_kernel_ = 0;         // in the SQ or the kernel, CQE not yet reaped
+  uint64_t outstanding_ = 0;       // submitted and callback not yet posted
+  SsdEngineStats stats_;
+  std::thread completer_;
+};
+
+}  // namespace tempokv
