@@ -1,0 +1,38 @@
+// RuntimeSnapshot: what a serving runtime tells TempoKV about its scheduler, at an iteration
+// boundary, for the time-to-use estimate (DESIGN.md §4). Only what a runtime sees: prompt sizes,
+// progress and limits, never true output lengths. Values; thread-safe as values.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tempokv {
+
+// A request holding one of the runtime's slots.
+struct RunningRequest {
+  uint64_t id = 0;
+  uint32_t context_tokens = 0;     // prompt tokens plus tokens generated so far
+  uint32_t generated_tokens = 0;   // n; 0 until its prefill has produced the first token
+  uint32_t max_output_tokens = 0;  // its generation limit
+  // Work of its admission not yet done at this boundary (a request admitted in the iteration now
+  // running has its retrieval and prefill in flight; a runtime reports the state after it).
+  uint32_t prefill_tokens_left = 0;
+};
+
+// A request waiting for a slot, in the runtime's scheduling order.
+struct WaitingRequest {
+  uint64_t id = 0;
+  uint32_t prompt_tokens = 0;      // whole prompt
+  uint32_t cached_tokens = 0;      // matched prefix whose KV is retrieved, not computed
+  uint64_t cached_bytes = 0;       // KV bytes of the matched prefix (retrieval size)
+  uint32_t max_output_tokens = 0;  // its generation limit
+};
+
+struct RuntimeSnapshot {
+  std::vector<RunningRequest> running;
+  std::vector<WaitingRequest> waiting;  // scheduling order: waiting[0] is admitted next
+  uint32_t max_active = 4;              // slot limit (active sequences)
+  uint64_t boundary_in_ns = 0;          // time from now to the iteration boundary it describes
+};
+
+}  // namespace tempokv

@@ -1,0 +1,33 @@
+// OutputPredictor: how many more tokens a request will generate, from what a runtime sees
+// (DESIGN.md §4): for a request with n tokens generated, the mean of (N − n) over recently
+// completed outputs of length N > n, bounded by the request's generation limit; before any
+// completion longer than n, a configured prior. It never sees true output lengths of running
+// requests. Not thread-safe: used on the control-plane thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+
+namespace tempokv {
+
+class OutputPredictor {
+ public:
+  // window: how many recent completions to remember; prior_tokens: expected output length
+  // before any completion.
+  OutputPredictor(uint32_t window, uint32_t prior_tokens);
+
+  void record_completion(uint32_t output_tokens);
+  // Predicted tokens still to generate (≥ 1 while n < limit; 0 when n ≥ limit).
+  uint32_t remaining(uint32_t generated, uint32_t limit) const;
+  // Predicted total output length of a request not yet started.
+  uint32_t total(uint32_t limit) const { return remaining(0, limit); }
+  size_t completions() const { return recent_.size(); }
+
+ private:
+  uint32_t window_;
+  uint32_t prior_tokens_;
+  std::deque<uint32_t> recent_;
+};
+
+}  // namespace tempokv
