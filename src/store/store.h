@@ -12,7 +12,11 @@
 //
 // Capacity: when live segments exceed capacity_bytes the oldest sealed segment is reclaimed whole;
 // its objects leave the index at once (listeners are told) but the file is deleted only when no
-// read of it is in flight.
+// read of it is in flight. Reclamation is strictly oldest-first; while the oldest segment is still
+// sealing, the store may exceed capacity by one segment until the seal completes.
+//
+// Segment creation (fallocate, header write, fdatasync, directory fsync) runs on the calling
+// thread, once per segment_bytes written; everything else is asynchronous on the SsdEngine.
 //
 // Simulated mode (options.simulated): the same index, capacity and reclamation logic, no files and
 // no bytes; the SsdEngine (the simulated one) provides the time.
@@ -91,9 +95,10 @@ class Store {
   virtual ~Store() = default;
 
   // Stores `bytes` bytes at `data` under key (replacing an older object with the key). data may be
-  // nullptr only in simulated mode. data need not be aligned; 4 KiB-aligned data is written
-  // without a copy. cb runs when the record is durable, or with the error (ResourceExhausted for a
-  // full disk or capacity, InvalidArgument for an empty or oversized payload).
+  // nullptr only in simulated mode. data need not be aligned; 4 KiB-aligned data of 64 KiB or more
+  // is written without a copy, so data must stay valid and unchanged until cb runs. cb runs when
+  // the record is durable, or with the error (ResourceExhausted for a full disk or capacity,
+  // InvalidArgument for an empty or oversized payload).
   virtual void put(const Key& key, TokenRange tokens, const void* data, size_t bytes,
                    DoneCallback cb) = 0;
   // Reads the payload of key into dst (4 KiB-aligned, dst_bytes >= ObjectInfo::read_bytes()).
@@ -113,7 +118,8 @@ class Store {
   virtual Status pin_segment(uint32_t segment) = 0;
   virtual void unpin_segment(uint32_t segment) = 0;
   virtual StoreStats stats() const = 0;
-  // Told of every object that leaves the index by reclamation (not by remove or replacement).
+  // Told of every object that leaves the index by reclamation (not by remove or replacement),
+  // in a task posted to the Executor after the objects left the index (so it may call the store).
   virtual void set_eviction_listener(EvictionListener listener) = 0;
   // Waits for writes and syncs in flight, seals nothing new; cb when the store may be destroyed.
   virtual void close(DoneCallback cb) = 0;

@@ -1,2 +1,0 @@
-// placeholder: replaced by the store implementation
-#include "store/store.h"

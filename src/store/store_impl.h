@@ -1,0 +1,131 @@
+// StoreImpl: the one implementation of Store (store.h is the contract). Split by concern:
+//   store_open.cc    open, recovery from a scan, close, teardown
+//   store_write.cc   put/remove, record placement, group commit, sealing
+//   store_read.cc    get, lookup, list, stats
+//   reclaim.cc       capacity and oldest-first segment reclamation
+//
+// Loop thread only (every method and every engine callback runs on the Executor). Invariants:
+//   * index_ holds exactly the objects get() may serve; each entry's segment is in segments_ and
+//     not kReclaimed.
+//   * in_flight_[k] holds the sequence of the newest put/remove of k submitted and not finished;
+//     a finishing put enters the index only when it is still that newest one.
+//   * live_disk_bytes_ sums the bytes of segments not reclaimed (the capacity accounting).
+#pragma once
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "store/format.h"
+#include "store/segment.h"
+#include "store/store.h"
+
+namespace tempokv::store {
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using AlignedBytes = std::unique_ptr<std::byte, FreeDeleter>;
+// A zero-filled 4 KiB-aligned allocation of round_up(bytes, 4 KiB); null when out of memory.
+AlignedBytes allocate_blocks(size_t bytes);
+
+// One record (put, tombstone or seal) from placement until durable.
+struct PendingWrite {
+  RecordHeader header;
+  Segment* segment = nullptr;
+  uint64_t offset = 0;  // of the header block
+  Store::DoneCallback cb;
+  int pieces_left = 0;  // engine writes not yet completed
+  Status status;
+  AlignedBytes head;  // the header block, or the whole record when the payload was copied
+  AlignedBytes tail;  // the payload's last partial block (zero-copy path)
+};
+
+class StoreImpl final : public Store {
+ public:
+  StoreImpl(Executor& executor, SsdEngine& engine, const StoreOptions& options);
+  ~StoreImpl() override;
+  StoreImpl(const StoreImpl&) = delete;
+  StoreImpl& operator=(const StoreImpl&) = delete;
+
+  // Open's work: lock the directory, scan every segment, rebuild the index (real mode).
+  Status recover();
+
+  void put(const Key& key, TokenRange tokens, const void* data, size_t bytes,
+           DoneCallback cb) override;
+  void get(const Key& key, void* dst, size_t dst_bytes, ReadCallback cb) override;
+  bool contains(const Key& key) const override { return index_.contains(key); }
+  std::optional<ObjectInfo> lookup(const Key& key) const override;
+  void remove(const Key& key, DoneCallback cb) override;
+  std::vector<ObjectInfo> list() const override;
+  std::string segment_path(uint32_t segment) const override;
+  Status pin_segment(uint32_t segment) override;
+  void unpin_segment(uint32_t segment) override;
+  StoreStats stats() const override;
+  void set_eviction_listener(EvictionListener listener) override {
+    listener_ = std::move(listener);
+  }
+  void close(DoneCallback cb) override;
+
+ private:
+  struct Entry {
+    uint32_t segment = 0;
+    uint64_t offset = 0;  // of the payload
+    uint64_t payload_bytes = 0;
+    TokenRange tokens;
+    Checksum128 checksum;
+    uint64_t sequence = 0;
+  };
+  static ObjectInfo info(const Key& key, const Entry& e) {
+    return {key, e.tokens, e.payload_bytes, e.segment, e.offset, e.checksum.low, e.checksum.high};
+  }
+  struct InFlight {
+    uint64_t newest_sequence = 0;
+    uint32_t count = 0;
+  };
+
+  // store_open.cc
+  Status adopt_segment(uint32_t id, const struct SegmentScan& scan, bool writable);
+  void index_put(const Key& key, const Entry& e);
+  void index_erase(const Key& key);
+  void maybe_finish_close();
+  void fail_soon(DoneCallback cb, Status st);
+  // store_write.cc
+  Result<PendingWrite*> place(const RecordHeader& header, DoneCallback cb);
+  Status roll_segment();
+  void submit(PendingWrite* w, const void* data);
+  void on_piece_done(PendingWrite* w, Result<size_t> r, size_t expected);
+  void maybe_sync(Segment& seg);
+  void on_sync_done(Segment& seg, std::vector<PendingWrite*> batch, Result<size_t> r);
+  // Applies a finished record to the index and stats; returns its callback for the caller to run
+  // once no segment state is touched any more.
+  DoneCallback finish(PendingWrite* w, const Status& st);
+  void maybe_seal(Segment& seg);
+  void retire(Segment& seg);
+  // reclaim.cc
+  Status make_room(uint64_t extra_bytes);
+  void reclaim(Segment& seg);
+  void maybe_destroy(Segment& seg);
+  void destroy(Segment& seg);
+
+  Executor& executor_;
+  SsdEngine& engine_;
+  StoreOptions options_;
+  std::unordered_map<Key, Entry> index_;
+  std::unordered_map<Key, InFlight> in_flight_;
+  std::map<uint32_t, std::unique_ptr<Segment>> segments_;
+  Segment* active_ = nullptr;
+  uint32_t next_segment_id_ = 1;
+  uint64_t next_sequence_ = 1;
+  uint64_t live_disk_bytes_ = 0;
+  uint64_t live_payload_bytes_ = 0;
+  uint64_t ops_in_flight_ = 0;  // writes (until durable) and reads
+  StoreStats stats_;
+  EvictionListener listener_;
+  int lock_fd_ = -1;
+  bool closing_ = false;
+  DoneCallback close_cb_;
+};
+
+}  // namespace tempokv::store

@@ -1,0 +1,199 @@
+// Store::open and recovery: lock the directory, scan every segment, rebuild the index; close and
+// teardown.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "store/scan.h"
+#include "store/store_impl.h"
+
+namespace tempokv {
+
+Status StoreOptions::validate() const {
+  if (!simulated && dir.empty()) return Status::invalid_argument("StoreOptions.dir is empty");
+  if (segment_bytes < 4 * kBlockBytes || !is_aligned(segment_bytes, kBlockBytes)) {
+    return Status::invalid_argument("StoreOptions.segment_bytes (" + std::to_string(segment_bytes) +
+                                    ") must be a multiple of 4 KiB and at least 16 KiB");
+  }
+  if (max_object_bytes == 0) return Status::invalid_argument("StoreOptions.max_object_bytes is 0");
+  // A record plus the segment header and the seal must fit in one segment.
+  if (round_up(max_object_bytes, kBlockBytes) + 3 * kBlockBytes > segment_bytes) {
+    return Status::invalid_argument(
+        "StoreOptions.max_object_bytes (" + std::to_string(max_object_bytes) +
+        ") plus 12 KiB of headers does not fit in segment_bytes (" + std::to_string(segment_bytes) +
+        ")");
+  }
+  if (capacity_bytes < segment_bytes) {
+    return Status::invalid_argument("StoreOptions.capacity_bytes (" +
+                                    std::to_string(capacity_bytes) +
+                                    ") is smaller than one segment (segment_bytes " +
+                                    std::to_string(segment_bytes) + ")");
+  }
+  return Status::ok();
+}
+
+uint64_t ObjectInfo::read_bytes() const { return round_up(payload_bytes, kBlockBytes); }
+
+Result<std::unique_ptr<Store>> Store::open(Executor& executor, SsdEngine& engine,
+                                           const StoreOptions& options) {
+  TEMPOKV_RETURN_IF_ERROR(options.validate());
+  auto store = std::make_unique<store::StoreImpl>(executor, engine, options);
+  TEMPOKV_RETURN_IF_ERROR(store->recover());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+namespace store {
+
+AlignedBytes allocate_blocks(size_t bytes) {
+  size_t n = round_up(bytes == 0 ? 1 : bytes, kBlockBytes);
+  AlignedBytes p(static_cast<std::byte*>(std::aligned_alloc(kBlockBytes, n)));
+  if (p) std::memset(p.get(), 0, n);
+  return p;
+}
+
+StoreImpl::StoreImpl(Executor& executor, SsdEngine& engine, const StoreOptions& options)
+    : executor_(executor), engine_(engine), options_(options) {
+  stats_.capacity_bytes = options.capacity_bytes;
+}
+
+StoreImpl::~StoreImpl() {
+  for (auto& [id, seg] : segments_) {
+    engine_.remove_file(seg->file);
+    if (seg->fd >= 0) ::close(seg->fd);
+  }
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
+
+Status StoreImpl::recover() {
+  if (options_.simulated) return Status::ok();
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(options_.dir, ec);
+  if (ec) return Status::io_error("create store directory " + options_.dir + ": " + ec.message());
+  std::string lock_path = options_.dir + "/LOCK";
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) return Status::from_errno(errno, "open " + lock_path);
+  if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return Status::failed_precondition("store directory " + options_.dir +
+                                         " is open in another process (LOCK is held)");
+    }
+    return Status::from_errno(errno, "flock " + lock_path);
+  }
+  std::vector<uint32_t> ids;
+  for (const auto& entry : fs::directory_iterator(options_.dir, ec)) {
+    if (auto id = parse_segment_file_name(entry.path().filename().string())) ids.push_back(*id);
+  }
+  if (ec) return Status::io_error("list " + options_.dir + ": " + ec.message());
+  std::sort(ids.begin(), ids.end());
+  std::unordered_map<Key, uint64_t> tombstone_sequence;
+  for (uint32_t id : ids) {
+    next_segment_id_ = std::max(next_segment_id_, id + 1);
+    std::string path = options_.dir + "/" + segment_file_name(id);
+    TEMPOKV_ASSIGN_OR_RETURN(SegmentScan scan, scan_segment(path, id, PayloadCheck::kIfUnsealed));
+    stats_.corrupt_records += scan.corrupt;
+    stats_.torn_records += scan.torn;
+    if (!scan.header) {
+      bool interrupted_create = id == ids.back() && (scan.header_defect == HeaderDefect::kZero ||
+                                                      scan.header_defect == HeaderDefect::kTorn);
+      if (interrupted_create) {
+        // Creation syncs the header before any record goes in, so nothing was stored here.
+        ++stats_.torn_records;
+        ::unlink(path.c_str());
+        TEMPOKV_RETURN_IF_ERROR(sync_dir(options_.dir));
+      } else {
+        ++stats_.corrupt_records;  // left in place for inspection; never read
+      }
+      continue;
+    }
+    bool clean_tail = id == ids.back() && !scan.sealed && scan.corrupt == 0 && scan.torn == 0;
+    TEMPOKV_RETURN_IF_ERROR(adopt_segment(id, scan, clean_tail));
+    Segment& seg = *segments_.at(id);
+    for (const ScannedRecord& r : scan.records) {
+      next_sequence_ = std::max(next_sequence_, r.header.sequence + 1);
+      if (r.state != RecordState::kGood) continue;
+      const Key& key = r.header.key;
+      auto it = index_.find(key);
+      if (r.header.tombstone()) {
+        if (it != index_.end() && it->second.sequence < r.header.sequence) index_erase(key);
+        uint64_t& t = tombstone_sequence[key];
+        t = std::max(t, r.header.sequence);
+        continue;
+      }
+      auto t = tombstone_sequence.find(key);
+      if (t != tombstone_sequence.end() && t->second > r.header.sequence) continue;
+      if (it != index_.end() && it->second.sequence > r.header.sequence) continue;
+      index_put(key, {id, r.offset + kHeaderBytes, r.header.payload_bytes, r.header.tokens,
+                      r.header.payload_checksum, r.header.sequence});
+      seg.keys.push_back(key);
+    }
+  }
+  return make_room(0);
+}
+
+Status StoreImpl::adopt_segment(uint32_t id, const SegmentScan& scan, bool writable) {
+  std::string path = options_.dir + "/" + segment_file_name(id);
+  TEMPOKV_ASSIGN_OR_RETURN(int fd, open_segment_file(path, engine_.direct()));
+  Result<FileId> file = engine_.add_file(fd);
+  if (!file.is_ok()) {
+    ::close(fd);
+    return file.status();
+  }
+  auto seg = std::make_unique<Segment>();
+  seg->id = id;
+  seg->fd = fd;
+  seg->file = *file;
+  seg->path = path;
+  seg->bytes = scan.file_bytes;
+  seg->write_offset = scan.end_offset;
+  seg->records = scan.records.size();
+  seg->state = scan.sealed ? SegmentState::kSealed
+                           : (writable ? SegmentState::kActive : SegmentState::kRetired);
+  // A tail that cannot take one more smallest record and the seal is sealed on the first put.
+  if (writable) active_ = seg.get();
+  live_disk_bytes_ += seg->bytes;
+  segments_[id] = std::move(seg);
+  return Status::ok();
+}
+
+void StoreImpl::index_put(const Key& key, const Entry& e) {
+  auto [it, inserted] = index_.try_emplace(key, e);
+  if (!inserted) {
+    live_payload_bytes_ -= it->second.payload_bytes;
+    it->second = e;
+  }
+  live_payload_bytes_ += e.payload_bytes;
+}
+
+void StoreImpl::index_erase(const Key& key) {
+  auto it = index_.find(key);
+  if (it == index_.end()) return;
+  live_payload_bytes_ -= it->second.payload_bytes;
+  index_.erase(it);
+}
+
+void StoreImpl::fail_soon(DoneCallback cb, Status st) {
+  executor_.post([cb = std::move(cb), st = std::move(st)]() mutable {
+    if (cb) cb(std::move(st));
+  });
+}
+
+void StoreImpl::close(DoneCallback cb) {
+  closing_ = true;
+  close_cb_ = std::move(cb);
+  maybe_finish_close();
+}
+
+void StoreImpl::maybe_finish_close() {
+  if (!closing_ || ops_in_flight_ != 0 || !close_cb_) return;
+  fail_soon(std::move(close_cb_), Status::ok());
+  close_cb_ = nullptr;
+}
+
+}  // namespace store
+}  // namespace tempokv

@@ -1,0 +1,117 @@
+// Damage on disk: flipped payload and header bytes, truncated segments, zeroed (torn) payloads.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "store/format.h"
+#include "store_test_util.h"
+
+namespace tempokv::testing {
+namespace {
+
+class StoreCorruptionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty());
+    if (!dir_.supports_direct()) GTEST_SKIP() << dir_.path() << " does not support O_DIRECT";
+    ASSERT_TRUE(h_.start(small_options(dir_.path())).is_ok());
+  }
+  std::string segment_file(uint32_t id) { return dir_.path() + "/" + store::segment_file_name(id); }
+  TempDir dir_;
+  StoreHarness h_;
+};
+
+TEST_F(StoreCorruptionTest, FlippedPayloadByteMakesGetReturnCorruption) {
+  ASSERT_TRUE(h_.put_seeded(1, 64 * kKiB).is_ok());
+  ObjectInfo info = *h_.store->lookup(test_key(1));
+  flip_bytes(segment_file(info.segment), info.offset + 1000);
+  auto buf = AlignedBuffer::allocate(64 * kKiB);
+  Result<size_t> r = h_.get(test_key(1), buf->data(), buf->size());
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r.status().message().find("checksum"), std::string::npos);
+  EXPECT_EQ(h_.store->stats().checksum_failures, 1u);
+  auto report = verify_store_dir(dir_.path());
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_EQ(report->corrupt, 1u);
+  EXPECT_EQ(report->good, 0u);
+}
+
+TEST_F(StoreCorruptionTest, FlippedPayloadByteInSealedSegmentIsServedAsCorruptionAfterReopen) {
+  for (uint64_t i = 0; i < 4; ++i) ASSERT_TRUE(h_.put_seeded(i, 300 * kKiB).is_ok());  // seals 1
+  ObjectInfo info = *h_.store->lookup(test_key(0));
+  ASSERT_TRUE(h_.close().is_ok());
+  flip_bytes(segment_file(info.segment), info.offset + 5);
+  ASSERT_TRUE(h_.reopen().is_ok());  // a sealed segment's payloads are checked on get only
+  auto buf = AlignedBuffer::allocate(300 * kKiB);
+  Result<size_t> r = h_.get(test_key(0), buf->data(), buf->size());
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_TRUE(h_.check_seeded(1, 300 * kKiB));
+}
+
+TEST_F(StoreCorruptionTest, FlippedPayloadByteInActiveSegmentIsSkippedAtOpen) {
+  ASSERT_TRUE(h_.put_seeded(1, 64 * kKiB).is_ok());
+  ASSERT_TRUE(h_.put_seeded(2, 64 * kKiB).is_ok());
+  ObjectInfo info = *h_.store->lookup(test_key(1));
+  ASSERT_TRUE(h_.close().is_ok());
+  flip_bytes(segment_file(info.segment), info.offset + 7);
+  ASSERT_TRUE(h_.reopen().is_ok());
+  EXPECT_FALSE(h_.store->contains(test_key(1)));
+  EXPECT_EQ(h_.store->stats().corrupt_records, 1u);
+  EXPECT_TRUE(h_.check_seeded(2, 64 * kKiB));
+}
+
+TEST_F(StoreCorruptionTest, FlippedHeaderByteSkipsTheRecordAndCountsIt) {
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(h_.put_seeded(i, 20 * kKiB).is_ok());
+  ObjectInfo info = *h_.store->lookup(test_key(1));
+  ASSERT_TRUE(h_.close().is_ok());
+  flip_bytes(segment_file(info.segment), info.offset - kBlockBytes + 40);  // its key field
+  ASSERT_TRUE(h_.reopen().is_ok());
+  EXPECT_FALSE(h_.store->contains(test_key(1)));
+  EXPECT_EQ(h_.store->stats().corrupt_records, 1u);
+  EXPECT_TRUE(h_.check_seeded(0, 20 * kKiB));
+  EXPECT_TRUE(h_.check_seeded(2, 20 * kKiB));  // found again by resynchronizing
+  auto report = verify_store_dir(dir_.path());
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_EQ(report->good, 2u);
+  EXPECT_EQ(report->corrupt, 1u);
+}
+
+TEST_F(StoreCorruptionTest, TruncatedSegmentDropsTheTornTail) {
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(h_.put_seeded(i, 40 * kKiB).is_ok());
+  ObjectInfo last = *h_.store->lookup(test_key(2));
+  ASSERT_TRUE(h_.close().is_ok());
+  ASSERT_EQ(truncate(segment_file(last.segment).c_str(), static_cast<off_t>(last.offset + 8192)), 0);
+  ASSERT_TRUE(h_.reopen().is_ok());
+  EXPECT_FALSE(h_.store->contains(test_key(2)));
+  EXPECT_EQ(h_.store->stats().torn_records, 1u);
+  EXPECT_EQ(h_.store->stats().corrupt_records, 0u);
+  EXPECT_TRUE(h_.check_seeded(1, 40 * kKiB));
+  auto report = verify_store_dir(dir_.path());
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_EQ(report->torn, 1u);
+  EXPECT_EQ(report->corrupt, 0u);
+}
+
+TEST_F(StoreCorruptionTest, PayloadWithUnwrittenBlockInActiveSegmentIsTornNotCorrupt) {
+  ASSERT_TRUE(h_.put_seeded(1, 40 * kKiB).is_ok());
+  ASSERT_TRUE(h_.put_seeded(2, 40 * kKiB).is_ok());
+  ObjectInfo info = *h_.store->lookup(test_key(2));
+  ASSERT_TRUE(h_.close().is_ok());
+  // What a crash leaves when the last blocks of a payload never reached the disk.
+  int fd = ::open(segment_file(info.segment).c_str(), O_RDWR);
+  std::vector<char> zeros(8192, 0);
+  ASSERT_EQ(pwrite(fd, zeros.data(), zeros.size(), static_cast<off_t>(info.offset + 32 * kKiB)),
+            8192);
+  ::close(fd);
+  auto report = verify_store_dir(dir_.path());
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_EQ(report->torn, 1u);
+  EXPECT_EQ(report->corrupt, 0u);
+  ASSERT_TRUE(h_.reopen().is_ok());
+  EXPECT_FALSE(h_.store->contains(test_key(2)));
+  EXPECT_TRUE(h_.check_seeded(1, 40 * kKiB));
+}
+
+}  // namespace
+}  // namespace tempokv::testing

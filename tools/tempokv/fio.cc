@@ -1,0 +1,138 @@
+#include "tempokv/fio.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+extern char** environ;
+
+namespace tempokv::cli {
+namespace {
+
+bool on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> fio_args(const FioJob& job, const std::string& output) {
+  std::vector<std::string> a = {"fio", "--output-format=json", "--output=" + output,
+                                "--rw=" + job.rw,
+                                "--ioengine=" + job.ioengine,
+                                std::string("--direct=") + (job.direct ? "1" : "0"),
+                                "--bs=" + std::to_string(job.block_bytes),
+                                "--iodepth=" + std::to_string(job.iodepth)};
+  a.insert(a.end(), job.extra_args.begin(), job.extra_args.end());
+  // Options before the first --name are global; each --name starts a job.
+  for (size_t i = 0; i < job.ranges.size(); ++i) {
+    const FioJob::Range& r = job.ranges[i];
+    a.push_back("--name=" + job.name + "-" + std::to_string(i));
+    a.push_back("--filename=" + r.path);
+    a.push_back("--offset=" + std::to_string(r.offset_bytes));
+    a.push_back("--size=" + std::to_string(r.size_bytes));
+    a.push_back("--stonewall");
+  }
+  if (!job.ranges.empty()) return a;
+  a.push_back("--name=" + job.name);
+  if (!job.filenames.empty()) {
+    std::string joined;
+    for (const auto& f : job.filenames) joined += (joined.empty() ? "" : ":") + f;
+    a.push_back("--filename=" + joined);
+  }
+  if (job.offset_bytes > 0) a.push_back("--offset=" + std::to_string(job.offset_bytes));
+  if (job.size_bytes > 0) a.push_back("--size=" + std::to_string(job.size_bytes));
+  if (!job.read_iolog.empty()) {
+    a.push_back("--read_iolog=" + job.read_iolog);
+    a.push_back("--replay_no_stall=1");
+  }
+  return a;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Result<FioResult> run_fio(const FioJob& job) {
+  if (!on_path("fio")) return Status::unavailable("fio is not installed (no fio in PATH)");
+  std::string output = "/tmp/tempokv-fio-" + std::to_string(getpid()) + ".json";
+  std::vector<std::string> args = fio_args(job, output);
+  FioResult result;
+  std::vector<char*> argv;
+  for (auto& s : args) {
+    argv.push_back(s.data());
+    result.command += (result.command.empty() ? "" : " ") + s;
+  }
+  argv.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, "fio", nullptr, nullptr, argv.data(), environ);
+  if (rc != 0) return Status::from_errno(rc, "start fio");
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  std::string text = read_file(output);
+  unlink(output.c_str());
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    return Status::io_error("fio failed (" + result.command + "): " +
+                            text.substr(text.size() > 400 ? text.size() - 400 : 0));
+  }
+  // fio may print notes before the JSON document.
+  size_t start = text.find('{');
+  auto json = nlohmann::json::parse(start == std::string::npos ? "" : text.substr(start), nullptr,
+                                    false);
+  if (json.is_discarded() || !json.contains("jobs") || json["jobs"].empty()) {
+    return Status::io_error("fio printed no JSON jobs: " + text.substr(0, 400));
+  }
+  bool first = true;
+  for (const auto& j : json["jobs"]) {
+    const auto& r = j["read"];
+    const auto& w = j["write"];
+    result.read_bytes += r.value("io_bytes", uint64_t{0});
+    result.read_ios += r.value("total_ios", uint64_t{0});
+    result.read_bytes_per_s += r.value("bw_bytes", 0.0);
+    double runtime_s = r.value("runtime", 0.0) / 1e3;
+    result.read_runtime_s = job.ranges.empty() ? std::max(result.read_runtime_s, runtime_s)
+                                               : result.read_runtime_s + runtime_s;
+    result.write_bytes += w.value("io_bytes", uint64_t{0});
+    result.write_bytes_per_s += w.value("bw_bytes", 0.0);
+    if (first && r.contains("clat_ns")) result.read_lat_mean_us = r["clat_ns"].value("mean", 0.0) / 1e3;
+    first = false;
+  }
+  return result;
+}
+
+Status write_fio_read_log(const std::string& log_path, const std::vector<FioReadExtent>& reads) {
+  std::ofstream out(log_path);
+  if (!out) return Status::from_errno(errno, "create fio iolog " + log_path);
+  out << "fio version 2 iolog\n";
+  std::vector<std::string> files;
+  std::set<std::string> seen;
+  for (const auto& r : reads) {
+    if (seen.insert(r.path).second) files.push_back(r.path);
+  }
+  for (const auto& f : files) out << f << " add\n";
+  for (const auto& f : files) out << f << " open\n";
+  for (const auto& r : reads) out << r.path << " read " << r.offset << " " << r.bytes << "\n";
+  for (const auto& f : files) out << f << " close\n";
+  out.flush();
+  if (!out) return Status::io_error("write fio iolog " + log_path);
+  return Status::ok();
+}
+
+}  // namespace tempokv::cli

@@ -1,0 +1,66 @@
+// A small fio runner for the benchmarks (store bench, restore-bench): builds the command line from
+// a FioJob, runs fio as a child process with --output-format=json, and parses the totals of every
+// job with nlohmann::json. Also writes fio "version 2" I/O logs, so fio can replay exactly the
+// extents a benchmark read (same files, offsets and request sizes).
+//
+// Blocking; thread-compatible. Unavailable when fio is not installed; IOError when fio fails (the
+// message carries the end of its output).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tempokv/status.h"
+
+namespace tempokv::cli {
+
+struct FioJob {
+  std::string name = "tempokv";
+  std::vector<std::string> filenames;  // passed as --filename=a:b:c (fio splits I/O over them)
+  std::string rw = "read";             // read, randread, write, ...
+  std::string ioengine = "io_uring";
+  bool direct = true;                  // O_DIRECT
+  uint64_t block_bytes = 4096;         // --bs (one request)
+  uint32_t iodepth = 1;
+  uint64_t offset_bytes = 0;  // --offset, when non-zero
+  uint64_t size_bytes = 0;    // --size per file, when non-zero
+  std::string read_iolog;     // when set: replay this I/O log instead of generating I/O
+  std::vector<std::string> extra_args;  // appended verbatim, e.g. "--numjobs=2"
+
+  // When not empty: one fio job per range (its own file, offset and size, the options above
+  // shared), run one after another (stonewall); filenames/offset/size above are then unused.
+  struct Range {
+    std::string path;
+    uint64_t offset_bytes = 0;
+    uint64_t size_bytes = 0;
+  };
+  std::vector<Range> ranges;
+};
+
+struct FioResult {
+  uint64_t read_bytes = 0;
+  uint64_t read_ios = 0;
+  double read_bytes_per_s = 0;  // fio's bandwidth (bw_bytes), summed over jobs
+  double read_runtime_s = 0;    // the longest job's read runtime (the sum for FioJob::ranges)
+  double read_lat_mean_us = 0;  // completion latency mean of the first job
+  uint64_t write_bytes = 0;
+  double write_bytes_per_s = 0;
+  std::string command;  // the command line, for reports
+};
+
+Result<FioResult> run_fio(const FioJob& job);
+
+// One read for a replay log.
+struct FioReadExtent {
+  std::string path;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+// Writes a fio iolog (version 2) that opens each file, reads the extents in the given order and
+// closes the files. Replay it with FioJob::read_iolog. Caution: fio 3.33 does not count the
+// requests still in flight when a replay at iodepth > 1 ends, so use it for access patterns, not
+// for rates at depth.
+Status write_fio_read_log(const std::string& log_path, const std::vector<FioReadExtent>& reads);
+
+}  // namespace tempokv::cli

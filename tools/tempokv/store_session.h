@@ -1,0 +1,95 @@
+// StoreSession: what the `tempokv store` subcommands share — the common options, and a store
+// opened on a RealExecutor with a real SSD engine, with blocking wrappers around its
+// asynchronous calls. One per command; not thread-safe.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "common/units.h"
+#include "executor/real_executor.h"
+#include "ssd/ssd_engine.h"
+#include "store/store.h"
+
+namespace tempokv::cli {
+
+struct StoreCliOptions {
+  std::string dir;
+  std::string engine = "uring";
+  std::string segment_bytes = "1GiB";
+  std::string capacity = "64GiB";
+
+  // Registers --dir, --engine, --segment-bytes, --capacity on a subcommand.
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--dir", dir, "Store directory")->required();
+    cmd->add_option("--engine", engine, "SSD engine: uring or threadpool")->capture_default_str();
+    cmd->add_option("--segment-bytes", segment_bytes, "Segment file size (e.g. 1GiB)")
+        ->capture_default_str();
+    cmd->add_option("--capacity", capacity, "Bound on all segment files (e.g. 64GiB)")
+        ->capture_default_str();
+  }
+  Result<StoreOptions> store_options(uint64_t max_object_bytes = 1ULL << 30) const {
+    StoreOptions o;
+    o.dir = dir;
+    TEMPOKV_ASSIGN_OR_RETURN(o.segment_bytes, parse_bytes(segment_bytes));
+    TEMPOKV_ASSIGN_OR_RETURN(o.capacity_bytes, parse_bytes(capacity));
+    o.max_object_bytes = std::min<uint64_t>(max_object_bytes, o.segment_bytes - 3 * kBlockBytes);
+    return o;
+  }
+};
+
+class StoreSession {
+ public:
+  Status open(const StoreCliOptions& cli, uint32_t queue_depth = 64,
+              uint64_t max_object_bytes = 1ULL << 30) {
+    TEMPOKV_ASSIGN_OR_RETURN(SsdEngineKind kind, parse_ssd_engine_kind(cli.engine));
+    if (kind == SsdEngineKind::kSimulated) {
+      return Status::invalid_argument("--engine sim has no bytes to store; use uring or threadpool");
+    }
+    SsdEngineOptions eo;
+    eo.kind = kind;
+    eo.queue_depth = std::max<uint32_t>(64, queue_depth * 4);
+    eo.threads = std::max<uint32_t>(4, queue_depth);
+    TEMPOKV_ASSIGN_OR_RETURN(engine_, make_ssd_engine(ex_, eo));
+    TEMPOKV_ASSIGN_OR_RETURN(StoreOptions o, cli.store_options(max_object_bytes));
+    TEMPOKV_ASSIGN_OR_RETURN(store_, Store::open(ex_, *engine_, o));
+    return Status::ok();
+  }
+  ~StoreSession() {
+    if (store_) (void)close();
+  }
+  Status close() {
+    std::optional<Status> r;
+    store_->close([&](Status st) { r = st; });
+    ex_.run_until([&] { return r.has_value(); });
+    store_.reset();
+    return *r;
+  }
+  // Runs the loop until pred() holds.
+  void run_until(const std::function<bool()>& pred) { ex_.run_until(pred); }
+  Status put(const Key& k, TokenRange t, const void* data, size_t bytes) {
+    std::optional<Status> r;
+    store_->put(k, t, data, bytes, [&](Status st) { r = st; });
+    ex_.run_until([&] { return r.has_value(); });
+    return *r;
+  }
+  Result<size_t> get(const Key& k, void* dst, size_t dst_bytes) {
+    std::optional<Result<size_t>> r;
+    store_->get(k, dst, dst_bytes, [&](Result<size_t> res) { r = std::move(res); });
+    ex_.run_until([&] { return r.has_value(); });
+    return std::move(*r);
+  }
+  Store& store() { return *store_; }
+  SsdEngine& engine() { return *engine_; }
+  RealExecutor& executor() { return ex_; }
+
+ private:
+  RealExecutor ex_;
+  std::unique_ptr<SsdEngine> engine_;
+  std::unique_ptr<Store> store_;
+};
+
+}  // namespace tempokv::cli
