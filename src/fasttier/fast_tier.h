@@ -1,0 +1,165 @@
+// FastTier: the byte arena the GPU retrieves KV from (DESIGN.md §2), and its bookkeeping:
+// residency, protection, staging reservations, holds, LRU eviction and the two limits.
+//
+// Every object (by Key) is in one residency state: absent (no memory; may carry a reservation),
+// filling (memory allocated, an SSD read is writing it) or resident. On top of that it has a
+// protection count (one per committed claim that needs it stage-ready), a reserved flag (budget
+// set aside for staging that has not landed) and a hold count (readers copying out of it).
+//
+// The two limits, and how they are kept without partitioning the arena:
+//  * budget:   protected_bytes + reserved_bytes <= options.protected_budget_bytes. protect() and
+//              reserve() refuse (ResourceExhausted) rather than exceed it.
+//  * capacity: resident + filling bytes <= capacity, by construction of the allocator. Objects
+//              counted in the budget plus "pinned" objects (filling or held, not counted in the
+//              budget) never exceed capacity when they are created by reserve/protect/begin_fill,
+//              so staging that reserved budget always finds room by evicting. hold() on a resident
+//              object always succeeds (its bytes are already there) and may briefly break that
+//              sum; begin_fill then waits for the hold to end (it reports ResourceExhausted).
+// Evictable = resident, unprotected, unreserved and unheld; only those are evicted, least
+// recently used first (EvictionPolicy). Protected, reserved, filling or held objects never are.
+//
+// Charges: each object occupies (and the budget counts) charge_bytes(object_bytes), whole slots.
+// Offsets are multiples of slot_bytes (>= 4 KiB), so data() is an O_DIRECT read target.
+//
+// Ownership: owns its Backing and allocator. Who protects and why is the provider's business;
+// the tier only counts. Threading: control-plane thread only; the bytes of a filling object are
+// written by an I/O thread between begin_fill and end_fill.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+#include "fasttier/backing.h"
+#include "fasttier/eviction_policy.h"
+#include "fasttier/fast_tier_options.h"
+#include "fasttier/slot_allocator.h"
+#include "tempokv/key.h"
+#include "tempokv/status.h"
+
+namespace tempokv {
+
+enum class Residency : uint8_t { kAbsent, kFilling, kResident };
+
+// What the tier knows of one object.
+struct FastObject {
+  Residency residency = Residency::kAbsent;
+  uint64_t offset = 0;         // in the arena; meaningful unless absent
+  uint64_t object_bytes = 0;   // length of the object's read (a multiple of 4 KiB)
+  uint64_t charge_bytes = 0;   // bytes it occupies or reserves (whole slots)
+  uint32_t protect_count = 0;  // claims holding it stage-ready; > 0 only when resident
+  uint32_t holds = 0;          // readers copying out of it; only when resident
+  bool reserved = false;       // budget set aside for staging that has not landed
+};
+
+struct FastTierStats {
+  uint64_t capacity_bytes = 0;
+  uint64_t budget_bytes = 0;
+  uint64_t resident_bytes = 0;   // charge of resident objects, protected or not
+  uint64_t filling_bytes = 0;    // charge of objects an SSD read is writing
+  uint64_t protected_bytes = 0;  // charge of objects with protect_count > 0
+  uint64_t reserved_bytes = 0;   // charge of reserved objects not yet protected
+  uint64_t pinned_bytes = 0;     // filling or held, outside the budget: not evictable
+  uint64_t evictable_bytes = 0;  // resident, unprotected, unreserved, unheld
+  uint64_t objects = 0;          // objects with any state (resident, filling or reserved)
+  uint64_t resident_objects = 0;
+  uint64_t evictions = 0;
+  uint64_t evicted_bytes = 0;
+  uint64_t hits = 0;    // use() of a resident object
+  uint64_t misses = 0;  // use() of an object that was not resident
+  uint64_t fill_failures = 0;
+};
+
+// What protecting or reserving a set of objects would add (add_protect_cost()).
+struct ProtectCost {
+  uint64_t budget_bytes = 0;    // added to protected + reserved
+  uint64_t occupied_bytes = 0;  // added to budget + pinned (taken out of what eviction can free)
+};
+
+class FastTier {
+ public:
+  static Result<std::unique_ptr<FastTier>> create(const FastTierOptions& options);
+  FastTier(const FastTier&) = delete;
+  FastTier& operator=(const FastTier&) = delete;
+
+  const FastTierOptions& options() const { return options_; }
+  Backing& backing() { return *backing_; }
+  uint64_t charge_bytes(uint64_t object_bytes) const { return alloc_.charge_bytes(object_bytes); }
+
+  // nullptr when the tier knows nothing of key.
+  const FastObject* find(const Key& key) const;
+  bool resident(const Key& key) const;
+  // Start of the object's bytes (resident or filling); nullptr when absent or metadata-only.
+  std::byte* data(const Key& key);
+  // A reader's lookup: counts a hit or a miss and refreshes the LRU position. True if resident.
+  bool use(const Key& key);
+
+  // Adds to `cost` what protecting or reserving key would add (zero when already counted in the
+  // budget). The caller deduplicates keys.
+  void add_protect_cost(const Key& key, uint64_t object_bytes, ProtectCost& cost) const;
+  // OK when `cost` fits both limits; else ResourceExhausted naming bytes needed and available.
+  Status check_protect_cost(const ProtectCost& cost) const;
+
+  // Sets aside budget for an absent or filling object (staging on its way). FailedPrecondition
+  // when resident or already reserved; ResourceExhausted when it would not fit.
+  Status reserve(const Key& key, uint64_t object_bytes);
+  void unreserve(const Key& key);
+  // Adds one protection to a resident object (a reservation becomes protection).
+  Status protect(const Key& key);
+  void unprotect(const Key& key);
+  // Keeps a resident object from eviction while it is copied out. Always succeeds when resident.
+  Status hold(const Key& key);
+  void unhold(const Key& key);
+
+  // Allocates room for an SSD read of key (evicting LRU objects as needed); the object becomes
+  // filling. Returns the offset. ResourceExhausted when it cannot fit now (retry after a
+  // release); FailedPrecondition when key is not absent.
+  Result<uint64_t> begin_fill(const Key& key, uint64_t object_bytes);
+  // The read finished: resident on success, else its memory is freed (absent).
+  void end_fill(const Key& key, bool ok);
+
+  // Calls fn for every object the tier knows (any order). For checks and reports.
+  template <typename Fn>
+  void for_each(Fn&& fn) const {
+    for (const auto& [key, object] : objects_) fn(key, object);
+  }
+
+  // Called with protected + reserved bytes each time that sum changes (the controller integrates
+  // it over time). One listener; replaces the previous one.
+  void set_budget_listener(std::function<void(uint64_t budgeted_bytes)> listener) {
+    budget_listener_ = std::move(listener);
+  }
+
+  FastTierStats stats() const;
+  // Recomputes every counter from the objects and checks the invariants above. For tests.
+  Status check_invariants() const;
+
+ private:
+  FastTier(FastTierOptions options, std::unique_ptr<Backing> backing);
+
+  // One object's share of the tier's counters.
+  struct Contribution {
+    uint64_t resident = 0, filling = 0, protected_ = 0, reserved = 0, pinned = 0, evictable = 0;
+    uint64_t objects = 0, resident_objects = 0;
+  };
+  static Contribution contribution(const FastObject& o);
+  void apply(const Contribution& c, int sign);
+  // Runs fn on key's object, keeping counters, LRU membership and the map in step.
+  template <typename Fn>
+  void update(const Key& key, FastObject& o, Fn&& fn);
+  static bool evictable(const FastObject& o);
+  static bool budgeted(const FastObject& o) { return o.protect_count > 0 || o.reserved; }
+  void evict_one(const Key& victim);
+
+  FastTierOptions options_;
+  std::unique_ptr<Backing> backing_;
+  SlotAllocator alloc_;
+  std::unique_ptr<EvictionPolicy> eviction_;
+  std::unordered_map<Key, FastObject> objects_;
+  FastTierStats stats_;
+  std::function<void(uint64_t)> budget_listener_;
+};
+
+}  // namespace tempokv

@@ -1,0 +1,48 @@
+// Staging claims as the provider sees them (DESIGN.md §3): an id and an ordered manifest of the
+// KV objects a request will retrieve. Values; thread-safe as values.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "tempokv/key.h"
+#include "tempokv/status.h"
+
+namespace tempokv {
+
+using ClaimId = uint64_t;
+
+struct ManifestEntry {
+  Key key;
+  uint64_t bytes = 0;  // payload bytes of the object in the store
+};
+
+struct StagingClaim {
+  ClaimId id = 0;
+  std::vector<ManifestEntry> objects;  // in retrieval order; reads are issued in this order
+};
+
+// What commit() achieved at once.
+enum class CommitState {
+  kStageReady,  // every object was resident: protected now, no reads
+  kStaging,     // reads queued; the ready callback reports the outcome
+};
+
+// The provider's view of a claim it knows.
+enum class ClaimPhase {
+  kStaging,          // committed, reads outstanding
+  kStageReady,       // committed, every object resident and protected
+  kOrdinaryReading,  // ordinary (demand) path, reads outstanding
+  kOrdinaryReady,    // ordinary path, every object resident and held
+  kDraining,         // released, cancelled or failed; waiting for in-flight reads or copies
+};
+std::string_view claim_phase_name(ClaimPhase phase);
+
+// Reports the outcome of staging (or of an ordinary read): OK when every object is resident and
+// protected (held), else the error that failed it. Runs on the Executor thread; it may call back
+// into the provider.
+using ReadyCallback = std::function<void(ClaimId, Status)>;
+
+}  // namespace tempokv

@@ -1,0 +1,32 @@
+// ProviderOptions: the configuration of the staging provider (DESIGN.md §2, §4). A plain value;
+// validate() before use.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "common/units.h"
+#include "tempokv/executor.h"
+#include "tempokv/status.h"
+
+namespace tempokv {
+
+struct ProviderOptions {
+  // Reads issued to the store at once (staging and demand together); set it at or below the SSD
+  // engine's own concurrency so that the TTR projection sees the queue the device sees.
+  uint32_t max_reads_in_flight = 16;
+  // Aggregate SSD -> fast tier rate the projection uses before any read completed (paper: ~11
+  // GiB/s).
+  double prior_read_bytes_per_s = 11.0 * static_cast<double>(kGiB);
+  // TempoKV-Static's fixed rate: static_ttr() = non-resident bytes / this.
+  double static_read_bytes_per_s = 11.0 * static_cast<double>(kGiB);
+  // Busy time (>= 1 read in flight) gathered into one rate sample.
+  Duration calibration_sample = std::chrono::milliseconds(50);
+  // Weight of a new sample in the rate's moving average; 0 keeps the prior forever.
+  double calibration_weight = 0.25;
+
+  // Rejects nonsense with a message naming the field.
+  Status validate() const;
+};
+
+}  // namespace tempokv

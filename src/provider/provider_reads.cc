@@ -1,0 +1,135 @@
+// The read path of StagingProvider: issuing queued reads into fast-tier memory and completing
+// them (readiness, protection, failure).
+#include <algorithm>
+#include <cassert>
+#include <string>
+
+#include "provider/staging_provider.h"
+
+namespace tempokv {
+
+double StagingProvider::served_now() const {
+  size_t n = in_flight_keys_.size();
+  if (n == 0) return served_;
+  return served_ +
+         rate_.bytes_per_s() * to_seconds(executor_.now() - fluid_last_) / static_cast<double>(n);
+}
+
+// Call before the number of reads in flight changes: closes the interval that ran at the old
+// number, for both the fluid model and the busy-time calibration.
+void StagingProvider::note_in_flight_change() {
+  served_ = served_now();
+  fluid_last_ = executor_.now();
+  rate_.advance(fluid_last_, static_cast<uint32_t>(in_flight_keys_.size()));
+}
+
+void StagingProvider::pump() {
+  if (pumping_) {
+    repump_ = true;
+    return;
+  }
+  pumping_ = true;
+  do {
+    repump_ = false;
+    // Choose first, then issue: a store callback that runs at once may change the queue.
+    std::vector<Key> chosen;
+    for (auto it = queue_.begin(); it != queue_.end() && in_flight_keys_.size() + chosen.size() <
+                                                             options_.max_reads_in_flight;) {
+      ObjectRec& rec = objects_.at(*it);
+      if (!tier_.begin_fill(*it, rec.read_bytes).is_ok()) {
+        ++it;  // no room yet: it waits in place
+        continue;
+      }
+      rec.read = ReadState::kInFlight;
+      chosen.push_back(*it);
+      queued_bytes_ -= rec.read_bytes;
+      it = queue_.erase(it);
+    }
+    for (const Key& key : chosen) issue(key);
+  } while (repump_);
+  pumping_ = false;
+}
+
+void StagingProvider::issue(const Key& key) {
+  ObjectRec& rec = objects_.at(key);
+  note_in_flight_change();
+  rec.served_at_issue = served_;
+  in_flight_keys_.push_back(key);
+  ++stats_.reads_issued;
+  if (rec.owners.empty()) ++stats_.demand_reads;
+  std::weak_ptr<int> alive = alive_;
+  store_.get(key, tier_.data(key), rec.read_bytes, [this, alive, key](Result<size_t> r) {
+    if (alive.expired()) return;
+    on_read_done(key, std::move(r));
+  });
+}
+
+void StagingProvider::on_read_done(const Key& key, Result<size_t> result) {
+  auto rit = objects_.find(key);
+  assert(rit != objects_.end() && rit->second.read == ReadState::kInFlight);
+  note_in_flight_change();
+  in_flight_keys_.erase(std::find(in_flight_keys_.begin(), in_flight_keys_.end(), key));
+  ObjectRec& rec = rit->second;
+  rec.read = ReadState::kNone;
+  Status status = result.status();
+  if (result.is_ok() && *result != rec.payload_bytes) {
+    status = Status::io_error("short read of " + key.to_string() + ": " + std::to_string(*result) +
+                              " of " + std::to_string(rec.payload_bytes) + " bytes");
+  }
+  bool ok = status.is_ok();
+  tier_.end_fill(key, ok);
+  std::vector<Member> owners = std::move(rec.owners);
+  std::vector<Member> waiters = std::move(rec.waiters);
+  rec.owners.clear();
+  rec.waiters.clear();
+  if (ok) {
+    rate_.add_completed(rec.read_bytes);
+    stats_.bytes_read += rec.payload_bytes;
+    for (const Member& m : owners) {
+      if (!m.draining) rec.owners.push_back(m);
+    }
+    // The reservation becomes one protection per live owner.
+    if (rec.owners.empty() && !owners.empty()) tier_.unreserve(key);
+    for (size_t i = 0; i < rec.owners.size(); ++i) {
+      Status st = tier_.protect(key);
+      assert(st.is_ok() && "a reserved object's protection is already in the budget");
+      (void)st;
+    }
+    std::vector<ClaimId> live_owners;
+    for (const Member& m : rec.owners) live_owners.push_back(m.claim);
+    maybe_forget(key);  // rec may be gone from here on
+    for (ClaimId id : live_owners) {
+      ClaimRec& c = claims_.at(id);
+      if (--c.pending == 0) became_ready(id, c);
+    }
+    for (const Member& m : waiters) {
+      if (m.draining) continue;
+      ClaimRec& c = claims_.at(m.claim);
+      Status st = tier_.hold(key);
+      assert(st.is_ok());
+      (void)st;
+      c.held.push_back(key);
+      if (--c.pending == 0) became_ready(m.claim, c);
+    }
+  } else {
+    ++stats_.read_errors;
+    if (!owners.empty()) tier_.unreserve(key);
+    maybe_forget(key);
+    Status failure(status.code(),
+                   "staging read of " + key.to_string() + " failed: " + status.message());
+    for (const auto* list : {&owners, &waiters}) {
+      for (const Member& m : *list) {
+        if (!m.draining) fail_claim(m.claim, failure);
+      }
+    }
+  }
+  for (const auto* list : {&owners, &waiters}) {
+    for (const Member& m : *list) {
+      if (m.draining) finish_draining(m.claim);
+    }
+  }
+  pump();
+  flush_callbacks();
+}
+
+}  // namespace tempokv

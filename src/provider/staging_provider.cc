@@ -1,0 +1,191 @@
+#include "provider/staging_provider.h"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+#include <unordered_set>
+
+#include "common/units.h"
+
+namespace tempokv {
+
+std::string_view claim_phase_name(ClaimPhase phase) {
+  switch (phase) {
+    case ClaimPhase::kStaging:
+      return "STAGING";
+    case ClaimPhase::kStageReady:
+      return "STAGE_READY";
+    case ClaimPhase::kOrdinaryReading:
+      return "ORDINARY_READING";
+    case ClaimPhase::kOrdinaryReady:
+      return "ORDINARY_READY";
+    case ClaimPhase::kDraining:
+      return "DRAINING";
+  }
+  return "UNKNOWN";
+}
+
+Result<std::unique_ptr<StagingProvider>> StagingProvider::create(Executor& executor, Store& store,
+                                                                 FastTier& tier,
+                                                                 const ProviderOptions& options) {
+  TEMPOKV_RETURN_IF_ERROR(options.validate());
+  return std::unique_ptr<StagingProvider>(new StagingProvider(executor, store, tier, options));
+}
+
+StagingProvider::StagingProvider(Executor& executor, Store& store, FastTier& tier,
+                                 const ProviderOptions& options)
+    : executor_(executor),
+      store_(store),
+      tier_(tier),
+      options_(options),
+      rate_(options.prior_read_bytes_per_s, options.calibration_sample, options.calibration_weight),
+      fluid_last_(executor.now()) {}
+
+StagingProvider::~StagingProvider() = default;
+
+Result<StagingProvider::Validated> StagingProvider::validate_claim(const StagingClaim& claim) {
+  if (claims_.count(claim.id) != 0) {
+    return Status::failed_precondition("claim " + std::to_string(claim.id) +
+                                       " is already committed or on the ordinary path");
+  }
+  Validated v;
+  std::unordered_set<Key> seen;
+  for (const ManifestEntry& e : claim.objects) {
+    if (!seen.insert(e.key).second) continue;
+    std::optional<ObjectInfo> info = store_.lookup(e.key);
+    if (!info) {
+      ++stats_.invalid;
+      return Status::not_found("claim " + std::to_string(claim.id) + ": object " +
+                               e.key.to_string() + " is not in the SSD store");
+    }
+    if (info->payload_bytes != e.bytes) {
+      ++stats_.invalid;
+      return Status::failed_precondition(
+          "claim " + std::to_string(claim.id) + ": object " + e.key.to_string() + " has " +
+          std::to_string(info->payload_bytes) + " bytes in the store, the manifest says " +
+          std::to_string(e.bytes));
+    }
+    v.keys.push_back(e.key);
+    v.payload_bytes.push_back(e.bytes);
+  }
+  return v;
+}
+
+StagingProvider::ObjectRec& StagingProvider::object(const Key& key, uint64_t payload_bytes) {
+  auto [it, fresh] = objects_.try_emplace(key);
+  if (fresh) {
+    it->second.payload_bytes = payload_bytes;
+    it->second.read_bytes = round_up(payload_bytes, kBlockBytes);
+  }
+  return it->second;
+}
+
+void StagingProvider::enqueue(const Key& key, ObjectRec& rec) {
+  if (rec.read != ReadState::kNone) {
+    ++stats_.coalesced;
+    return;
+  }
+  rec.read = ReadState::kQueued;
+  rec.queue_pos = queue_.insert(queue_.end(), key);
+  queued_bytes_ += rec.read_bytes;
+}
+
+Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCallback on_ready) {
+  TEMPOKV_ASSIGN_OR_RETURN(Validated v, validate_claim(claim));
+  ProtectCost cost;
+  for (size_t i = 0; i < v.keys.size(); ++i) {
+    tier_.add_protect_cost(v.keys[i], round_up(v.payload_bytes[i], kBlockBytes), cost);
+  }
+  if (Status st = tier_.check_protect_cost(cost); !st.is_ok()) {
+    ++stats_.refusals;
+    return Status(st.code(), "claim " + std::to_string(claim.id) + " refused: " + st.message());
+  }
+  ClaimRec& c = claims_[claim.id];
+  c.keys = std::move(v.keys);
+  for (size_t i = 0; i < c.keys.size(); ++i) {
+    const Key& key = c.keys[i];
+    ObjectRec& rec = object(key, v.payload_bytes[i]);
+    rec.owners.push_back({claim.id, false});
+    if (tier_.use(key)) {
+      Status st = tier_.protect(key);
+      assert(st.is_ok() && "the protect cost was checked");
+      (void)st;
+      continue;
+    }
+    ++c.pending;
+    if (rec.owners.size() == 1) {
+      Status st = tier_.reserve(key, rec.read_bytes);
+      assert(st.is_ok() && "the protect cost was checked");
+      (void)st;
+    }
+    enqueue(key, rec);
+  }
+  ++stats_.commits;
+  if (c.pending == 0) {
+    ++stats_.ready_at_commit;
+    return CommitState::kStageReady;
+  }
+  c.on_ready = std::move(on_ready);
+  pump();
+  flush_callbacks();
+  return CommitState::kStaging;
+}
+
+Result<ClaimPhase> StagingProvider::start_ordinary(const StagingClaim& claim,
+                                                   ReadyCallback on_ready) {
+  TEMPOKV_ASSIGN_OR_RETURN(Validated v, validate_claim(claim));
+  ClaimRec& c = claims_[claim.id];
+  c.ordinary = true;
+  c.keys = std::move(v.keys);
+  ++stats_.ordinary;
+  for (size_t i = 0; i < c.keys.size(); ++i) {
+    const Key& key = c.keys[i];
+    if (tier_.use(key)) {
+      Status st = tier_.hold(key);
+      assert(st.is_ok());
+      (void)st;
+      c.held.push_back(key);
+      continue;
+    }
+    ObjectRec& rec = object(key, v.payload_bytes[i]);
+    rec.waiters.push_back({claim.id, false});
+    ++c.pending;
+    enqueue(key, rec);
+  }
+  if (c.pending == 0) return ClaimPhase::kOrdinaryReady;
+  c.on_ready = std::move(on_ready);
+  pump();
+  flush_callbacks();
+  return ClaimPhase::kOrdinaryReading;
+}
+
+void StagingProvider::flush_callbacks() {
+  while (!callbacks_.empty()) {
+    auto batch = std::move(callbacks_);
+    callbacks_.clear();
+    for (auto& [cb, args] : batch) cb(args.first, args.second);
+  }
+}
+
+std::optional<ClaimPhase> StagingProvider::phase(ClaimId id) const {
+  auto it = claims_.find(id);
+  if (it == claims_.end()) return std::nullopt;
+  const ClaimRec& c = it->second;
+  if (c.draining) return ClaimPhase::kDraining;
+  if (c.ordinary) return c.pending > 0 ? ClaimPhase::kOrdinaryReading : ClaimPhase::kOrdinaryReady;
+  return c.pending > 0 ? ClaimPhase::kStaging : ClaimPhase::kStageReady;
+}
+
+ProviderStats StagingProvider::stats() const {
+  ProviderStats s = stats_;
+  s.queued_reads = queue_.size();
+  s.in_flight_reads = in_flight_keys_.size();
+  s.claims = claims_.size();
+  s.draining_claims = 0;
+  for (const auto& [id, c] : claims_) s.draining_claims += c.draining ? 1 : 0;
+  s.read_bytes_per_s = rate_.bytes_per_s();
+  s.rate_samples = rate_.samples();
+  return s;
+}
+
+}  // namespace tempokv

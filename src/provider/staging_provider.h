@@ -1,0 +1,203 @@
+// StagingProvider: owns staging (DESIGN.md §2-§4). It commits claims against the fast tier's
+// protected budget, reads what is missing from the SSD store straight into fast-tier memory,
+// reports readiness, releases protection, serves the ordinary (demand) path, and answers ttr()
+// from a metadata-only projection of its read queue.
+//
+// Lifecycle of a committed claim: commit() -> kStaging (reads queued) or kStageReady at once;
+// kStaging -> kStageReady when its last object is resident and protected (on_ready(OK)), or
+// failed by a read error (on_ready(error); the claim is gone). begin_transfer()/end_transfer()
+// bracket copies out of the tier; release() (after the copy) or cancel() (any time) end it.
+// Protection of a released or cancelled claim holds until its in-flight reads and its copies are
+// done (kDraining); then it ends for every object no other committed claim needs. Objects stay
+// resident as ordinary LRU cache.
+//
+// Sharing: an object needed by several committed claims is read once and counted once in the
+// budget; it is protected once per claim (the fast tier's protect count) and reserved once while
+// its read is outstanding. Reads are coalesced with reads already queued or in flight, demand
+// reads included.
+//
+// Read errors: a failed read fails every committed and ordinary claim waiting for that object
+// (each gets on_ready(error) and releases what it held); nothing retries on its own, because the
+// controller decides between recommitting and the ordinary path. The object is absent afterwards
+// and a later commit or ordinary claim reads it afresh.
+//
+// Issue order: reads are queued in commit order and manifest order (demand reads in the order
+// their claims arrive) and issued from the head, at most max_reads_in_flight at once. A read that
+// cannot get fast-tier room yet (a demand read while the tier is occupied by protected, reserved,
+// filling or held objects) waits in place and later reads may pass it.
+//
+// Invariants (check_invariants() verifies them):
+//  * An object's owners are the committed claims that need it. Resident: protect_count == number
+//    of owners. Not resident: reserved iff it has owners, and draining owners only while its read
+//    is in flight.
+//  * Waiters (ordinary claims) exist only while the object's read is queued or in flight; an
+//    ordinary claim holds (fast-tier hold) each of its objects that is resident.
+//  * A claim with pending == 0 and not draining is stage-ready (or ordinary-ready).
+//
+// Threading: every method on the Executor thread; it never blocks. Callbacks run there too and may
+// call back in. Destroy it only when no read is in flight (stats().in_flight_reads == 0).
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fasttier/fast_tier.h"
+#include "provider/claim.h"
+#include "provider/provider_options.h"
+#include "provider/rate_calibrator.h"
+#include "store/store.h"
+#include "tempokv/executor.h"
+
+namespace tempokv {
+
+struct ProviderStats {
+  uint64_t commits = 0;          // commits that succeeded
+  uint64_t ready_at_commit = 0;  // of those, stage-ready at once
+  uint64_t refusals = 0;         // commits refused for budget or capacity (they cost nothing)
+  uint64_t invalid = 0;          // commits / ordinary claims refused: object missing or changed
+  uint64_t staged = 0;           // committed claims that became stage-ready later
+  uint64_t failed = 0;           // claims failed by a read error
+  uint64_t releases = 0;
+  uint64_t cancels = 0;
+  uint64_t ordinary = 0;  // ordinary claims started
+  uint64_t reads_issued = 0;
+  uint64_t demand_reads = 0;  // of those, issued with no committed claim needing the object
+  uint64_t bytes_read = 0;    // payload bytes of successful reads
+  uint64_t read_errors = 0;
+  uint64_t coalesced = 0;        // objects covered by a read already queued or in flight
+  uint64_t queued_reads = 0;     // now
+  uint64_t in_flight_reads = 0;  // now
+  uint64_t claims = 0;           // known now, draining included
+  uint64_t draining_claims = 0;  // now
+  double read_bytes_per_s = 0;   // the calibrated aggregate rate
+  uint64_t rate_samples = 0;
+};
+
+class StagingProvider {
+ public:
+  // store and tier must outlive the provider.
+  static Result<std::unique_ptr<StagingProvider>> create(Executor& executor, Store& store,
+                                                         FastTier& tier,
+                                                         const ProviderOptions& options);
+  ~StagingProvider();
+  StagingProvider(const StagingProvider&) = delete;
+  StagingProvider& operator=(const StagingProvider&) = delete;
+
+  // Commits a claim: every object must be in the store with the manifest's size (NotFound /
+  // FailedPrecondition otherwise); the extra protected bytes must fit the budget and the tier
+  // (ResourceExhausted naming bytes needed and available otherwise). A refusal changes nothing.
+  // on_ready is called only when the result is kStaging. FailedPrecondition for a known id.
+  Result<CommitState> commit(const StagingClaim& claim, ReadyCallback on_ready);
+  // The ordinary path for a claim that is not committed: resident objects are held in place, the
+  // rest read on demand into unprotected room; never uses the protected budget. Returns
+  // kOrdinaryReady at once or kOrdinaryReading (then on_ready reports).
+  Result<ClaimPhase> start_ordinary(const StagingClaim& claim, ReadyCallback on_ready);
+
+  // A copy out of the tier starts / ends (stage-ready or ordinary-ready claims only).
+  Status begin_transfer(ClaimId id);
+  Status end_transfer(ClaimId id);
+  // Ends a ready claim (normally after its transfer). FailedPrecondition while reads are pending.
+  Status release(ClaimId id);
+  // Ends a claim in any phase; its protection holds until its in-flight reads and copies finish.
+  Status cancel(ClaimId id);
+
+  // Time until every object of `claim` would be resident and protected if committed now: the
+  // state-aware projection (ttr_projection.h). 0 when all are resident. No I/O.
+  Duration ttr(const StagingClaim& claim) const;
+  // An upper bound of ttr() for any claim whose new reads total at most extra_bytes: every
+  // outstanding read and the new ones moving at the calibrated aggregate rate (reads in service
+  // always share the whole rate). O(reads in flight); lets the controller skip claims whose TTU is
+  // far beyond it without projecting them.
+  Duration ttr_bound(uint64_t extra_bytes) const;
+  // TempoKV-Static's estimate: non-resident bytes / options.static_read_bytes_per_s.
+  Duration static_ttr(const StagingClaim& claim) const;
+
+  std::optional<ClaimPhase> phase(ClaimId id) const;
+  ProviderStats stats() const;
+  // Verifies the invariants of the header against the fast tier. For tests.
+  Status check_invariants() const;
+  FastTier& tier() { return tier_; }
+
+ private:
+  enum class ReadState : uint8_t { kNone, kQueued, kInFlight };
+  struct Member {
+    ClaimId claim;
+    bool draining;  // the claim is gone but its in-flight read still counts it
+  };
+  struct ObjectRec {
+    uint64_t payload_bytes = 0;
+    uint64_t read_bytes = 0;      // payload rounded up to 4 KiB: the read and the allocation
+    std::vector<Member> owners;   // committed claims: protected or reserved on their behalf
+    std::vector<Member> waiters;  // ordinary claims waiting for the read
+    ReadState read = ReadState::kNone;
+    std::list<Key>::iterator queue_pos;  // when queued
+    double served_at_issue = 0;          // when in flight: fluid progress at issue
+    mutable uint64_t mark = 0;           // ttr(): the projection that needs it
+  };
+  struct ClaimRec {
+    bool ordinary = false;
+    std::vector<Key> keys;        // manifest order, deduplicated
+    std::vector<Key> held;        // ordinary: objects it holds in the tier
+    uint32_t pending = 0;         // objects not yet resident and protected / held
+    uint32_t transfers = 0;       // begin_transfer without end_transfer
+    uint32_t draining_reads = 0;  // in-flight reads that still count it
+    bool draining = false;
+    bool retired = false;  // its objects were let go
+    ReadyCallback on_ready;
+  };
+  struct Validated {
+    std::vector<Key> keys;
+    std::vector<uint64_t> payload_bytes;
+  };
+
+  StagingProvider(Executor& executor, Store& store, FastTier& tier, const ProviderOptions& options);
+
+  // staging_provider.cc
+  Result<Validated> validate_claim(const StagingClaim& claim);
+  ObjectRec& object(const Key& key, uint64_t payload_bytes);
+  void enqueue(const Key& key, ObjectRec& rec);
+  void flush_callbacks();
+  // provider_release.cc
+  void became_ready(ClaimId id, ClaimRec& c);
+  void end_claim(ClaimId id, ClaimRec& c);
+  void retire(ClaimId id, ClaimRec& c);
+  void drop_member(const Key& key, ClaimId id, bool ordinary);
+  void maybe_forget(const Key& key);
+  void maybe_erase_claim(ClaimId id);
+  void finish_draining(ClaimId id);
+  void fail_claim(ClaimId id, const Status& status);
+  // provider_reads.cc
+  void pump();
+  void issue(const Key& key);
+  void on_read_done(const Key& key, Result<size_t> result);
+  void note_in_flight_change();
+  double served_now() const;
+
+  Executor& executor_;
+  Store& store_;
+  FastTier& tier_;
+  ProviderOptions options_;
+  RateCalibrator rate_;
+  std::unordered_map<Key, ObjectRec> objects_;  // objects with owners, waiters or a read
+  std::unordered_map<ClaimId, ClaimRec> claims_;
+  std::list<Key> queue_;             // reads not yet issued, in issue order
+  uint64_t queued_bytes_ = 0;        // read_bytes of every read in queue_
+  std::vector<Key> in_flight_keys_;  // reads issued, not completed
+  // Fluid model of the reads in flight (processor sharing at the calibrated rate): bytes each has
+  // received since the provider started, as of fluid_last_.
+  double served_ = 0;
+  TimePoint fluid_last_{};
+  bool pumping_ = false;
+  bool repump_ = false;
+  mutable uint64_t ttr_epoch_ = 0;
+  std::vector<std::pair<ReadyCallback, std::pair<ClaimId, Status>>> callbacks_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // store callbacks check it
+  ProviderStats stats_;
+};
+
+}  // namespace tempokv

@@ -1,0 +1,78 @@
+#include "fasttier/backing.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "common/units.h"
+#include "fasttier/fast_tier.h"
+
+namespace tempokv {
+namespace {
+
+FastTierOptions options(BackingKind kind) {
+  FastTierOptions o;
+  o.capacity_bytes = 4 * kMiB;
+  o.protected_budget_bytes = 2 * kMiB;
+  o.backing = kind;
+  return o;
+}
+
+TEST(Backing, AnonymousMemoryIsWritableAndPageAligned) {
+  auto b = make_backing(options(BackingKind::kAnonymous));
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  ASSERT_NE((*b)->base(), nullptr);
+  EXPECT_TRUE(is_aligned((*b)->base(), kBlockBytes));
+  std::memset((*b)->base(), 0xab, 4 * kMiB);
+  EXPECT_EQ((*b)->fd(), -1);
+}
+
+TEST(Backing, MetadataOnlyHasNoMemory) {
+  auto b = make_backing(options(BackingKind::kMetadata));
+  ASSERT_TRUE(b.is_ok());
+  EXPECT_EQ((*b)->base(), nullptr);
+  EXPECT_EQ((*b)->size_bytes(), 4 * kMiB);
+}
+
+TEST(Backing, MemfdIsSharedThroughItsDescriptor) {
+  auto b = make_backing(options(BackingKind::kMemfd));
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  ASSERT_GE((*b)->fd(), 0);
+  // A second mapping of the descriptor (what another process would do) sees the same bytes.
+  void* other = mmap(nullptr, 4 * kMiB, PROT_READ, MAP_SHARED, (*b)->fd(), 0);
+  ASSERT_NE(other, MAP_FAILED);
+  std::memcpy((*b)->base() + kMiB, "tempokv", 7);
+  EXPECT_EQ(std::memcmp(static_cast<char*>(other) + kMiB, "tempokv", 7), 0);
+  munmap(other, 4 * kMiB);
+}
+
+TEST(Backing, FileMappingIsCreatedAtCapacity) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("tempokv-backing-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  FastTierOptions o = options(BackingKind::kFile);
+  o.path = (dir / "arena").string();
+  {
+    auto b = make_backing(o);
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    std::memcpy((*b)->base(), "abc", 3);
+    EXPECT_EQ(std::filesystem::file_size(o.path), 4 * kMiB);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Backing, FastTierDataPointsIntoTheArena) {
+  auto t = FastTier::create(options(BackingKind::kAnonymous));
+  ASSERT_TRUE(t.is_ok());
+  Key k{1, 2};
+  auto off = (*t)->begin_fill(k, 8 * kBlockBytes);
+  ASSERT_TRUE(off.is_ok());
+  EXPECT_EQ((*t)->data(k), (*t)->backing().base() + *off);
+  EXPECT_TRUE(is_aligned((*t)->data(k), kBlockBytes));
+}
+
+}  // namespace
+}  // namespace tempokv
