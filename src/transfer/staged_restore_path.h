@@ -1,0 +1,95 @@
+// StagedRestorePath: the pipeline shared by the posix, odirect-bounce and direct paths. They
+// differ only in how a piece of a chunk reaches a host slot that the device copy reads
+// (StagingConfig); the pipeline is the same:
+//
+//   for each piece (<= slot_bytes) of each chunk, with up to `depth` pieces in flight:
+//     SsdEngine read into read slot  [-> CPU copy read slot -> pinned slot, on the I/O thread]
+//       -> TransferEngine copy of the pinned slot into the device buffer -> slot free again
+//
+// With depth 1 this is the naive loop (read, copy, read, copy); with depth > 1 reads of later
+// pieces overlap the device copies of earlier ones.
+//
+// Invariants: a slot is owned by exactly one piece from read issue to copy completion; after the
+// first error no new piece is issued, and the callback runs when in_flight_ reaches 0.
+// Thread safety: as RestorePath (Executor thread only); the I/O-thread hook touches only its slot.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/aligned_buffer.h"
+#include "transfer/restore_path.h"
+
+namespace tempokv {
+
+struct StagingConfig {
+  std::string name;
+  bool o_direct = false;           // open segment files O_DIRECT (bypass the page cache)
+  bool bounce = false;             // reads land in a bounce slot; a CPU copy moves them on
+  bool register_with_ssd = false;  // SsdEngine::register_buffer the read slots (fixed buffers)
+  bool pin_for_device = false;     // TransferEngine::register_host the slots copies read from
+  bool count_buffered_read = false;  // a buffered read's page cache -> user copy is a CPU copy
+};
+
+class StagedRestorePath final : public RestorePath {
+ public:
+  StagedRestorePath(StagingConfig config, Executor& executor, SsdEngine& ssd,
+                    TransferEngine& transfer, const RestorePathOptions& options);
+  ~StagedRestorePath() override;
+
+  std::string_view name() const override { return config_.name; }
+  std::string detail() const override;
+  Status prepare() override;
+  void restore(const RestoreSession& session, DeviceBuffer& dst, RestoreCallback cb) override;
+  void release() override;
+  RestoreStats stats() const override;
+
+ private:
+  struct Piece {
+    uint32_t file = 0;         // index into files_
+    uint64_t file_offset = 0;
+    uint64_t read_bytes = 0;   // bytes read (4 KiB multiple)
+    uint64_t copy_bytes = 0;   // payload bytes copied to the device
+    uint64_t device_offset = 0;
+  };
+  std::byte* read_slot(uint32_t slot);
+  std::byte* copy_slot(uint32_t slot);
+  Status open_files(const RestoreSession& session);
+  void close_files();
+  bool next_piece(Piece* piece);
+  void pump();
+  void on_read(uint32_t slot, Result<size_t> r);
+  void on_copy(uint32_t slot, Status st);
+  void fail(Status st);
+  void maybe_finish();
+
+  StagingConfig config_;
+  Executor& executor_;
+  SsdEngine& ssd_;
+  TransferEngine& transfer_;
+  RestorePathOptions options_;
+  CopyCounters counters_;
+
+  AlignedBuffer staging_;  // depth slots (x2 with a bounce region: bounce slots first)
+  bool ssd_registered_ = false;
+  bool device_registered_ = false;
+  std::vector<Piece> slot_piece_;     // per slot: the piece it holds
+  std::vector<uint32_t> free_slots_;  // stack, capacity depth
+
+  // The restore in flight.
+  bool active_ = false;
+  const RestoreSession* session_ = nullptr;
+  DeviceBuffer* dst_ = nullptr;
+  RestoreCallback cb_;
+  std::vector<int> fds_;
+  std::vector<FileId> file_ids_;
+  size_t next_extent_ = 0;
+  uint64_t next_offset_ = 0;  // within the next extent
+  uint32_t in_flight_ = 0;
+  uint64_t restored_bytes_ = 0;
+  Status error_;
+
+  RestoreStats stats_;
+};
+
+}  // namespace tempokv

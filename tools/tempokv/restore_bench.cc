@@ -1,0 +1,344 @@
+#include "restore_bench.h"
+
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/model_geometry.h"
+#include "common/resource_usage.h"
+#include "common/units.h"
+#include "executor/real_executor.h"
+#include "progress.h"
+#include "restore_fio.h"
+#include "restore_measure.h"
+#include "restore_sessions.h"
+#include "ssd/ssd_engine.h"
+#include "store/store.h"
+#include "transfer/restore_path.h"
+#include "transfer/transfer_engine.h"
+
+namespace tempokv::cli {
+namespace {
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  // Nearest rank: with 20 samples p95 is the 19th, as a reader counting them would take it.
+  size_t rank = size_t(std::ceil(p / 100.0 * double(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+bool is_baseline(const std::string& path) { return path == "posix" || path == "odirect-bounce"; }
+
+// The SSD engine each path reads through (none for gds, which reads with cuFile).
+Result<std::unique_ptr<SsdEngine>> engine_for(const std::string& path, RealExecutor& executor,
+                                              uint32_t depth) {
+  SsdEngineOptions o;
+  if (path == "posix") {
+    o.kind = SsdEngineKind::kThreadPool;
+    o.direct = false;
+    o.threads = std::max<uint32_t>(1, depth);
+  } else if (path == "odirect-bounce") {
+    o.kind = SsdEngineKind::kThreadPool;
+    o.direct = true;
+    o.threads = std::max<uint32_t>(1, depth);
+  } else {
+    o.kind = SsdEngineKind::kUring;
+    o.direct = true;
+    o.queue_depth = std::max<uint32_t>(64, depth * 4);
+  }
+  return make_ssd_engine(executor, o);
+}
+
+std::unique_ptr<RestorePath> make_path(const std::string& name, RealExecutor& executor,
+                                       SsdEngine* ssd, TransferEngine& transfer,
+                                       const RestorePathOptions& o) {
+  if (name == "posix") return make_posix_restore_path(executor, *ssd, transfer, o);
+  if (name == "odirect-bounce") return make_odirect_bounce_restore_path(executor, *ssd, transfer, o);
+  if (name == "direct") return make_direct_restore_path(executor, *ssd, transfer, o);
+  return make_gds_restore_path(executor, transfer, o);
+}
+
+struct PathRun {
+  RestoreBenchRow row;
+  std::unique_ptr<SsdEngine> ssd;
+  std::unique_ptr<RestorePath> path;
+  RestorePathOptions options;
+};
+
+void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) {
+  std::vector<double> ms, disk, delivery, cpu, cpu_host;
+  uint64_t payload = 0, host_copy = 0, emulated_copy = 0;
+  row.verified = !samples.empty();
+  for (const RestoreSample& s : samples) {
+    if (!s.status.is_ok()) {
+      row.verified = false;
+      if (row.error.empty()) row.error = s.status.to_string();
+      continue;
+    }
+    row.verified = row.verified && s.verified;
+    double sec = s.ms / 1e3;
+    ms.push_back(s.ms);
+    disk.push_back(double(s.disk_read_bytes) / sec / 1e9);
+    delivery.push_back(double(s.payload_bytes) / sec / 1e9);
+    cpu.push_back(s.cpu_s);
+    cpu_host.push_back(s.cpu_s - s.emulated_dma_cpu_s);
+    payload += s.payload_bytes;
+    host_copy += s.host_copy_bytes;
+    emulated_copy += s.emulated_copy_bytes;
+  }
+  row.restores = uint32_t(ms.size());
+  row.restore_ms_median = percentile(ms, 50);
+  row.restore_ms_p95 = percentile(ms, 95);
+  row.disk_read_gbps = percentile(disk, 50);
+  row.delivery_gbps = percentile(delivery, 50);
+  row.cpu_core_s_per_req = percentile(cpu, 50);
+  row.cpu_core_s_per_req_excl_emulated_dma = percentile(cpu_host, 50);
+  if (payload > 0) {
+    row.cpu_copy_bytes_per_byte = double(host_copy) / double(payload);
+    row.emulated_device_copy_bytes_per_byte = double(emulated_copy) / double(payload);
+  }
+}
+
+Status check_free_space(const std::string& dir, uint64_t needed) {
+  struct statvfs vfs {};
+  if (statvfs(dir.c_str(), &vfs) != 0) return Status::ok();  // unknown: let the store find out
+  uint64_t avail = uint64_t(vfs.f_bavail) * vfs.f_frsize;
+  if (needed > avail) {
+    return Status::resource_exhausted("the sessions need " + format_bytes(needed) + " in " + dir +
+                                      " but only " + format_bytes(avail) +
+                                      " is free; use fewer --sessions or --tokens");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status RestoreBenchConfig::validate() const {
+  if (sessions == 0) return Status::invalid_argument("--sessions must be at least 1");
+  if (chunk_tokens == 0 || gds_chunk_tokens == 0) {
+    return Status::invalid_argument("--chunk-tokens must be at least 1");
+  }
+  if (tokens == 0 && session_bytes == 0) {
+    return Status::invalid_argument("--tokens or --session-bytes must be positive");
+  }
+  if (depth == 0 || baseline_depth == 0) return Status::invalid_argument("--depth must be >= 1");
+  if (max_request_bytes < kBlockBytes || !is_aligned(max_request_bytes, kBlockBytes)) {
+    return Status::invalid_argument("--max-request must be a positive multiple of 4 KiB");
+  }
+  if (paths.empty()) return Status::invalid_argument("--paths is empty");
+  const auto& known = restore_path_names();
+  for (const std::string& p : paths) {
+    if (std::find(known.begin(), known.end(), p) == known.end()) {
+      return Status::invalid_argument("unknown path '" + p +
+                                      "' (posix, odirect-bounce, direct, gds)");
+    }
+  }
+  return Status::ok();
+}
+
+Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
+  TEMPOKV_RETURN_IF_ERROR(config.validate());
+  TEMPOKV_ASSIGN_OR_RETURN(ModelGeometry model, find_model_geometry(config.model));
+  RestoreBenchResult result;
+  result.bytes_per_token = model.bytes_per_token();
+  result.tokens = config.session_bytes ? config.session_bytes / result.bytes_per_token
+                                       : config.tokens;
+  if (result.tokens == 0) {
+    return Status::invalid_argument("--session-bytes is smaller than one token of " +
+                                    std::string(model.name));
+  }
+
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  bool created_dir = !fs::exists(config.dir, ec);
+  fs::create_directories(config.dir, ec);
+  if (ec) return Status::io_error("cannot create " + config.dir + ": " + ec.message());
+
+  RealExecutor executor;
+  TransferEngineOptions topt;
+  TEMPOKV_ASSIGN_OR_RETURN(topt.kind, parse_transfer_engine_kind(config.transfer));
+  topt.cuda_device = config.cuda_device;
+  TEMPOKV_ASSIGN_OR_RETURN(auto transfer, make_transfer_engine(executor, topt));
+
+  // Paths first: only the available ones need their chunking written.
+  std::vector<PathRun> runs;
+  for (const std::string& name : config.paths) {
+    PathRun run;
+    run.row.path = name;
+    run.row.device = transfer->device_description();
+    run.row.chunk_tokens = name == "gds" ? config.gds_chunk_tokens : config.chunk_tokens;
+    run.row.depth = is_baseline(name) ? config.baseline_depth : config.depth;
+    uint64_t chunk_bytes = round_up(run.row.chunk_tokens * result.bytes_per_token, kBlockBytes);
+    run.options.slot_bytes = std::min(chunk_bytes, config.max_request_bytes);
+    run.options.depth = run.row.depth;
+    run.row.request_bytes = name == "gds" ? std::min<uint64_t>(run.options.slot_bytes, 16ULL << 20)
+                                          : run.options.slot_bytes;
+    Status st;
+    if (name != "gds") {
+      auto ssd = engine_for(name, executor, run.row.depth);
+      if (ssd.is_ok()) run.ssd = std::move(ssd).value();
+      else st = ssd.status();
+    }
+    if (st.is_ok()) {
+      run.path = make_path(name, executor, run.ssd.get(), *transfer, run.options);
+      st = run.path->prepare();
+    }
+    if (st.is_ok()) {
+      run.row.available = true;
+      run.row.detail = run.path->detail();
+    } else {
+      run.row.unavailable_reason = st.to_string();
+      run.path.reset();
+    }
+    runs.push_back(std::move(run));
+  }
+
+  // The store and the sessions, one set per chunking in use.
+  std::map<uint32_t, SessionSpec> specs;
+  uint64_t max_chunk_bytes = 0, needed = 0;
+  for (const PathRun& r : runs) {
+    if (!r.row.available || specs.count(r.row.chunk_tokens)) continue;
+    SessionSpec spec{config.model, result.bytes_per_token, result.tokens, r.row.chunk_tokens,
+                     config.sessions};
+    specs[r.row.chunk_tokens] = spec;
+    max_chunk_bytes = std::max(max_chunk_bytes, uint64_t(spec.chunk_tokens) * spec.bytes_per_token);
+    needed += session_store_bytes(spec);
+  }
+  if (!config.reuse) TEMPOKV_RETURN_IF_ERROR(check_free_space(config.dir, needed));
+  SsdEngineOptions store_engine_options;  // io_uring, O_DIRECT
+  TEMPOKV_ASSIGN_OR_RETURN(auto store_engine, make_ssd_engine(executor, store_engine_options));
+  StoreOptions sopt;
+  sopt.dir = config.dir;
+  sopt.segment_bytes = std::max<uint64_t>(1ULL << 30, round_up(max_chunk_bytes, kMiB) + kMiB);
+  sopt.max_object_bytes = std::max<uint64_t>(max_chunk_bytes, kMiB);
+  sopt.capacity_bytes = std::max<uint64_t>(needed * 2 + 4 * sopt.segment_bytes, 64ULL << 30);
+  TEMPOKV_ASSIGN_OR_RETURN(auto store, Store::open(executor, *store_engine, sopt));
+
+  std::map<uint32_t, std::vector<BenchSession>> sessions;
+  {
+    ProgressBar bar("writing sessions", needed);
+    uint64_t base = 0;
+    for (auto& [chunk_tokens, spec] : specs) {
+      TEMPOKV_ASSIGN_OR_RETURN(
+          sessions[chunk_tokens],
+          write_sessions(executor, *store, spec, [&](uint64_t b) { bar.update(base + b); }));
+      base += session_store_bytes(spec);
+    }
+  }
+
+  Result<std::string> dev = block_device_of(config.dir);
+  if (dev.is_ok()) result.block_device = *dev;
+
+  RestoreRig rig{executor, *store, *transfer, result.block_device};
+  for (PathRun& run : runs) {
+    if (!run.row.available) continue;
+    const auto& list = sessions[run.row.chunk_tokens];
+    run.row.session_bytes = list.front().payload_bytes;
+    uint64_t device_bytes = 0;
+    {
+      Result<RestoreSession> probe = RestoreSession::resolve(*store, list.front().keys);
+      if (!probe.is_ok()) return probe.status();
+      device_bytes = probe->device_bytes();
+    }
+    reset_peak_rss();
+    auto dst = transfer->allocate(device_bytes);
+    Status st = dst.status();
+    if (st.is_ok() && (*dst)->kind() == DeviceKind::kEmulated) {
+      // Touch it once: device memory is allocated up front, not faulted in during a restore.
+      std::memset((*dst)->data(), 0, (*dst)->size());
+    }
+    if (st.is_ok()) st = run.path->register_destination(**dst);
+    if (!st.is_ok()) {
+      run.row.available = false;
+      run.row.unavailable_reason = st.to_string();
+      continue;
+    }
+    std::vector<RestoreSample> samples;
+    ProgressBar bar("restore " + run.row.path, list.size() + config.warmup);
+    for (uint32_t w = 0; w < config.warmup; ++w) {
+      RestoreSample s = measure_restore(rig, *run.path, list[w % list.size()].keys, **dst);
+      if (!s.status.is_ok()) samples.push_back(std::move(s));  // a failure still counts
+      bar.update(w + 1);
+    }
+    for (const BenchSession& s : list) {
+      samples.push_back(measure_restore(rig, *run.path, s.keys, **dst));
+      bar.update(samples.size() + config.warmup);
+    }
+    bar.finish();
+    run.row.peak_rss_bytes = read_peak_rss_bytes();
+    summarize(run.row, samples);
+    run.path->unregister_destination(**dst);
+    run.path->release();
+  }
+
+  if (config.compare_fio) {
+    // The direct path's request size and depth; the gds chunking's files when only gds ran.
+    const PathRun* ref = nullptr;
+    for (const PathRun& r : runs) {
+      if (r.row.available && (!ref || r.row.path == "direct")) ref = &r;
+    }
+    if (ref) {
+      // The reads of the reference path's sessions, as it issued them (request by request).
+      std::vector<FioReadExtent> reads;
+      uint64_t fio_bytes = 0;  // enough to reach a steady rate, not the whole store
+      for (const BenchSession& s : sessions[ref->row.chunk_tokens]) {
+        if (fio_bytes >= 2 * kGiB) break;
+        for (const Key& k : s.keys) {
+          std::optional<ObjectInfo> o = store->lookup(k);
+          if (!o) continue;
+          std::string file = store->segment_path(o->segment);
+          for (uint64_t off = 0; off < o->read_bytes(); off += ref->row.request_bytes) {
+            uint64_t n = std::min(ref->row.request_bytes, o->read_bytes() - off);
+            reads.push_back({file, o->offset + off, n});
+            fio_bytes += n;
+          }
+        }
+      }
+      std::set<std::string> files;
+      for (const FioReadExtent& r : reads) files.insert(r.path);
+      // The median of three runs: the drive's rate moves with whatever else the machine does.
+      std::vector<double> rates;
+      for (int i = 0; i < 3; ++i) {
+        for (const std::string& f : files) (void)drop_page_cache(f);
+        Result<double> gbps = run_fio_replay(reads, ref->row.request_bytes, ref->row.depth,
+                                             &result.fio_note);
+        if (!gbps.is_ok()) {
+          result.fio_note = gbps.status().to_string();
+          break;
+        }
+        rates.push_back(*gbps);
+      }
+      if (rates.size() == 3) {
+        result.fio_gbps = percentile(rates, 50);
+        result.fio_note += fmt::format("; median of {:.2f}, {:.2f}, {:.2f} GB/s", rates[0],
+                                       rates[1], rates[2]);
+      }
+    } else {
+      result.fio_note = "no path ran";
+    }
+  }
+  for (PathRun& r : runs) {
+    if (result.fio_gbps && r.row.available && *result.fio_gbps > 0) {
+      r.row.fio_ratio = r.row.disk_read_gbps / *result.fio_gbps;
+    }
+    result.rows.push_back(std::move(r.row));
+  }
+
+  bool closed = false;
+  store->close([&](Status) { closed = true; });
+  executor.run_until([&] { return closed; });
+  store.reset();
+  if (created_dir && !config.keep) fs::remove_all(config.dir, ec);
+  return result;
+}
+
+}  // namespace tempokv::cli

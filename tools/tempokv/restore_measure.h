@@ -1,0 +1,44 @@
+// One restore of one session by one path, measured: the timed window runs from resolving the
+// session's descriptors (lookup + pin) to the completion callback; CPU time, block device
+// counters and copy counters are read at its two ends. Verification runs after the window.
+// Runs on the Executor's thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "executor/real_executor.h"
+#include "store/store.h"
+#include "transfer/restore_path.h"
+
+namespace tempokv::cli {
+
+struct RestoreSample {
+  Status status;
+  double ms = 0;
+  uint64_t payload_bytes = 0;
+  uint64_t disk_read_bytes = 0;   // from the block device's counters (0 when unknown)
+  double cpu_s = 0;               // all threads
+  double emulated_dma_cpu_s = 0;  // the emulated device copy's thread
+  uint64_t host_copy_bytes = 0;
+  uint64_t emulated_copy_bytes = 0;
+  bool verified = false;
+};
+
+struct RestoreRig {
+  RealExecutor& executor;
+  Store& store;
+  TransferEngine& transfer;
+  std::string block_device;  // empty: no disk counters
+};
+
+// Drops the session's segment files from the page cache, restores, verifies.
+RestoreSample measure_restore(RestoreRig& rig, RestorePath& path, const std::vector<Key>& keys,
+                              DeviceBuffer& dst);
+
+// Forgets the process's peak resident set (so the next reading is this path's), and reads it.
+void reset_peak_rss();
+uint64_t read_peak_rss_bytes();
+
+}  // namespace tempokv::cli
