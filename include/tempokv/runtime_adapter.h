@@ -1,0 +1,101 @@
+// RuntimeAdapter: the API a serving runtime calls (DESIGN.md §2, the paper's §3.1), in-process.
+//
+// The runtime tells it about every request it queues (prompt size, matched prefix, generation
+// limit), reports the reusable-KV hit of a request as an ordered manifest of KV objects (a
+// metadata-only claim), updates its waiting order after each scheduling iteration, reports
+// progress (admitted, prefill done, tokens generated, finished), and brackets the retrieval of a
+// claim's KV: request it (answered ready / wait with a callback / ordinary), begin and end the
+// transfer, or cancel. From the requests it knows, the adapter builds the RuntimeSnapshot and
+// projects each waiting claim's time-to-use (TtuEstimator) on every order update; the controller
+// ages those estimates. Output lengths are predicted from completed requests only.
+//
+// Request ids are the runtime's own; unknown or duplicate ids, empty manifests and manifests
+// larger than the protected budget get clear errors.
+//
+// Threading: the Executor's thread only (the service puts a socket in front of it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "adapter/cost_profile.h"
+#include "adapter/output_predictor.h"
+#include "adapter/ttu_estimator.h"
+#include "controller/controller.h"
+#include "tempokv/runtime_snapshot.h"
+
+namespace tempokv {
+
+struct AdapterOptions {
+  uint32_t max_active = 4;           // the runtime's slot limit (active sequences)
+  uint32_t predictor_window = 256;   // completed outputs remembered for the output predictor
+  uint32_t prior_output_tokens = 128;  // expected output length before any completion
+  Status validate() const;
+};
+
+struct RequestInfo {
+  uint64_t id = 0;
+  uint32_t prompt_tokens = 0;
+  uint32_t cached_tokens = 0;   // matched prefix (retrieved, not computed)
+  uint64_t cached_bytes = 0;    // KV bytes of the matched prefix
+  uint32_t max_output_tokens = 0;
+};
+
+class RuntimeAdapter {
+ public:
+  static Result<std::unique_ptr<RuntimeAdapter>> create(Executor& executor, Controller& controller,
+                                                        const CostProfile& profile,
+                                                        const AdapterOptions& options);
+
+  // A request entered the runtime's waiting queue. Every request, hit or not, so the projection
+  // sees the whole queue.
+  Status add_request(const RequestInfo& request);
+  // The request's matched prefix KV, in retrieval order: becomes a PLANNED claim.
+  Status report_hit(uint64_t id, std::vector<ManifestEntry> manifest);
+  // The runtime's waiting order after a scheduling iteration; reprojects every TTU.
+  // `boundary_in` is the time until the iteration now running ends.
+  Status update_order(std::span<const uint64_t> waiting, Duration boundary_in = Duration::zero());
+
+  Status admitted(uint64_t id);
+  Status prefill_done(uint64_t id);  // the prefill produced the first token
+  Status tokens_generated(uint64_t id, uint32_t total_generated);
+  Status finished(uint64_t id, uint32_t output_tokens);
+
+  Result<RetrievalAnswer> request_retrieval(uint64_t id, RetrievalCallback on_ready);
+  Status begin_transfer(uint64_t id);
+  Status end_transfer(uint64_t id);
+  Status cancel(uint64_t id);
+
+  // The last TTU projected for a waiting request (NotFound when none).
+  Result<Duration> last_ttu(uint64_t id) const;
+  const OutputPredictor& predictor() const { return predictor_; }
+  Controller& controller() { return controller_; }
+
+ private:
+  RuntimeAdapter(Executor& executor, Controller& controller, const CostProfile& profile,
+                 const AdapterOptions& options);
+  enum class Phase : uint8_t { kWaiting, kRunning, kFinished };
+  struct Req {
+    RequestInfo info;
+    Phase phase = Phase::kWaiting;
+    bool has_claim = false;
+    uint32_t generated = 0;
+    bool prefill_done = false;
+    Duration last_ttu{-1};
+  };
+  Result<Req*> find(uint64_t id, const char* call);
+
+  Executor& executor_;
+  Controller& controller_;
+  CostProfile profile_;
+  AdapterOptions options_;
+  OutputPredictor predictor_;
+  TtuEstimator estimator_;
+  std::unordered_map<uint64_t, Req> requests_;
+  std::vector<uint64_t> running_;  // admitted, not finished
+};
+
+}  // namespace tempokv

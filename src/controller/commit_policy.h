@@ -1,0 +1,47 @@
+// CommitPolicy: when a planned claim may try to commit (DESIGN.md §3). Policies differ only in
+// eligibility; the controller, provider, checks and paths are shared. A claim whose retrieval is
+// requested is eligible under every policy (the controller handles that before asking).
+// Eligibility permits an attempt; the provider decides whether it succeeds.
+//
+// One file per policy; make_commit_policy() builds one from its name. Stateless and const.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tempokv/executor.h"
+#include "tempokv/status.h"
+
+namespace tempokv {
+
+// What a policy may look at. ttr and static_ttr are computed only when the policy asks.
+struct EligibilityInput {
+  Duration ttu;           // the runtime's latest TTU, aged by the time since it was reported
+  uint32_t waiting_rank;  // position in the runtime's waiting order (0 = next); UINT32_MAX unknown
+  const std::function<Duration()>& ttr;         // provider's state-aware TTR
+  const std::function<Duration()>& static_ttr;  // non-resident bytes / fixed rate
+};
+
+class CommitPolicy {
+ public:
+  virtual ~CommitPolicy() = default;
+  virtual std::string_view name() const = 0;
+  virtual bool eligible(const EligibilityInput& in) const = 0;
+  // True when eligibility depends on TTU and TTR: laxity() then tells how long until it may become
+  // eligible if nothing else changes, so the controller can wake exactly then.
+  virtual bool timed() const { return false; }
+  // Estimated laxity TTU − TTR (timed policies only).
+  virtual Duration laxity(const EligibilityInput&) const { return Duration::zero(); }
+};
+
+std::unique_ptr<CommitPolicy> make_demand_policy();
+std::unique_ptr<CommitPolicy> make_immediate_policy();
+std::unique_ptr<CommitPolicy> make_queue_policy(uint32_t k);
+std::unique_ptr<CommitPolicy> make_tempokv_static_policy();
+std::unique_ptr<CommitPolicy> make_tempokv_policy();
+// "demand", "immediate", "queue-K" (K ≥ 1), "tempokv-static", "tempokv".
+Result<std::unique_ptr<CommitPolicy>> make_commit_policy(std::string_view name);
+
+}  // namespace tempokv

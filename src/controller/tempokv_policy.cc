@@ -1,0 +1,20 @@
+// TempoKV: eligible when the estimated laxity TTU − TTR is at most zero, with the provider's
+// state-aware TTR (queue, concurrency, calibrated rate, shared staging, residency).
+#include "controller/commit_policy.h"
+
+namespace tempokv {
+namespace {
+
+class TempoKvPolicy final : public CommitPolicy {
+ public:
+  std::string_view name() const override { return "tempokv"; }
+  bool eligible(const EligibilityInput& in) const override { return laxity(in) <= Duration::zero(); }
+  Duration laxity(const EligibilityInput& in) const override { return in.ttu - in.ttr(); }
+  bool timed() const override { return true; }
+};
+
+}  // namespace
+
+std::unique_ptr<CommitPolicy> make_tempokv_policy() { return std::make_unique<TempoKvPolicy>(); }
+
+}  // namespace tempokv

@@ -1,0 +1,81 @@
+// The runtime adapter over the simulated stack: TTU projection feeds the controller.
+#include "tempokv/runtime_adapter.h"
+
+#include <gtest/gtest.h>
+
+#include "provider/sim_fixture.h"
+
+namespace tempokv {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::claim_of;
+using testing::SimStack;
+
+CostProfile step_profile() {
+  CostProfile p;
+  p.name = "steps";
+  p.kv_bytes_per_token = 1;
+  p.decode_a_s = 0.010;  // 10 ms per decode step, nothing else
+  p.retrieval_bytes_per_s = 1e18;
+  return p;
+}
+
+struct AdapterFixture {
+  AdapterFixture() {
+    controller = std::make_unique<Controller>(stack.ex, *stack.provider,
+                                              make_commit_policy("tempokv").value());
+    AdapterOptions o;
+    o.max_active = 1;
+    o.prior_output_tokens = 100;
+    adapter = RuntimeAdapter::create(stack.ex, *controller, profile, o).value();
+  }
+  SimStack stack;
+  CostProfile profile = step_profile();
+  std::unique_ptr<Controller> controller;
+  std::unique_ptr<RuntimeAdapter> adapter;
+};
+
+TEST(RuntimeAdapter, CommitsJustInTimeBehindARunningPredecessor) {
+  AdapterFixture f;
+  // The predecessor has generated 50 of a predicted 100 tokens: 50 steps of 10 ms = 500 ms.
+  ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 200}).is_ok());
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
+  ASSERT_TRUE(f.adapter->tokens_generated(1, 50).is_ok());
+  ASSERT_TRUE(f.adapter->add_request({2, 1000, 512, 2 * testing::kObj, 200}).is_ok());
+  ASSERT_TRUE(f.adapter->report_hit(2, claim_of(2, {1, 2}).objects).is_ok());
+  std::vector<uint64_t> waiting{2};
+  ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
+  EXPECT_EQ(f.adapter->last_ttu(2).value(), milliseconds(500));
+  // TTR 125 ms: laxity reaches zero at 375 ms; ready just in time at 500 ms.
+  f.stack.ex.run();
+  auto info = f.controller->info(2).value();
+  EXPECT_EQ(info.timeline.committed, f.stack.t0 + milliseconds(375));
+  EXPECT_EQ(info.timeline.ready, f.stack.t0 + milliseconds(500));
+}
+
+TEST(RuntimeAdapter, UnknownAndDuplicateRequestsAreErrors) {
+  AdapterFixture f;
+  EXPECT_EQ(f.adapter->report_hit(9, claim_of(9, {1}).objects).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 16}).is_ok());
+  EXPECT_EQ(f.adapter->add_request({1, 1000, 0, 0, 16}).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(f.adapter->add_request({3, 10, 20, 0, 16}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.adapter->report_hit(1, {}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.adapter->request_retrieval(1, nullptr).status().code(),
+            StatusCode::kFailedPrecondition);
+  std::vector<uint64_t> bad{7};
+  EXPECT_EQ(f.adapter->update_order(bad).code(), StatusCode::kNotFound);
+}
+
+TEST(RuntimeAdapter, FinishedOutputsTrainThePredictor) {
+  AdapterFixture f;
+  ASSERT_TRUE(f.adapter->add_request({1, 100, 0, 0, 64}).is_ok());
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  ASSERT_TRUE(f.adapter->finished(1, 40).is_ok());
+  EXPECT_EQ(f.adapter->predictor().total(64), 40u);
+  EXPECT_EQ(f.adapter->admitted(1).code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace tempokv

@@ -1,0 +1,176 @@
+// Controller scenarios on the simulated stack (tests/provider/sim_fixture.h): one 64 MiB object
+// alone takes 62.5 ms; two in flight share 1 GiB/s and both finish at 125 ms.
+#include "controller/controller.h"
+
+#include <gtest/gtest.h>
+
+#include "provider/sim_fixture.h"
+
+namespace tempokv {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::claim_of;
+using testing::kObj;
+using testing::SimStack;
+using testing::SimStackOptions;
+
+std::vector<ManifestEntry> manifest(std::vector<uint64_t> objects) {
+  return claim_of(0, std::move(objects)).objects;
+}
+
+struct Fixture {
+  explicit Fixture(const char* policy, SimStackOptions o = {}) : stack(o) {
+    controller = std::make_unique<Controller>(stack.ex, *stack.provider,
+                                              make_commit_policy(policy).value());
+  }
+  TimePoint at(Duration d) const { return stack.t0 + d; }
+  void run_to(Duration d) { stack.ex.run_until(at(d)); }
+  ClaimInfo info(ClaimId id) { return controller->info(id).value(); }
+
+  SimStack stack;
+  std::unique_ptr<Controller> controller;
+  std::map<ClaimId, std::pair<TimePoint, Result<RetrievalPath>>> answers;
+  RetrievalCallback recorder() {
+    return [this](ClaimId id, Result<RetrievalPath> p) {
+      answers.insert_or_assign(id, std::make_pair(stack.ex.now(), std::move(p)));
+    };
+  }
+};
+
+TEST(Controller, DemandCommitsOnlyWhenRetrievalIsRequested) {
+  Fixture f("demand");
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), milliseconds(1000)).is_ok());
+  f.run_to(milliseconds(1000));
+  EXPECT_EQ(f.info(1).state, ClaimState::kPlanned);
+  EXPECT_EQ(f.stack.tier->stats().reserved_bytes, 0u);
+  auto answer = f.controller->request_retrieval(1, f.recorder());
+  ASSERT_TRUE(answer.is_ok());
+  EXPECT_EQ(*answer, RetrievalAnswer::kWait);
+  f.stack.ex.run();
+  ASSERT_EQ(f.answers.count(1), 1u);
+  EXPECT_EQ(f.answers.at(1).first, f.at(milliseconds(1125)));
+  EXPECT_EQ(*f.answers.at(1).second, RetrievalPath::kStaged);
+  EXPECT_EQ(f.info(1).state, ClaimState::kStageReady);
+}
+
+TEST(Controller, ImmediateCommitsAtReportAndAccruesByteTimeUntilRelease) {
+  Fixture f("immediate");
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), milliseconds(1000)).is_ok());
+  EXPECT_EQ(f.info(1).state, ClaimState::kStaging);
+  f.run_to(milliseconds(500));
+  EXPECT_EQ(f.info(1).timeline.ready, f.at(milliseconds(125)));
+  EXPECT_EQ(*f.controller->request_retrieval(1, f.recorder()), RetrievalAnswer::kReady);
+  ASSERT_TRUE(f.controller->begin_transfer(1).is_ok());
+  EXPECT_EQ(f.info(1).state, ClaimState::kTransferring);
+  f.run_to(milliseconds(600));
+  ASSERT_TRUE(f.controller->end_transfer(1).is_ok());
+  EXPECT_EQ(f.info(1).state, ClaimState::kReleased);
+  EXPECT_EQ(f.stack.tier->stats().protected_bytes, 0u);
+  // 128 MiB reserved, then protected, from 0 to 600 ms.
+  EXPECT_DOUBLE_EQ(f.controller->stats().protected_gib_s, 0.125 * 0.6);
+  EXPECT_TRUE(f.stack.tier->resident(testing::obj(1)));  // stays as ordinary cache
+}
+
+TEST(Controller, TempoKvCommitsWhenLaxityReachesZero) {
+  Fixture f("tempokv");
+  // TTU 1 s, TTR 125 ms: laxity reaches zero at 875 ms, where the controller wakes.
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), milliseconds(1000)).is_ok());
+  f.run_to(milliseconds(874));
+  EXPECT_EQ(f.info(1).state, ClaimState::kPlanned);
+  f.run_to(milliseconds(875));
+  EXPECT_EQ(f.info(1).timeline.committed, f.at(milliseconds(875)));
+  f.stack.ex.run();
+  EXPECT_EQ(f.info(1).timeline.ready, f.at(milliseconds(1000)));
+}
+
+TEST(Controller, QueueKCommitsOnlyTheFirstKWaiting) {
+  Fixture f("queue-1");
+  ASSERT_TRUE(f.controller->report(1, manifest({1}), milliseconds(1000)).is_ok());
+  ASSERT_TRUE(f.controller->report(2, manifest({2}), milliseconds(2000)).is_ok());
+  std::vector<ClaimId> order{1, 2};
+  ASSERT_TRUE(f.controller->update({}, order).is_ok());
+  EXPECT_EQ(f.info(1).state, ClaimState::kStaging);
+  EXPECT_EQ(f.info(2).state, ClaimState::kPlanned);
+  std::vector<ClaimId> next{2};
+  ASSERT_TRUE(f.controller->update({}, next).is_ok());
+  EXPECT_EQ(f.info(2).state, ClaimState::kStaging);
+}
+
+TEST(Controller, RefusedClaimTakesTheOrdinaryPathAndNeverCommitsLater) {
+  Fixture f("immediate");  // budget: 8 objects
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2, 3, 4, 5, 6}), milliseconds(100)).is_ok());
+  ASSERT_TRUE(f.controller->report(2, manifest({7, 8, 9, 10}), milliseconds(100)).is_ok());
+  EXPECT_EQ(f.info(2).state, ClaimState::kPlanned);
+  EXPECT_TRUE(f.info(2).refused);
+  auto answer = f.controller->request_retrieval(2, f.recorder());
+  ASSERT_TRUE(answer.is_ok());
+  EXPECT_EQ(*answer, RetrievalAnswer::kWait);
+  EXPECT_EQ(f.info(2).state, ClaimState::kOrdinary);
+  f.stack.ex.run();
+  ASSERT_EQ(f.answers.count(2), 1u);
+  EXPECT_EQ(*f.answers.at(2).second, RetrievalPath::kOrdinary);
+  // Releasing claim 1 frees the budget; claim 2 stays ordinary.
+  ASSERT_EQ(*f.controller->request_retrieval(1, f.recorder()), RetrievalAnswer::kReady);
+  ASSERT_TRUE(f.controller->begin_transfer(1).is_ok());
+  ASSERT_TRUE(f.controller->end_transfer(1).is_ok());
+  EXPECT_EQ(f.info(2).state, ClaimState::kOrdinary);
+  ASSERT_TRUE(f.controller->begin_transfer(2).is_ok());
+  ASSERT_TRUE(f.controller->end_transfer(2).is_ok());
+  EXPECT_EQ(f.controller->stats().refused_claims, 1u);
+  EXPECT_EQ(f.controller->stats().ordinary, 1u);
+  EXPECT_TRUE(f.stack.provider->check_invariants().is_ok());
+}
+
+TEST(Controller, CancelDuringStagingKeepsProtectionUntilTheReadLands) {
+  Fixture f("immediate");
+  ASSERT_TRUE(f.controller->report(1, manifest({1}), milliseconds(100)).is_ok());
+  f.run_to(milliseconds(10));
+  ASSERT_TRUE(f.controller->cancel(1).is_ok());
+  EXPECT_EQ(f.info(1).state, ClaimState::kReleased);
+  EXPECT_EQ(f.stack.tier->stats().reserved_bytes + f.stack.tier->stats().protected_bytes, kObj);
+  f.stack.ex.run();
+  EXPECT_EQ(f.stack.tier->stats().reserved_bytes + f.stack.tier->stats().protected_bytes, 0u);
+  // C counts the 64 MiB until the read landed at 62.5 ms, not until the cancel.
+  EXPECT_DOUBLE_EQ(f.controller->stats().protected_gib_s, 0.0625 * 0.0625);
+}
+
+TEST(Controller, BadCallsGetErrorsNamingTheProblem) {
+  Fixture f("tempokv", SimStackOptions{.budget_objects = 2});
+  EXPECT_EQ(f.controller->report(1, {}, milliseconds(1)).code(), StatusCode::kInvalidArgument);
+  Status too_big = f.controller->report(2, manifest({1, 2, 3}), milliseconds(1));
+  EXPECT_EQ(too_big.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_big.message().find("protected budget"), std::string::npos);
+  ASSERT_TRUE(f.controller->report(3, manifest({1}), milliseconds(1000)).is_ok());
+  EXPECT_EQ(f.controller->report(3, manifest({1}), milliseconds(1)).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(f.controller->begin_transfer(3).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(f.controller->begin_transfer(99).code(), StatusCode::kNotFound);
+  EXPECT_EQ(f.controller->request_retrieval(99, nullptr).status().code(), StatusCode::kNotFound);
+  std::pair<ClaimId, Duration> unknown{42, milliseconds(1)};
+  EXPECT_EQ(f.controller->update({&unknown, 1}, {}).code(), StatusCode::kNotFound);
+}
+
+TEST(ClaimState, OnlyTheDesignedTransitionsAreAllowed) {
+  using S = ClaimState;
+  EXPECT_TRUE(transition_allowed(S::kPlanned, S::kOrdinary));
+  EXPECT_TRUE(transition_allowed(S::kStaging, S::kStageReady));
+  EXPECT_FALSE(transition_allowed(S::kOrdinary, S::kStaging));
+  EXPECT_FALSE(transition_allowed(S::kStaging, S::kTransferring));
+  EXPECT_FALSE(transition_allowed(S::kReleased, S::kPlanned));
+  EXPECT_FALSE(transition_allowed(S::kPlanned, S::kTransferring));
+}
+
+TEST(CommitPolicy, NamesParseAndUnknownNamesAreErrors) {
+  for (const char* name : {"demand", "immediate", "queue-1", "queue-4", "tempokv-static",
+                           "tempokv"}) {
+    auto p = make_commit_policy(name);
+    ASSERT_TRUE(p.is_ok()) << name;
+    EXPECT_EQ((*p)->name(), name);
+  }
+  EXPECT_FALSE(make_commit_policy("queue-0").is_ok());
+  EXPECT_FALSE(make_commit_policy("lru").is_ok());
+}
+
+}  // namespace
+}  // namespace tempokv
