@@ -1,5 +1,7 @@
 #include "tempokv/fio.h"
 
+#include <algorithm>
+
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -133,6 +135,39 @@ Status write_fio_read_log(const std::string& log_path, const std::vector<FioRead
   out.flush();
   if (!out) return Status::io_error("write fio iolog " + log_path);
   return Status::ok();
+}
+
+Result<FioJob> fio_job_for_extents(std::vector<FioReadExtent> reads, uint64_t gap_bytes,
+                                   uint32_t depth) {
+  if (reads.empty()) return Status::invalid_argument("fio: no reads to compare with");
+  std::sort(reads.begin(), reads.end(), [](const FioReadExtent& a, const FioReadExtent& b) {
+    return a.path != b.path ? a.path < b.path : a.offset < b.offset;
+  });
+  const uint64_t bytes = reads.front().bytes;
+  FioJob job;
+  job.name = "same-extents";
+  job.rw = gap_bytes ? "read:" + std::to_string(gap_bytes) : "read";
+  job.block_bytes = bytes;
+  job.iodepth = depth;
+  job.extra_args = {"--fixedbufs", "--registerfiles"};
+  for (size_t i = 0; i < reads.size(); ++i) {
+    const FioReadExtent& r = reads[i];
+    if (r.bytes != bytes) {
+      return Status::failed_precondition("fio: reads of " + std::to_string(bytes) + " and " +
+                                         std::to_string(r.bytes) +
+                                         " bytes cannot be one fio pattern");
+    }
+    bool continues = i > 0 && reads[i - 1].path == r.path &&
+                     r.offset == reads[i - 1].offset + bytes + gap_bytes;
+    if (!continues) {
+      if (job.ranges.size() == 256) {
+        return Status::failed_precondition("fio: the reads are scattered over more than 256 runs");
+      }
+      job.ranges.push_back({r.path, r.offset, 0});
+    }
+    job.ranges.back().size_bytes = r.offset + bytes - job.ranges.back().offset_bytes;
+  }
+  return job;
 }
 
 }  // namespace tempokv::cli

@@ -57,6 +57,14 @@ struct FioReadExtent {
   uint64_t offset = 0;
   uint64_t bytes = 0;
 };
+// A fio job that reads exactly `reads` as sequential streams: one job (range) per run of
+// equal-size reads in one file spaced `gap_bytes` apart, fio's read:<gap> pattern skipping what
+// lies between them (a store record's header), at `depth` with registered buffers and files as
+// the benches' own reads use. The reads must all have one size and are taken in file and offset
+// order. FailedPrecondition when they have several sizes or would need more than 256 jobs.
+Result<FioJob> fio_job_for_extents(std::vector<FioReadExtent> reads, uint64_t gap_bytes,
+                                   uint32_t depth);
+
 // Writes a fio iolog (version 2) that opens each file, reads the extents in the given order and
 // closes the files. Replay it with FioJob::read_iolog. Caution: fio 3.33 does not count the
 // requests still in flight when a replay at iodepth > 1 ends, so use it for access patterns, not

@@ -196,7 +196,10 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
       run.row.available = true;
       run.row.detail = run.path->detail();
     } else {
-      run.row.unavailable_reason = st.to_string();
+      // "unavailable: <reason>": an Unavailable status is its message, anything else says what
+      // went wrong.
+      run.row.unavailable_reason =
+          st.code() == StatusCode::kUnavailable ? st.message() : st.to_string();
       run.path.reset();
     }
     runs.push_back(std::move(run));
@@ -309,8 +312,7 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
       std::vector<double> rates;
       for (int i = 0; i < 3; ++i) {
         for (const std::string& f : files) (void)drop_page_cache(f);
-        Result<double> gbps = run_fio_replay(reads, ref->row.request_bytes, ref->row.depth,
-                                             &result.fio_note);
+        Result<double> gbps = run_fio_same_reads(reads, ref->row.depth, &result.fio_note);
         if (!gbps.is_ok()) {
           result.fio_note = gbps.status().to_string();
           break;

@@ -99,33 +99,12 @@ void pipeline(StoreSession& s, size_t count, uint32_t depth, ProgressBar& bar,
 // log order with `rw=read:4096` (skip each 4 KiB record header), bs = the read size, at the same
 // depth, buffers registered as the store's are. Objects of one size written back to back are evenly spaced, which this relies on; the
 // check below refuses any other layout rather than measure different bytes.
-Result<FioResult> run_fio_same_extents(Store& store, std::vector<ObjectInfo> infos, uint32_t depth,
-                                       std::string* note) {
-  std::sort(infos.begin(), infos.end(), [](const ObjectInfo& a, const ObjectInfo& b) {
-    return a.segment != b.segment ? a.segment < b.segment : a.offset < b.offset;
-  });
-  const uint64_t rb = infos.front().read_bytes();
-  const uint64_t stride = rb + kBlockBytes;
-  FioJob job;
+Result<FioResult> run_fio_same_extents(Store& store, const std::vector<ObjectInfo>& infos,
+                                       uint32_t depth, std::string* note) {
+  std::vector<FioReadExtent> reads;
+  for (const ObjectInfo& o : infos) reads.push_back({store.segment_path(o.segment), o.offset, o.read_bytes()});
+  TEMPOKV_ASSIGN_OR_RETURN(FioJob job, fio_job_for_extents(std::move(reads), kBlockBytes, depth));
   job.name = "store-bench";
-  job.rw = "read:" + std::to_string(kBlockBytes);
-  job.block_bytes = rb;
-  job.iodepth = depth;
-  // The store reads into buffers registered with io_uring through registered files; fio's
-  // equivalents. Without them fio faults its buffers in during the run and reads far slower.
-  job.extra_args = {"--fixedbufs", "--registerfiles"};
-  for (size_t i = 0; i < infos.size(); ++i) {
-    const ObjectInfo& o = infos[i];
-    bool same_segment = !job.ranges.empty() && i > 0 && infos[i - 1].segment == o.segment;
-    if (!same_segment) {
-      job.ranges.push_back({store.segment_path(o.segment), o.offset, 0});
-    } else if (o.offset != infos[i - 1].offset + stride) {
-      return Status::failed_precondition(
-          "bench objects are not evenly spaced in segment " + std::to_string(o.segment) +
-          " (rerun with --rewrite into an empty --dir to compare with fio)");
-    }
-    job.ranges.back().size_bytes = o.offset + rb - job.ranges.back().offset_bytes;
-  }
   std::set<std::string> paths;
   for (const auto& r : job.ranges) paths.insert(r.path);
   for (const auto& p : paths) (void)drop_page_cache(p);
