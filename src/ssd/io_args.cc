@@ -56,4 +56,16 @@ void notice_once(std::once_flag& flag, const std::string& message) {
   std::call_once(flag, [&] { std::fprintf(stderr, "tempokv: %s\n", message.c_str()); });
 }
 
+Status check_request(std::string_view engine, const FileTable& files, IoOp op, FileId file,
+                     uint64_t offset, const void* buf, size_t len, bool direct,
+                     FileTable::Entry* entry) {
+  *entry = files.get(file);
+  if (entry->fd < 0) {
+    return Status::invalid_argument(describe_io(engine, op, file, offset, len) + ": file id " +
+                                    std::to_string(file) + " is not added");
+  }
+  if (op == IoOp::kSync) return Status::ok();
+  return check_direct_alignment(engine, op, file, offset, buf, len, direct);
+}
+
 }  // namespace tempokv

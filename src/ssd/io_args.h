@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "ssd/file_table.h"
 #include "ssd/ssd_engine.h"
 
 namespace tempokv {
@@ -24,6 +25,12 @@ std::string describe_io(std::string_view engine, IoOp op, FileId file, uint64_t 
 // address is not a multiple of kBlockBytes; OK otherwise (and always OK when !direct).
 Status check_direct_alignment(std::string_view engine, IoOp op, FileId file, uint64_t offset,
                               const void* buf, size_t len, bool direct);
+
+// The checks a real engine makes before it queues a request: the file is added and, for a read or
+// write of a direct engine, the extent is aligned. On success *entry is the file's entry.
+Status check_request(std::string_view engine, const FileTable& files, IoOp op, FileId file,
+                     uint64_t offset, const void* buf, size_t len, bool direct,
+                     FileTable::Entry* entry);
 
 // Prints "tempokv: <message>" on stderr the first time it is called with this flag.
 void notice_once(std::once_flag& flag, const std::string& message);

@@ -159,20 +159,11 @@ void UringEngine::sync(FileId file, IoCallback cb) {
 
 void UringEngine::submit(IoOp op, FileId file, uint64_t offset, std::byte* buf, size_t len,
                          IoCallback cb, IoThreadHook hook) {
-  FileTable::Entry entry = files_.get(file);
-  if (entry.fd < 0) {
-    fail_early(op,
-               Status::invalid_argument(describe_io(name(), op, file, offset, len) + ": file id " +
-                                        std::to_string(file) + " is not added"),
-               std::move(cb));
+  FileTable::Entry entry;
+  Status st = check_request(name(), files_, op, file, offset, buf, len, options_.direct, &entry);
+  if (!st.is_ok()) {
+    fail_early(op, std::move(st), std::move(cb));
     return;
-  }
-  if (op != IoOp::kSync) {
-    Status st = check_direct_alignment(name(), op, file, offset, buf, len, options_.direct);
-    if (!st.is_ok()) {
-      fail_early(op, std::move(st), std::move(cb));
-      return;
-    }
   }
   int buf_index = op == IoOp::kSync ? -1 : buffers_.find(buf, len);
   auto* req =
