@@ -9,6 +9,9 @@
 // projects each waiting claim's time-to-use (TtuEstimator) on every order update; the controller
 // ages those estimates. Output lengths are predicted from completed requests only.
 //
+// Several runtimes may share one controller, each through its own adapter with its own
+// AdapterOptions::runtime_id; claim (request) ids must then be unique across them.
+//
 // Request ids are the runtime's own; unknown or duplicate ids, empty manifests and manifests
 // larger than the protected budget get clear errors.
 //
@@ -33,6 +36,9 @@ struct AdapterOptions {
   uint32_t max_active = 4;           // the runtime's slot limit (active sequences)
   uint32_t predictor_window = 256;   // completed outputs remembered for the output predictor
   uint32_t prior_output_tokens = 128;  // expected output length before any completion
+  // Which runtime this adapter speaks for when several (data-parallel engines) share one
+  // controller: its waiting order is kept and ranked apart from the others'.
+  uint32_t runtime_id = 0;
   Status validate() const;
 };
 

@@ -115,7 +115,7 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration 
     updates.emplace_back(waiting[i], ttu[i]);
     order.push_back(waiting[i]);
   }
-  return controller_.update(updates, order);
+  return controller_.update(updates, order, options_.runtime_id);
 }
 
 Status RuntimeAdapter::admitted(uint64_t id) {

@@ -3,9 +3,14 @@
 // requested is eligible under every policy (the controller handles that before asking).
 // Eligibility permits an attempt; the provider decides whether it succeeds.
 //
+// Besides eligibility, a policy tells the controller which claims it need not look at, so an
+// evaluation costs little with thousands of planned claims: rank_limit() for rank-based policies,
+// ttr_bound() for timed ones. Both are bounds, never decisions: eligible() stays the authority.
+//
 // One file per policy; make_commit_policy() builds one from its name. Stateless and const.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,6 +29,15 @@ struct EligibilityInput {
   const std::function<Duration()>& static_ttr;  // non-resident bytes / fixed rate
 };
 
+// Upper bounds of the two TTRs for any claim whose footprint is at most the largest planned one.
+struct TtrBoundInput {
+  const std::function<Duration()>& ttr;         // bounds EligibilityInput::ttr
+  const std::function<Duration()>& static_ttr;  // bounds EligibilityInput::static_ttr
+};
+
+// rank_limit() of a policy that may find any claim eligible, ranked or not.
+inline constexpr uint32_t kAnyRank = UINT32_MAX;
+
 class CommitPolicy {
  public:
   virtual ~CommitPolicy() = default;
@@ -34,6 +48,13 @@ class CommitPolicy {
   virtual bool timed() const { return false; }
   // Estimated laxity TTU − TTR (timed policies only).
   virtual Duration laxity(const EligibilityInput&) const { return Duration::zero(); }
+  // Untimed policies: only claims ranked below this in their runtime's waiting order can be
+  // eligible (0: none before retrieval is requested; kAnyRank: any claim, unranked included).
+  virtual uint32_t rank_limit() const { return kAnyRank; }
+  // Timed policies: an upper bound of the TTR laxity() would use for any planned claim; a claim
+  // whose aged TTU exceeds it cannot be eligible. Duration::max() when unknown (every claim is
+  // then examined).
+  virtual Duration ttr_bound(const TtrBoundInput&) const { return Duration::max(); }
 };
 
 std::unique_ptr<CommitPolicy> make_demand_policy();

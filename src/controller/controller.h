@@ -1,12 +1,20 @@
 // Controller: owns the claims and decides when to try committing them (DESIGN.md §3). It never
-// changes the runtime's order; it combines the runtime's TTU (aged by elapsed time) with the
+// changes a runtime's order; it combines the runtime's TTU (aged by elapsed time) with the
 // provider's latest TTR through a CommitPolicy, and asks the StagingProvider to commit. The
 // provider decides whether a commit succeeds.
 //
+// Several runtimes (data-parallel engines of one node) may share one controller: each reports
+// its own waiting order under its runtime id, and a claim's rank is its position in the order of
+// the runtime that last listed it (Queue-K = among the first K of that runtime's queue).
+//
 // Rules kept here:
 //  * Attempts go first to claims whose retrieval is requested (in request order), then to
-//    eligible planned claims in the runtime's latest order, then to claims not in that order (in
-//    report order). A refused or ineligible claim never blocks the others.
+//    eligible planned claims in attempt order: by rank, runtimes interleaved (rank 0 of every
+//    runtime in runtime-id order, then rank 1, ...), then claims in no order (in report order). A
+//    refused or ineligible claim never blocks the others.
+//  * Timed policies: after a successful commit the walk starts again from the first claim not yet
+//    attempted in this evaluation, because the commit may have raised the TTR of claims walked
+//    before it (the paper: later decisions use the provider's updated staging state).
 //  * Retrieval requested + commit refused -> ORDINARY (the provider's demand path). Commit and
 //    ORDINARY are mutually exclusive; a committed claim is never revoked by new estimates.
 //  * Reevaluation on every estimate/order update, staging completion and capacity release, and on
@@ -14,6 +22,14 @@
 //    policies also wake exactly when a planned claim's projected laxity reaches zero, so commits
 //    are not late by up to a tick (the paper relies on the tick alone).
 //  * Every state change goes through transition(), which aborts on an illegal one.
+//
+// Cost of an evaluation (controller_eval.cc): timed policies keep planned claims in an index by
+// absolute use time (ttu_at + ttu). A claim can be eligible only when its aged TTU is at most its
+// TTR, and TTR <= the policy's ttr_bound() for the largest planned footprint, so only the prefix
+// of the index within that window gets an exact TTR; the rest is not looked at. Queue-K looks at
+// the first K of each runtime's order, Demand at nothing, Immediate at every planned claim.
+// ControllerOptions::full_scan evaluates every planned claim exactly instead: the reference the
+// index is tested against (same decisions).
 //
 // Accounting: the integral of protected + reserved fast-tier bytes over time (C of DESIGN.md §5),
 // per-claim timelines, refused commits.
@@ -23,10 +39,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "controller/byte_time_meter.h"
@@ -39,6 +58,9 @@ namespace tempokv {
 
 struct ControllerOptions {
   Duration tick = std::chrono::milliseconds(50);  // periodic reevaluation while claims are planned
+  // Evaluate every planned claim exactly instead of the claims the policy's bounds select: the
+  // brute-force reference for tests; O(planned claims) TTR projections per evaluation.
+  bool full_scan = false;
   Status validate() const;
 };
 
@@ -92,10 +114,14 @@ class Controller {
   // A reusable-KV hit of a waiting request: a metadata-only claim. InvalidArgument for an empty
   // manifest or one larger than the protected budget; FailedPrecondition for a known id.
   Status report(ClaimId id, std::vector<ManifestEntry> manifest, Duration ttu);
-  // New TTU estimates (each timestamped now) and the runtime's waiting order, then one
-  // reevaluation. Unknown ids are errors; claims past PLANNED ignore new estimates.
+  // New TTU estimates (each timestamped now) and runtime `runtime`'s waiting order (replacing
+  // that runtime's previous one; other runtimes' orders stay), then one reevaluation. Unknown ids
+  // in ttus are errors (nothing is applied then); unknown ids in the order are skipped. Claims
+  // past PLANNED ignore new estimates.
   Status update(std::span<const std::pair<ClaimId, Duration>> ttus,
-                std::span<const ClaimId> waiting_order);
+                std::span<const ClaimId> waiting_order, uint32_t runtime = 0);
+  // New TTU estimates only, every runtime's order unchanged, then one reevaluation.
+  Status update_estimates(std::span<const std::pair<ClaimId, Duration>> ttus);
   Result<RetrievalAnswer> request_retrieval(ClaimId id, RetrievalCallback on_ready);
   Status begin_transfer(ClaimId id);
   // The copy is done: the claim is released and its protection ends.
@@ -110,45 +136,85 @@ class Controller {
   void forget_released();
 
  private:
+  static constexpr uint32_t kUnranked = UINT32_MAX;
   struct Rec {
     StagingClaim claim;
     ClaimInfo info;
     Duration ttu{0};
     TimePoint ttu_at{};
-    uint32_t rank = UINT32_MAX;
+    TimePoint use_at{};        // ttu_at + ttu: its key in by_use_ while planned
+    uint64_t seq = 0;          // report order
+    uint32_t runtime = 0;      // the runtime whose order last listed it
+    uint32_t rank = kUnranked;  // position in that order
+    uint64_t cleared_gen = 0;  // set_order(): its rank was cleared in this generation
+    uint64_t attempted_in = 0;  // the evaluation that last attempted to commit it
     bool requested = false;
     RetrievalCallback on_ready;
   };
+  // Where a claim sits in the attempt order: rank, then runtime id; unranked claims last, in
+  // report order.
+  struct AttemptKey {
+    uint32_t rank;
+    uint32_t runtime;
+    uint64_t seq;
+    auto operator<=>(const AttemptKey&) const = default;
+  };
 
+  // controller.cc
   Rec* find(ClaimId id);
   void transition(Rec& r, ClaimState to);
+  void set_ttu(Rec& r, Duration ttu, TimePoint now);
+  void set_order(uint32_t runtime, std::span<const ClaimId> waiting_order);
+  void unindex(Rec& r);
   void reevaluate();
+  void account();
+  void schedule_tick();
+  void schedule_wake();
+  // controller_eval.cc
   void evaluate_once();
+  void evaluate_untimed();
+  void evaluate_timed_indexed();
+  void evaluate_timed_full();
+  // Calls fn(rec) for planned claims in attempt order: those ranked below rank_limit, and the
+  // unranked ones too when rank_limit is kAnyRank. fn returns false to stop the walk.
+  template <typename Fn>
+  void for_each_in_attempt_order(uint32_t rank_limit, Fn&& fn);
+  static AttemptKey attempt_key(const Rec& r);
+  Duration laxity(Rec& r, TimePoint now);
+  // Timed: laxity <= 0 -> one attempt (true when committed); else notes the wake-up.
+  bool consider_timed(Rec& r, TimePoint now);
+  void note_wake(TimePoint t);
+  // controller_claims.cc
   // Tries to commit; true when committed (STAGING or STAGE_READY).
   bool try_commit(Rec& r);
   void start_ordinary(Rec& r);
   void on_provider_ready(ClaimId id, Status status);
   void finish(Rec& r, const Status& failure);
-  void account();
-  void schedule_tick();
-  void schedule_wake();
 
   Executor& executor_;
   StagingProvider& provider_;
   std::unique_ptr<CommitPolicy> policy_;
   ControllerOptions options_;
   std::unordered_map<ClaimId, Rec> claims_;
-  std::vector<ClaimId> order_;        // runtime's latest waiting order
-  std::deque<ClaimId> requested_;     // planned claims with retrieval requested, request order
-  std::vector<ClaimId> report_order_;  // planned claims in report order (pruned lazily)
+  std::map<uint32_t, std::vector<ClaimId>> orders_;  // each runtime's latest waiting order
+  std::deque<ClaimId> requested_;  // planned claims with retrieval requested, request order
+  // Indexes of PLANNED claims (a claim leaves them when it leaves PLANNED):
+  std::map<uint64_t, ClaimId> unranked_;            // in no runtime's order, by report order
+  std::set<std::pair<TimePoint, ClaimId>> by_use_;  // by absolute use time
+  std::multiset<uint64_t> planned_footprints_;      // for the largest one
   uint64_t planned_ = 0;
+  uint64_t refused_planned_ = 0;  // planned claims refused at least once: they may fit later
+  uint64_t next_seq_ = 0;
+  uint64_t order_gen_ = 0;
+  uint64_t eval_id_ = 0;
   bool evaluating_ = false;
   bool again_ = false;
   TimerHandle tick_;
   bool tick_armed_ = false;
   std::optional<TimePoint> next_wake_;  // earliest projected zero laxity of a planned claim
   TimerHandle wake_;
-  bool refused_planned_ = false;  // a planned claim was refused and may fit later
+  std::vector<std::pair<AttemptKey, ClaimId>> candidates_;  // scratch of evaluate_timed_indexed
+  std::vector<ClaimId> scratch_ids_;                        // scratch of the attempt-order walk
   ByteTimeMeter meter_;
   ControllerStats stats_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

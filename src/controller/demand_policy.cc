@@ -9,6 +9,7 @@ class DemandPolicy final : public CommitPolicy {
  public:
   std::string_view name() const override { return "demand"; }
   bool eligible(const EligibilityInput&) const override { return false; }
+  uint32_t rank_limit() const override { return 0; }
 };
 
 }  // namespace

@@ -11,6 +11,7 @@ class QueuePolicy final : public CommitPolicy {
   explicit QueuePolicy(uint32_t k) : k_(k), name_("queue-" + std::to_string(k)) {}
   std::string_view name() const override { return name_; }
   bool eligible(const EligibilityInput& in) const override { return in.waiting_rank < k_; }
+  uint32_t rank_limit() const override { return k_; }
 
  private:
   uint32_t k_;

@@ -11,6 +11,7 @@ class TempoKvPolicy final : public CommitPolicy {
   bool eligible(const EligibilityInput& in) const override { return laxity(in) <= Duration::zero(); }
   Duration laxity(const EligibilityInput& in) const override { return in.ttu - in.ttr(); }
   bool timed() const override { return true; }
+  Duration ttr_bound(const TtrBoundInput& in) const override { return in.ttr(); }
 };
 
 }  // namespace

@@ -11,6 +11,7 @@ class TempoKvStaticPolicy final : public CommitPolicy {
   bool eligible(const EligibilityInput& in) const override { return laxity(in) <= Duration::zero(); }
   Duration laxity(const EligibilityInput& in) const override { return in.ttu - in.static_ttr(); }
   bool timed() const override { return true; }
+  Duration ttr_bound(const TtrBoundInput& in) const override { return in.static_ttr(); }
 };
 
 }  // namespace

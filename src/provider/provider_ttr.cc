@@ -67,6 +67,12 @@ Duration StagingProvider::ttr_bound(uint64_t extra_bytes) const {
   return Duration(static_cast<int64_t>(std::ceil(bytes * 1e9 / rate_.bytes_per_s())) + 1000);
 }
 
+Duration StagingProvider::drained_ttr_bound(uint64_t extra_bytes) const {
+  return Duration(static_cast<int64_t>(std::ceil(static_cast<double>(extra_bytes) * 1e9 /
+                                                 rate_.bytes_per_s())) +
+                  1000);
+}
+
 Duration StagingProvider::static_ttr(const StagingClaim& claim) const {
   std::unordered_set<Key> seen;
   uint64_t bytes = 0;
@@ -76,6 +82,13 @@ Duration StagingProvider::static_ttr(const StagingClaim& claim) const {
   }
   return Duration(
       std::llround(static_cast<double>(bytes) * 1e9 / options_.static_read_bytes_per_s));
+}
+
+Duration StagingProvider::static_ttr_bound(uint64_t bytes) const {
+  // Rounded up, with a microsecond for the rounding of static_ttr() itself.
+  return Duration(static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * 1e9 /
+                                                 options_.static_read_bytes_per_s)) +
+                  1000);
 }
 
 }  // namespace tempokv

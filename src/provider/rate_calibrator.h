@@ -4,7 +4,10 @@
 // the rate. Completed bytes and busy time accumulate until the busy time reaches one sample
 // (ProviderOptions::calibration_sample); the sample's bytes / busy-seconds then moves the estimate
 // by an exponentially weighted average: rate += weight * (sample - rate). The estimate starts at
-// the prior. Control-plane thread only; time comes from the caller (the Executor).
+// the prior. Reads that complete at the instant a sample closed belong to that sample (they
+// were served during its busy time): concurrent reads finishing together would otherwise split
+// into one sample at half the rate and bytes carried into the next.
+// Control-plane thread only; time comes from the caller (the Executor).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,11 @@ class RateCalibrator {
   Duration busy_{};
   uint64_t bytes_ = 0;
   uint64_t samples_ = 0;
+  // The last closed sample, reopened by completions at the same instant.
+  TimePoint closed_at_{};
+  double rate_before_ = 0;
+  uint64_t closed_bytes_ = 0;
+  Duration closed_busy_{};
 };
 
 }  // namespace tempokv

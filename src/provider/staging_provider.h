@@ -114,8 +114,13 @@ class StagingProvider {
   // always share the whole rate). O(reads in flight); lets the controller skip claims whose TTU is
   // far beyond it without projecting them.
   Duration ttr_bound(uint64_t extra_bytes) const;
+  // ttr_bound(extra_bytes) once every outstanding read has drained: the least it can fall to
+  // without new commits (while reads are in service it falls exactly as fast as time passes).
+  Duration drained_ttr_bound(uint64_t extra_bytes) const;
   // TempoKV-Static's estimate: non-resident bytes / options.static_read_bytes_per_s.
   Duration static_ttr(const StagingClaim& claim) const;
+  // An upper bound of static_ttr() for any claim whose non-resident bytes total at most bytes.
+  Duration static_ttr_bound(uint64_t bytes) const;
 
   std::optional<ClaimPhase> phase(ClaimId id) const;
   ProviderStats stats() const;

@@ -4,39 +4,17 @@
 
 #include <gtest/gtest.h>
 
-#include "provider/sim_fixture.h"
+#include "controller/controller_fixture.h"
 
 namespace tempokv {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::claim_of;
+using testing::Fixture;
 using testing::kObj;
+using testing::manifest;
 using testing::SimStack;
 using testing::SimStackOptions;
-
-std::vector<ManifestEntry> manifest(std::vector<uint64_t> objects) {
-  return claim_of(0, std::move(objects)).objects;
-}
-
-struct Fixture {
-  explicit Fixture(const char* policy, SimStackOptions o = {}) : stack(o) {
-    controller = std::make_unique<Controller>(stack.ex, *stack.provider,
-                                              make_commit_policy(policy).value());
-  }
-  TimePoint at(Duration d) const { return stack.t0 + d; }
-  void run_to(Duration d) { stack.ex.run_until(at(d)); }
-  ClaimInfo info(ClaimId id) { return controller->info(id).value(); }
-
-  SimStack stack;
-  std::unique_ptr<Controller> controller;
-  std::map<ClaimId, std::pair<TimePoint, Result<RetrievalPath>>> answers;
-  RetrievalCallback recorder() {
-    return [this](ClaimId id, Result<RetrievalPath> p) {
-      answers.insert_or_assign(id, std::make_pair(stack.ex.now(), std::move(p)));
-    };
-  }
-};
 
 TEST(Controller, DemandCommitsOnlyWhenRetrievalIsRequested) {
   Fixture f("demand");

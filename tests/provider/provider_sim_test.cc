@@ -221,6 +221,16 @@ TEST(ProviderSim, CommitOfAnObjectMissingFromTheStoreIsRefused) {
   EXPECT_EQ(wrong_size.status().code(), StatusCode::kFailedPrecondition);
 }
 
+TEST(ProviderSim, ReadsCompletingTogetherFallIntoOneRateSample) {
+  // Two reads in flight share 1 GiB/s and finish together at 125 ms. Closing the sample at the
+  // first completion alone measured 64 MiB / 125 ms = 0.5 GiB/s.
+  SimStack s({.calibration_weight = 1.0});
+  ASSERT_TRUE(s.commit(claim_of(1, {1, 2})).is_ok());
+  s.ex.run();
+  EXPECT_DOUBLE_EQ(s.provider->stats().read_bytes_per_s, kRate);
+  EXPECT_EQ(s.provider->stats().rate_samples, 1u);
+}
+
 TEST(ProviderSim, RateIsCalibratedOverBusyTimeOnly) {
   // 1 ms latency: one read alone is busy for 63.5 ms; the idle second between the two reads
   // must not dilute the rate.

@@ -1,0 +1,193 @@
+// Controller micro-benchmarks: the cost of one control-plane event with 10,000 outstanding
+// planned claims under the tempokv policy, on the simulated stack (SimExecutor, simulated SSD
+// engine at 4 GiB/s, simulated store, metadata-only fast tier, staging provider with reads
+// queued). Claims are 1-8 chunks of 32 MiB sharing prefixes; their TTUs are spaced `spacing_ms`
+// apart from 0.5 s on (Arg), so the index's TTR window (the 640 ms backlog plus the largest
+// claim's 62.5 ms) holds about window / spacing claims; those already eligible commit at setup.
+// Claims arrive at 144 MiB per spacing on average: 2.8 GiB/s at 50 ms, 3.5 GiB/s at 40 ms.
+//
+//   cmake -G Ninja -B build-ctl-rel -DCMAKE_BUILD_TYPE=Release -DTEMPOKV_WERROR=ON
+//   ninja -C build-ctl-rel controller_bench && build-ctl-rel/bench/controller_bench
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "common/units.h"
+#include "controller/controller.h"
+#include "executor/sim_executor.h"
+#include "fasttier/fast_tier.h"
+#include "provider/staging_provider.h"
+#include "ssd/sim_ssd_engine.h"
+#include "store/store.h"
+
+namespace tempokv {
+namespace {
+
+constexpr uint64_t kObj = 32 * kMiB;  // a 256-token chunk of Llama-3.1-8B
+constexpr uint64_t kPool = 4096;      // chunks in the store
+constexpr uint64_t kClaims = 10'000;
+constexpr double kRate = 4.0 * static_cast<double>(kGiB);
+
+template <typename T>
+T must(Result<T> r) {
+  if (!r.is_ok()) {
+    std::fprintf(stderr, "controller_bench: %s\n", r.status().to_string().c_str());
+    std::abort();
+  }
+  return std::move(r).value();
+}
+void must(const Status& s) {
+  if (!s.is_ok()) {
+    std::fprintf(stderr, "controller_bench: %s\n", s.to_string().c_str());
+    std::abort();
+  }
+}
+
+struct Stack {
+  Stack(Duration spacing_between, bool full_scan) : spacing(spacing_between) {
+    SsdEngineOptions eo;
+    eo.kind = SsdEngineKind::kSimulated;
+    eo.sim_latency = Duration::zero();
+    eo.sim_read_bytes_per_s = kRate;
+    eo.sim_write_bytes_per_s = 1e15;  // filling the store is not what is measured
+    engine = std::make_unique<SimSsdEngine>(ex, eo);
+    StoreOptions so;
+    so.simulated = true;
+    so.segment_bytes = 64 * kObj;
+    so.capacity_bytes = (kPool + 128) * kObj;
+    so.max_object_bytes = kObj;
+    store = must(Store::open(ex, *engine, so));
+    for (uint64_t i = 0; i < kPool; ++i) {
+      store->put(Key{1, i}, {0, 256}, nullptr, kObj, [](Status) {});
+    }
+    ex.run();
+    FastTierOptions to;
+    to.capacity_bytes = 1024 * kObj;
+    to.protected_budget_bytes = 512 * kObj;
+    to.slot_bytes = kObj;
+    to.backing = BackingKind::kMetadata;
+    tier = must(FastTier::create(to));
+    ProviderOptions po;
+    po.max_reads_in_flight = 16;
+    po.prior_read_bytes_per_s = kRate;
+    provider = must(StagingProvider::create(ex, *store, *tier, po));
+    ControllerOptions co;
+    co.full_scan = full_scan;
+    controller = std::make_unique<Controller>(ex, *provider, make_commit_policy("tempokv").value(),
+                                              co);
+    // A backlog outside the controller: 16 reads in flight and 64 queued (640 ms at 4 GiB/s).
+    StagingClaim backlog{1'000'000, {}};
+    for (uint64_t i = kPool - 80; i < kPool; ++i) backlog.objects.push_back({Key{1, i}, kObj});
+    must(provider->commit(backlog, {}));
+    t0 = ex.now();
+    for (ClaimId id = 0; id < kClaims; ++id) report(id, first_ttu(id));
+  }
+  std::vector<ManifestEntry> manifest(ClaimId id) const {
+    // Prefix sharing: claim id starts at a chunk shared with its neighbours.
+    uint64_t first = (id * 7) % (kPool - 100), n = 1 + id % 8;
+    std::vector<ManifestEntry> m;
+    for (uint64_t i = first; i < first + n; ++i) m.push_back({Key{1, i}, kObj});
+    return m;
+  }
+  // The TTU claim id (of the first kClaims) is reported with.
+  Duration first_ttu(ClaimId id) const {
+    return Duration(std::chrono::milliseconds(500)) + spacing * static_cast<int64_t>(id);
+  }
+  void report(ClaimId id, Duration ttu) { must(controller->report(id, manifest(id), ttu)); }
+
+  Duration spacing;
+  SimExecutor ex;
+  std::unique_ptr<SimSsdEngine> engine;
+  std::unique_ptr<Store> store;
+  std::unique_ptr<FastTier> tier;
+  std::unique_ptr<StagingProvider> provider;
+  std::unique_ptr<Controller> controller;
+  TimePoint t0{};
+};
+
+void counters(benchmark::State& state, const Stack& s, const ControllerStats& before) {
+  ControllerStats after = s.controller->stats();
+  double n = static_cast<double>(state.iterations());
+  state.counters["ttr_per_event"] = static_cast<double>(after.ttr_queries - before.ttr_queries) / n;
+  state.counters["evals_per_event"] =
+      static_cast<double>(after.evaluations - before.evaluations) / n;
+  state.counters["planned"] = static_cast<double>(after.reported - after.commits -
+                                                  after.ordinary - after.cancelled);
+  state.counters["queued_reads"] = static_cast<double>(s.provider->stats().queued_reads);
+}
+
+// One reevaluation (what a tick or any event costs) at a fixed virtual time.
+void BM_Reevaluate(benchmark::State& state) {
+  Stack s(std::chrono::milliseconds(state.range(0)), state.range(1) != 0);
+  ControllerStats before = s.controller->stats();
+  for (auto _ : state) must(s.controller->update_estimates({}));
+  counters(state, s, before);
+}
+BENCHMARK(BM_Reevaluate)
+    ->ArgNames({"spacing_ms", "full_scan"})
+    ->Args({50, 0})
+    ->Args({20, 0})
+    ->Args({50, 1})
+    ->Unit(benchmark::kMicrosecond);
+
+// One claim's new TTU (far from the window) and the reevaluation it triggers.
+void BM_TtuUpdate(benchmark::State& state) {
+  Stack s(std::chrono::milliseconds(state.range(0)), false);
+  ControllerStats before = s.controller->stats();
+  ClaimId id = kClaims / 2;
+  int64_t k = 0;
+  for (auto _ : state) {
+    std::pair<ClaimId, Duration> one{id, s.first_ttu(id) + Duration(k & 1)};
+    must(s.controller->update_estimates({&one, 1}));
+    ++k;
+  }
+  counters(state, s, before);
+}
+BENCHMARK(BM_TtuUpdate)->ArgNames({"spacing_ms"})->Arg(50)->Arg(5)->Unit(benchmark::kMicrosecond);
+
+// The running system, one executor event per iteration: read completions (staging completions
+// among them), ticks, laxity wake-ups and commits, retrievals at each claim's use time. A released
+// claim is replaced by a new one 10,000 spacings out, so 10,000 stay outstanding.
+void BM_SteadyStateEvent(benchmark::State& state) {
+  Stack s(std::chrono::milliseconds(state.range(0)), false);
+  ClaimId next_id = kClaims;
+  std::function<void(ClaimId)> schedule;
+  auto retrieve = [&](ClaimId id) {
+    auto done = [&s, &schedule, &next_id, id] {
+      must(s.controller->begin_transfer(id));
+      must(s.controller->end_transfer(id));
+      ClaimId fresh = next_id++;
+      s.report(fresh, s.spacing * static_cast<int64_t>(kClaims));
+      schedule(fresh);
+    };
+    auto answer = must(s.controller->request_retrieval(
+        id, [done](ClaimId, Result<RetrievalPath> p) {
+          if (p.is_ok()) done();
+        }));
+    if (answer != RetrievalAnswer::kWait) done();
+  };
+  schedule = [&](ClaimId id) {
+    TimePoint use = s.controller->info(id).value().timeline.reported.value() +
+                    (id < kClaims ? s.first_ttu(id) : s.spacing * static_cast<int64_t>(kClaims));
+    s.ex.at(use, [&retrieve, id] { retrieve(id); });
+  };
+  for (ClaimId id = 0; id < kClaims; ++id) schedule(id);
+  ControllerStats before = s.controller->stats();
+  TimePoint start = s.ex.now();
+  for (auto _ : state) {
+    if (!s.ex.step()) state.SkipWithError("no events left");
+  }
+  counters(state, s, before);
+  state.counters["virtual_s"] = to_seconds(s.ex.now() - start);
+  state.counters["commits"] = static_cast<double>(s.controller->stats().commits - before.commits);
+}
+BENCHMARK(BM_SteadyStateEvent)
+    ->ArgNames({"spacing_ms"})
+    ->Arg(50)
+    ->Arg(40)
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace tempokv

@@ -1,0 +1,205 @@
+// Controller: commit attempts, the ordinary path, provider callbacks and the runtime-facing
+// retrieval calls (request, begin/end transfer, cancel), and the read-only views.
+#include "controller/controller.h"
+
+namespace tempokv {
+
+bool Controller::try_commit(Rec& r) {
+  std::weak_ptr<int> alive = alive_;
+  auto result = provider_.commit(r.claim, [this, alive](ClaimId id, Status st) {
+    if (!alive.expired()) on_provider_ready(id, std::move(st));
+  });
+  if (!result.is_ok()) {
+    if (result.status().code() == StatusCode::kResourceExhausted) {
+      ++stats_.refused_attempts;
+      if (!r.info.refused) {
+        ++stats_.refused_claims;
+        ++refused_planned_;  // it is still planned: unindex() takes it back
+      }
+      r.info.refused = true;
+      return false;
+    }
+    // The claim cannot be staged at all (an object left the store): it ends here.
+    finish(r, result.status());
+    return true;
+  }
+  ++stats_.commits;
+  transition(r, *result == CommitState::kStageReady ? ClaimState::kStageReady
+                                                     : ClaimState::kStaging);
+  if (r.info.state == ClaimState::kStageReady && r.on_ready) {
+    auto cb = std::move(r.on_ready);
+    cb(r.info.id, RetrievalPath::kStaged);
+  }
+  return true;
+}
+
+void Controller::start_ordinary(Rec& r) {
+  std::weak_ptr<int> alive = alive_;
+  auto result = provider_.start_ordinary(r.claim, [this, alive](ClaimId id, Status st) {
+    if (!alive.expired()) on_provider_ready(id, std::move(st));
+  });
+  if (!result.is_ok()) {
+    finish(r, result.status());
+    return;
+  }
+  ++stats_.ordinary;
+  r.info.ordinary = true;
+  transition(r, ClaimState::kOrdinary);
+  if (*result == ClaimPhase::kOrdinaryReady && r.on_ready) {
+    auto cb = std::move(r.on_ready);
+    cb(r.info.id, RetrievalPath::kOrdinary);
+  }
+}
+
+void Controller::on_provider_ready(ClaimId id, Status status) {
+  Rec* r = find(id);
+  if (!r || r->info.state == ClaimState::kReleased) return;
+  if (!status.is_ok()) {
+    // The provider already let go of what the claim held.
+    ++stats_.failed;
+    r->info.failure = status;
+    transition(*r, ClaimState::kReleased);
+    if (r->on_ready) {
+      auto cb = std::move(r->on_ready);
+      cb(id, status);
+    }
+  } else if (r->info.state == ClaimState::kStaging) {
+    transition(*r, ClaimState::kStageReady);
+    if (r->on_ready) {
+      auto cb = std::move(r->on_ready);
+      cb(id, RetrievalPath::kStaged);
+    }
+  } else if (r->info.state == ClaimState::kOrdinary && r->on_ready) {
+    r->info.timeline.ready = executor_.now();
+    auto cb = std::move(r->on_ready);
+    cb(id, RetrievalPath::kOrdinary);
+  }
+  reevaluate();
+}
+
+void Controller::finish(Rec& r, const Status& failure) {
+  if (!failure.is_ok()) {
+    ++stats_.failed;
+    r.info.failure = failure;
+  }
+  transition(r, ClaimState::kReleased);
+  if (r.on_ready && !failure.is_ok()) {
+    auto cb = std::move(r.on_ready);
+    cb(r.info.id, failure);
+  }
+}
+
+Result<RetrievalAnswer> Controller::request_retrieval(ClaimId id, RetrievalCallback on_ready) {
+  Rec* r = find(id);
+  if (!r) return Status::not_found("request_retrieval: claim " + std::to_string(id) + " is not reported");
+  if (r->requested) {
+    return Status::failed_precondition("request_retrieval: claim " + std::to_string(id) +
+                                       " already requested retrieval");
+  }
+  r->requested = true;
+  r->info.timeline.retrieval_requested = executor_.now();
+  switch (r->info.state) {
+    case ClaimState::kPlanned: {
+      if (!try_commit(*r)) start_ordinary(*r);
+      ClaimState st = r->info.state;
+      Result<RetrievalAnswer> answer = RetrievalAnswer::kWait;
+      if (st == ClaimState::kReleased) {
+        answer = r->info.failure;
+      } else if (st == ClaimState::kStageReady) {
+        answer = RetrievalAnswer::kReady;
+      } else if (st == ClaimState::kOrdinary &&
+                 provider_.phase(id) == ClaimPhase::kOrdinaryReady) {
+        r->info.timeline.ready = executor_.now();
+        answer = RetrievalAnswer::kOrdinaryReady;
+      } else {
+        r->on_ready = std::move(on_ready);
+      }
+      reevaluate();
+      return answer;
+    }
+    case ClaimState::kStaging: r->on_ready = std::move(on_ready); return RetrievalAnswer::kWait;
+    case ClaimState::kStageReady: return RetrievalAnswer::kReady;
+    case ClaimState::kReleased:
+      if (!r->info.failure.is_ok()) return r->info.failure;
+      [[fallthrough]];
+    default:
+      return Status::failed_precondition("request_retrieval: claim " + std::to_string(id) +
+                                         " is " + std::string(claim_state_name(r->info.state)));
+  }
+}
+
+Status Controller::begin_transfer(ClaimId id) {
+  Rec* r = find(id);
+  if (!r) return Status::not_found("begin_transfer: claim " + std::to_string(id) + " is not reported");
+  bool ordinary_ready =
+      r->info.state == ClaimState::kOrdinary && provider_.phase(id) == ClaimPhase::kOrdinaryReady;
+  if (r->info.state != ClaimState::kStageReady && !ordinary_ready) {
+    return Status::failed_precondition("begin_transfer: claim " + std::to_string(id) + " is " +
+                                       std::string(claim_state_name(r->info.state)) +
+                                       (r->info.state == ClaimState::kOrdinary
+                                            ? " with reads outstanding" : ""));
+  }
+  TEMPOKV_RETURN_IF_ERROR(provider_.begin_transfer(id));
+  if (ordinary_ready) r->info.timeline.transfer_start = executor_.now();
+  else transition(*r, ClaimState::kTransferring);
+  return Status::ok();
+}
+
+Status Controller::end_transfer(ClaimId id) {
+  Rec* r = find(id);
+  if (!r) return Status::not_found("end_transfer: claim " + std::to_string(id) + " is not reported");
+  bool ordinary = r->info.state == ClaimState::kOrdinary && r->info.timeline.transfer_start;
+  if (r->info.state != ClaimState::kTransferring && !ordinary) {
+    return Status::failed_precondition("end_transfer: claim " + std::to_string(id) +
+                                       " is not transferring");
+  }
+  TEMPOKV_RETURN_IF_ERROR(provider_.end_transfer(id));
+  TEMPOKV_RETURN_IF_ERROR(provider_.release(id));
+  r->info.timeline.transfer_end = executor_.now();
+  ++stats_.released;
+  transition(*r, ClaimState::kReleased);
+  reevaluate();
+  return Status::ok();
+}
+
+Status Controller::cancel(ClaimId id) {
+  Rec* r = find(id);
+  if (!r) return Status::not_found("cancel: claim " + std::to_string(id) + " is not reported");
+  if (r->info.state == ClaimState::kReleased) {
+    return Status::failed_precondition("cancel: claim " + std::to_string(id) + " is released");
+  }
+  if (r->info.state != ClaimState::kPlanned) TEMPOKV_RETURN_IF_ERROR(provider_.cancel(id));
+  ++stats_.cancelled;
+  r->on_ready = nullptr;
+  transition(*r, ClaimState::kReleased);
+  reevaluate();
+  return Status::ok();
+}
+
+Result<ClaimInfo> Controller::info(ClaimId id) const {
+  auto it = claims_.find(id);
+  if (it == claims_.end()) return Status::not_found("claim " + std::to_string(id) + " is not reported");
+  return it->second.info;
+}
+
+std::vector<ClaimInfo> Controller::claims() const {
+  std::vector<ClaimInfo> out;
+  out.reserve(claims_.size());
+  for (const auto& [id, r] : claims_) out.push_back(r.info);
+  return out;
+}
+
+ControllerStats Controller::stats() const {
+  ControllerStats s = stats_;
+  ByteTimeMeter m = meter_;
+  FastTierStats t = provider_.tier().stats();
+  m.set(executor_.now(), t.protected_bytes + t.reserved_bytes);
+  s.protected_gib_s = m.gib_seconds();
+  return s;
+}
+
+void Controller::forget_released() {
+  std::erase_if(claims_, [](const auto& kv) { return kv.second.info.state == ClaimState::kReleased; });
+}
+
+}  // namespace tempokv

@@ -1,0 +1,166 @@
+// Controller: one evaluation pass over the planned claims (see controller.h for the rules and the
+// index that bounds the work).
+#include <algorithm>
+
+#include "controller/controller.h"
+
+namespace tempokv {
+
+Controller::AttemptKey Controller::attempt_key(const Rec& r) {
+  if (r.rank == kUnranked) return {kUnranked, 0, r.seq};
+  return {r.rank, r.runtime, r.seq};
+}
+
+template <typename Fn>
+void Controller::for_each_in_attempt_order(uint32_t rank_limit, Fn&& fn) {
+  size_t longest = 0;
+  for (const auto& [runtime, order] : orders_) longest = std::max(longest, order.size());
+  const size_t ranks = std::min<size_t>(longest, rank_limit);
+  // Callbacks may call back in and replace an order: index each pass and re-check the claim's
+  // place, so a stale slot is skipped (the evaluation runs again afterwards).
+  for (size_t i = 0; i < ranks && planned_ > 0; ++i) {
+    for (auto& [runtime, order] : orders_) {
+      if (i >= order.size()) continue;
+      Rec* r = find(order[i]);
+      if (!r || r->info.state != ClaimState::kPlanned || r->runtime != runtime || r->rank != i) {
+        continue;
+      }
+      if (!fn(*r)) return;
+    }
+  }
+  if (rank_limit != kAnyRank || unranked_.empty()) return;
+  scratch_ids_.clear();
+  for (const auto& [seq, id] : unranked_) scratch_ids_.push_back(id);
+  std::vector<ClaimId> ids = std::move(scratch_ids_);  // unranked_ changes as claims commit
+  for (ClaimId id : ids) {
+    Rec* r = find(id);
+    if (!r || r->info.state != ClaimState::kPlanned || r->rank != kUnranked) continue;
+    if (!fn(*r)) break;
+  }
+  scratch_ids_ = std::move(ids);
+}
+
+void Controller::evaluate_once() {
+  ++stats_.evaluations;
+  ++eval_id_;
+  // Claims whose retrieval is requested come first and never wait: commit or go ordinary.
+  while (!requested_.empty()) {
+    ClaimId id = requested_.front();
+    requested_.pop_front();
+    Rec* r = find(id);
+    if (r && r->info.state == ClaimState::kPlanned && !try_commit(*r)) start_ordinary(*r);
+  }
+  next_wake_.reset();
+  if (planned_ == 0) return;
+  if (!policy_->timed()) {
+    evaluate_untimed();
+  } else if (options_.full_scan) {
+    evaluate_timed_full();
+  } else {
+    evaluate_timed_indexed();
+  }
+}
+
+void Controller::evaluate_untimed() {
+  // Eligibility does not depend on staging state here, and a commit only takes budget away, so one
+  // walk decides everything.
+  const uint32_t limit = options_.full_scan ? kAnyRank : policy_->rank_limit();
+  if (limit == 0) return;
+  std::function<Duration()> ttr = [] { return Duration::zero(); };  // untimed policies ignore it
+  for_each_in_attempt_order(limit, [&](Rec& r) {
+    EligibilityInput in{r.use_at - executor_.now(), r.rank, ttr, ttr};
+    if (policy_->eligible(in)) try_commit(r);
+    return planned_ > 0;
+  });
+}
+
+Duration Controller::laxity(Rec& r, TimePoint now) {
+  std::function<Duration()> ttr = [&] {
+    ++stats_.ttr_queries;
+    return provider_.ttr(r.claim);
+  };
+  std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r.claim); };
+  // use_at - now is the reported TTU aged by the time since it was reported.
+  EligibilityInput in{r.use_at - now, r.rank, ttr, static_ttr};
+  return policy_->laxity(in);
+}
+
+void Controller::note_wake(TimePoint t) {
+  if (!next_wake_ || t < *next_wake_) next_wake_ = t;
+}
+
+bool Controller::consider_timed(Rec& r, TimePoint now) {
+  // TTR >= 0, so a claim whose use time has passed has laxity <= 0 without a projection (claims
+  // left behind by refusals would otherwise cost a projection of the whole queue every time).
+  Duration lax = r.use_at <= now ? Duration::zero() : laxity(r, now);
+  if (lax > Duration::zero()) {
+    note_wake(now + lax);  // when its laxity would reach zero if nothing else changes
+    return false;
+  }
+  r.attempted_in = eval_id_;  // once per evaluation: a refusal stands until something changes
+  return try_commit(r);
+}
+
+void Controller::evaluate_timed_full() {
+  const TimePoint now = executor_.now();
+  bool committed = true;
+  while (committed && planned_ > 0) {
+    committed = false;
+    next_wake_.reset();  // only the walk over the final staging state sets the wake-up
+    for_each_in_attempt_order(kAnyRank, [&](Rec& r) {
+      if (r.attempted_in != eval_id_ && consider_timed(r, now)) committed = true;
+      return !committed;
+    });
+  }
+}
+
+void Controller::evaluate_timed_indexed() {
+  const TimePoint now = executor_.now();
+  const uint64_t max_footprint = *planned_footprints_.rbegin();
+  std::function<Duration()> ttr_bound = [&] { return provider_.ttr_bound(max_footprint); };
+  std::function<Duration()> drained_bound = [&] {
+    return provider_.drained_ttr_bound(max_footprint);
+  };
+  std::function<Duration()> static_bound = [&] {
+    return provider_.static_ttr_bound(max_footprint);
+  };
+  bool committed = true;
+  while (committed && planned_ > 0) {
+    committed = false;
+    next_wake_.reset();
+    // The window: a claim used later than now + bound has laxity > 0 whatever its exact TTR.
+    const Duration bound = policy_->ttr_bound(TtrBoundInput{ttr_bound, static_bound});
+    const TimePoint horizon =
+        bound >= TimePoint::max() - now ? TimePoint::max() : now + bound;
+    candidates_.clear();
+    for (auto it = by_use_.begin(); it != by_use_.end() && it->first <= horizon; ++it) {
+      const Rec& r = claims_.at(it->second);
+      if (r.attempted_in != eval_id_) candidates_.emplace_back(attempt_key(r), it->second);
+    }
+    std::sort(candidates_.begin(), candidates_.end());
+    // Past the window: while reads are in service the bound falls exactly as fast as time passes
+    // (the window's end stands still); once they have drained it is the drained bound and the
+    // window moves with time. So the first claim beyond the window can enter it no earlier than
+    // its use time minus the drained bound, and no claim beyond it can reach zero laxity before
+    // entering: waking then keeps commits as exact as a full scan's without projecting it now.
+    // Only a recalibration of the read rate (at a read's completion) moves the window otherwise;
+    // the tick bounds how late that can make a commit.
+    auto next = by_use_.upper_bound({horizon, UINT64_MAX});
+    if (horizon != TimePoint::max() && next != by_use_.end()) {
+      const Duration drained = policy_->ttr_bound(TtrBoundInput{drained_bound, static_bound});
+      note_wake(std::max(next->first - drained, now + Duration(1)));
+    }
+    std::vector<std::pair<AttemptKey, ClaimId>> walk = std::move(candidates_);
+    for (const auto& [key, id] : walk) {
+      Rec* r = find(id);
+      if (!r || r->info.state != ClaimState::kPlanned || r->attempted_in == eval_id_) continue;
+      if (consider_timed(*r, now)) {
+        committed = true;
+        break;
+      }
+    }
+    candidates_ = std::move(walk);
+  }
+}
+
+}  // namespace tempokv

@@ -1,0 +1,180 @@
+// The retrieval half of ServingEngine: readiness answers, the fast tier -> device copies of one
+// admitted request, byte verification in real mode, and the fallback to recompute.
+#include <xxhash.h>
+
+#include <vector>
+
+#include "engine/serving_engine.h"
+#include "workload/tokens.h"
+
+namespace tempokv {
+
+void ServingEngine::on_retrieval_answer(uint64_t id, Result<RetrievalPath> path) {
+  auto it = live_.find(id);
+  if (it == live_.end() || it->second.stage != Stage::kRetrievalWait) return;
+  if (!path.is_ok()) return fall_back(it->second, path.status());
+  mark_ready(it->second,
+             *path == RetrievalPath::kStaged ? RequestPath::kStaged : RequestPath::kOrdinary);
+}
+
+void ServingEngine::mark_ready(Live& r, RequestPath path) {
+  r.rec.path = path;
+  r.retrieve = path == RequestPath::kStaged || path == RequestPath::kOrdinary;
+  if (options_.baseline && r.retrieve) r.rec.ready = executor_.now();
+  r.stage = Stage::kReady;
+  ready_.push_back(r.rec.id);
+  kick();
+}
+
+void ServingEngine::fall_back(Live& r, const Status& why) {
+  const bool had_claim = r.has_claim;
+  r.rec.path = RequestPath::kRecompute;
+  r.rec.failure = why.to_string();
+  r.rec.prefill_tokens = r.req.prompt_tokens;
+  r.retrieve = false;
+  r.has_claim = false;
+  // A claim that is still live lets go of what it holds (one already failed answers an error).
+  if (had_claim && r.stage != Stage::kWaiting) {
+    if (controller_ && !options_.baseline) (void)controller_->cancel(r.rec.id);
+    if (options_.baseline) (void)provider_.cancel(r.rec.id);
+  }
+  // Waiting: admitted later without a claim. In an iteration: it continues without retrieval.
+  if (r.stage == Stage::kRetrievalWait) mark_ready(r, RequestPath::kRecompute);
+}
+
+void ServingEngine::next_retrieval() {
+  Iteration& it = *iter_;
+  std::weak_ptr<int> alive = alive_;
+  while (it.next_retrieval < it.admits.size()) {
+    const uint64_t id = it.admits[it.next_retrieval++];
+    Live& r = live_.at(id);
+    if (!r.retrieve) continue;
+    r.rec.retrieval_start = executor_.now();
+    Status st = begin_transfer(id);
+    if (!st.is_ok()) {
+      fall_back(r, st);
+      continue;
+    }
+    const Duration latency = from_seconds(profile_.retrieval_latency_s);
+    if (latency > Duration::zero()) {
+      executor_.after(latency, [this, alive, id] {
+        if (!alive.expired()) start_copies(id);
+      });
+    } else {
+      start_copies(id);
+    }
+    return;
+  }
+  start_compute();
+}
+
+void ServingEngine::start_copies(uint64_t id) {
+  Live& r = live_.at(id);
+  Iteration& it = *iter_;
+  it.copy_status = Status::ok();
+  if (!device_ || device_->size() < r.rec.cached_bytes) {
+    device_.reset();
+    auto buf = transfer_.allocate(r.rec.cached_bytes);
+    if (!buf.is_ok()) {
+      it.copy_status = buf.status();
+      return copies_done(id);
+    }
+    device_ = std::move(buf).value();
+  }
+  FastTier& tier = provider_.tier();
+  const bool need_bytes = !executor_.simulated();
+  it.pending_copies = static_cast<uint32_t>(r.manifest.size());
+  std::weak_ptr<int> alive = alive_;
+  uint64_t offset = 0;
+  for (const ManifestEntry& e : r.manifest) {
+    tier.use(e.key);
+    const std::byte* src = tier.data(e.key);
+    auto done = [this, alive, id](Status st) {
+      if (alive.expired()) return;
+      Iteration& cur = *iter_;
+      if (!st.is_ok() && cur.copy_status.is_ok()) cur.copy_status = st;
+      if (--cur.pending_copies == 0) copies_done(id);
+    };
+    if (need_bytes && src == nullptr) {
+      executor_.post([done, key = e.key] {
+        done(Status::failed_precondition("retrieval: object " + key.to_string() +
+                                         " is not resident in the fast tier"));
+      });
+    } else {
+      transfer_.copy_to_device(src, *device_, offset, e.bytes, done);
+    }
+    offset += e.bytes;
+  }
+}
+
+void ServingEngine::copies_done(uint64_t id) {
+  Live& r = live_.at(id);
+  Iteration& it = *iter_;
+  r.rec.retrieval_end = executor_.now();
+  if (it.copy_status.is_ok()) {
+    stats_.retrieved_bytes += r.rec.cached_bytes;
+    if (options_.verify_bytes) verify(r);
+  }
+  Status st = end_transfer(id);
+  fill_claim_timeline(r);
+  if (!it.copy_status.is_ok()) {
+    fall_back(r, it.copy_status);
+  } else if (!st.is_ok()) {
+    fall_back(r, st);
+  }
+  next_retrieval();
+}
+
+void ServingEngine::verify(Live& r) {
+  std::vector<std::byte> host;
+  std::vector<std::byte> want;
+  uint64_t offset = 0;
+  for (const ManifestEntry& e : r.manifest) {
+    const std::byte* p = nullptr;
+    if (device_->kind() == DeviceKind::kEmulated) {
+      p = device_->data() + offset;
+    } else if (device_->kind() == DeviceKind::kCuda) {
+      host.resize(e.bytes);
+      if (transfer_.copy_to_host(*device_, offset, host.data(), e.bytes).is_ok()) p = host.data();
+    }
+    offset += e.bytes;
+    if (p == nullptr) continue;  // simulated: no bytes
+    bool good;
+    if (std::optional<ObjectInfo> info = store_.lookup(e.key)) {
+      XXH128_hash_t h = XXH3_128bits(p, e.bytes);
+      good = h.low64 == info->checksum_lo && h.high64 == info->checksum_hi;
+    } else {
+      // Reclaimed from the store since: compare with the content it was written with.
+      want.resize(e.bytes);
+      fill_chunk_bytes(e.key, want);
+      good = std::equal(want.begin(), want.end(), p);
+    }
+    ++r.rec.verified_chunks;
+    ++stats_.verified_chunks;
+    if (!good) {
+      ++r.rec.mismatched_chunks;
+      ++stats_.mismatched_chunks;
+    }
+  }
+}
+
+Status ServingEngine::begin_transfer(uint64_t id) {
+  if (adapter_) return adapter_->begin_transfer(id);
+  return provider_.begin_transfer(id);
+}
+
+Status ServingEngine::end_transfer(uint64_t id) {
+  if (adapter_) return adapter_->end_transfer(id);
+  TEMPOKV_RETURN_IF_ERROR(provider_.end_transfer(id));
+  return provider_.release(id);
+}
+
+void ServingEngine::fill_claim_timeline(Live& r) {
+  if (!controller_ || options_.baseline) return;
+  Result<ClaimInfo> info = controller_->info(r.rec.id);
+  if (!info.is_ok()) return;
+  r.rec.committed = info->timeline.committed;
+  r.rec.ready = info->timeline.ready;
+}
+
+}  // namespace tempokv

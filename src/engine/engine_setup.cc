@@ -1,0 +1,78 @@
+// ServingEngine construction and its options; record and path names.
+#include "engine/serving_engine.h"
+
+namespace tempokv {
+
+std::string_view request_path_name(RequestPath path) {
+  switch (path) {
+    case RequestPath::kNoHit:
+      return "no-hit";
+    case RequestPath::kStaged:
+      return "staged";
+    case RequestPath::kOrdinary:
+      return "ordinary";
+    case RequestPath::kRecompute:
+      return "recompute";
+  }
+  return "?";
+}
+
+Status EngineOptions::validate() const {
+  if (max_active == 0) return Status::invalid_argument("EngineOptions.max_active must be >= 1");
+  if (!(jitter_sigma >= 0 && jitter_sigma < 1)) {
+    return Status::invalid_argument("EngineOptions.jitter_sigma must be in [0, 1)");
+  }
+  if (prior_output_tokens == 0 || predictor_window == 0) {
+    return Status::invalid_argument(
+        "EngineOptions.prior_output_tokens and predictor_window must be >= 1");
+  }
+  return Status::ok();
+}
+
+TransferEngineOptions sim_transfer_options(const CostProfile& profile) {
+  TransferEngineOptions o;
+  o.kind = TransferEngineKind::kSimulated;
+  o.sim_copy_latency = Duration::zero();
+  o.sim_bytes_per_s = profile.retrieval_bytes_per_s;
+  return o;
+}
+
+Result<std::unique_ptr<ServingEngine>> ServingEngine::create(const EngineContext& c,
+                                                             const CostProfile& profile,
+                                                             const EngineOptions& options) {
+  TEMPOKV_RETURN_IF_ERROR(options.validate());
+  TEMPOKV_RETURN_IF_ERROR(profile.validate());
+  if (!c.executor || !c.store || !c.provider || !c.transfer) {
+    return Status::invalid_argument("EngineContext needs an executor, store, provider, transfer");
+  }
+  if (!options.baseline && !c.controller) {
+    return Status::invalid_argument("EngineContext.controller is required unless baseline");
+  }
+  std::unique_ptr<ServingEngine> e(new ServingEngine(c, profile, options));
+  if (!options.baseline) {
+    AdapterOptions ao;
+    ao.max_active = options.max_active;
+    ao.prior_output_tokens = options.prior_output_tokens;
+    ao.predictor_window = options.predictor_window;
+    ao.runtime_id = options.engine_id;  // engines sharing the controller keep separate orders
+    TEMPOKV_ASSIGN_OR_RETURN(e->adapter_,
+                             RuntimeAdapter::create(*c.executor, *c.controller, profile, ao));
+  }
+  return e;
+}
+
+ServingEngine::ServingEngine(const EngineContext& c, const CostProfile& profile,
+                             const EngineOptions& options)
+    : executor_(*c.executor),
+      store_(*c.store),
+      provider_(*c.provider),
+      controller_(c.controller),
+      transfer_(*c.transfer),
+      writer_(c.writer),
+      profile_(profile),
+      options_(options),
+      jitter_(options.jitter_sigma, options.seed) {}
+
+ServingEngine::~ServingEngine() = default;
+
+}  // namespace tempokv

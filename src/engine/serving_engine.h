@@ -1,0 +1,187 @@
+// ServingEngine: the emulated serving runtime (DESIGN.md §2). FCFS with a slot limit; per request:
+// prefix lookup in the store at arrival -> claim (through its own RuntimeAdapter, exactly the
+// calls an external runtime makes) -> wait in queue -> retrieval of the matched KV (fast tier ->
+// device through the TransferEngine) -> prefill of the rest -> decode to the true output length.
+// Compute is not run, it takes time: the CostProfile's costs times a seeded jitter.
+//
+// Iteration model (the TtuEstimator's, adapter/ttu_estimator.h, so TTU projects what happens):
+//  * At a boundary the engine reports the waiting order (update_order, boundary_in 0), then admits
+//    waiting requests in FCFS order while slots are free. An admitted request with a claim
+//    requests retrieval: ready -> its retrieval runs in this iteration; wait -> it holds its slot
+//    until the callback, then joins the next iteration; error -> recompute.
+//  * An iteration runs the retrievals of its admitted requests one after another, then their
+//    prefills, then one decode step of the requests already decoding. Every token of the
+//    iteration (first tokens included) appears at its end; progress is reported then, and a
+//    request that reached its true output length frees its slot.
+//  * With nothing to run (only requests waiting for staging, or none) the engine idles until an
+//    arrival or a readiness callback.
+//  * Arrivals during an iteration update the order with boundary_in set so that the adapter's
+//    projection of the running iteration lands on its real end (docs/engine.md).
+//
+// Baseline mode (no claims, the lmcache-dax comparison): no adapter and no controller; a hit is
+// retrieved through StagingProvider::start_ordinary (resident chunks held, the rest read on demand
+// into unprotected LRU room), then begin/end_transfer + release on the provider.
+//
+// Failures: a retrieval that fails (error answer, error callback, failed copy) falls back to
+// prefilling the whole prompt (RequestPath::kRecompute) and is counted.
+//
+// Real mode: with verify_bytes, each restored chunk in the device buffer is checked against the
+// store's XXH3-128 checksum; mismatches are counted (and must stay 0).
+//
+// Ownership: the shared components in EngineContext are borrowed and must outlive the engine;
+// several engines may share one store, fast tier, provider, controller and writer. Request ids
+// must be unique across engines sharing a controller or provider.
+// Threading: the Executor's thread only; every callback runs there.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "adapter/cost_profile.h"
+#include "controller/controller.h"
+#include "engine/kv_writer.h"
+#include "engine/request_record.h"
+#include "engine/step_jitter.h"
+#include "provider/staging_provider.h"
+#include "store/store.h"
+#include "tempokv/runtime_adapter.h"
+#include "transfer/transfer_engine.h"
+#include "workload/request.h"
+
+namespace tempokv {
+
+// Shared components an engine borrows.
+struct EngineContext {
+  Executor* executor = nullptr;
+  Store* store = nullptr;
+  StagingProvider* provider = nullptr;  // its tier is the fast tier retrievals copy from
+  Controller* controller = nullptr;     // required unless options.baseline
+  TransferEngine* transfer = nullptr;   // this engine's device link
+  KvWriter* writer = nullptr;           // null: produced KV is not written
+};
+
+struct EngineOptions {
+  uint32_t engine_id = 0;              // names the engine in records
+  uint32_t max_active = 4;             // slot limit (active sequences)
+  double jitter_sigma = 0.05;          // lognormal σ of step times around the profile; 0: exact
+  uint64_t seed = 1;                   // jitter stream
+  bool baseline = false;               // no claims: ordinary retrieval through the provider
+  bool verify_bytes = false;           // real mode: check restored bytes against the store
+  uint32_t prior_output_tokens = 128;  // adapter's output prior before any completion
+  uint32_t predictor_window = 256;     // completions the output predictor remembers
+  Status validate() const;
+};
+
+struct EngineStats {
+  uint64_t submitted = 0;
+  uint64_t arrived = 0;
+  uint64_t finished = 0;
+  uint64_t iterations = 0;
+  uint64_t staged = 0;  // requests by path
+  uint64_t ordinary = 0;
+  uint64_t no_hit = 0;
+  uint64_t recomputes = 0;  // retrieval failures that fell back to recompute
+  uint64_t output_tokens = 0;
+  uint64_t retrieved_bytes = 0;
+  uint64_t verified_chunks = 0;
+  uint64_t mismatched_chunks = 0;
+};
+
+class ServingEngine {
+ public:
+  static Result<std::unique_ptr<ServingEngine>> create(const EngineContext& context,
+                                                       const CostProfile& profile,
+                                                       const EngineOptions& options);
+  ~ServingEngine();
+  ServingEngine(const ServingEngine&) = delete;
+  ServingEngine& operator=(const ServingEngine&) = delete;
+
+  // Schedules each request to arrive at start + request.arrival. Ids must be new.
+  Status submit(std::vector<Request> requests, TimePoint start);
+  // Every submitted request has finished.
+  bool done() const { return stats_.finished == stats_.submitted; }
+
+  // One record per arrived request, in arrival order.
+  std::vector<RequestRecord> records() const;
+  EngineStats stats() const { return stats_; }
+  RuntimeAdapter* adapter() { return adapter_.get(); }  // null in baseline mode
+
+ private:
+  enum class Stage : uint8_t { kWaiting, kRetrievalWait, kReady, kInIteration, kDecoding, kDone };
+  struct Live {
+    Request req;
+    RequestRecord rec;
+    Stage stage = Stage::kWaiting;
+    std::vector<ManifestEntry> manifest;  // the hit, in retrieval order
+    bool has_claim = false;               // a claim (or baseline ordinary claim) exists
+    bool retrieve = false;                // its iteration runs a retrieval
+    uint32_t generated = 0;
+  };
+  struct Iteration {
+    std::vector<uint64_t> admits;    // retrieval + prefill in this iteration, in order
+    std::vector<uint64_t> decoders;  // one decode step
+    size_t next_retrieval = 0;
+    uint32_t pending_copies = 0;
+    Status copy_status;
+    TimePoint compute_start{};  // projected until the retrievals are done
+    TimePoint end{};            // projected until the compute starts
+  };
+
+  ServingEngine(const EngineContext& context, const CostProfile& profile,
+                const EngineOptions& options);
+
+  // serving_engine.cc: arrivals, boundaries, compute, progress.
+  void arrive(uint64_t id);
+  void kick();
+  void boundary();
+  void admit(uint64_t id);
+  void start_compute();
+  void end_iteration();
+  void finish(Live& r);
+  void update_order(Duration boundary_in);
+  Duration boundary_in_now() const;
+  // engine_retrieval.cc: the retrieval of one admitted request, and its fallbacks.
+  void on_retrieval_answer(uint64_t id, Result<RetrievalPath> path);
+  void mark_ready(Live& r, RequestPath path);
+  void fall_back(Live& r, const Status& why);
+  void next_retrieval();
+  void start_copies(uint64_t id);
+  void copies_done(uint64_t id);
+  void verify(Live& r);
+  Status begin_transfer(uint64_t id);
+  Status end_transfer(uint64_t id);
+  void fill_claim_timeline(Live& r);
+
+  Executor& executor_;
+  Store& store_;
+  StagingProvider& provider_;
+  Controller* controller_;
+  TransferEngine& transfer_;
+  KvWriter* writer_;
+  CostProfile profile_;
+  EngineOptions options_;
+  StepJitter jitter_;
+  std::unique_ptr<RuntimeAdapter> adapter_;
+
+  std::unordered_map<uint64_t, Live> live_;
+  std::vector<uint64_t> arrival_order_;
+  std::deque<uint64_t> waiting_;
+  std::vector<uint64_t> running_;  // holding slots, admission order
+  std::deque<uint64_t> ready_;     // admitted, their work joins the next iteration
+  std::optional<Iteration> iter_;
+  bool boundary_posted_ = false;
+  bool in_boundary_ = false;  // admissions under way: readiness joins this iteration
+  std::unique_ptr<DeviceBuffer> device_;
+  EngineStats stats_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+// Simulated-mode transfer options for a profile: the engine adds the profile's retrieval latency
+// itself, so the link has none and moves bytes at the profile's retrieval rate.
+TransferEngineOptions sim_transfer_options(const CostProfile& profile);
+
+}  // namespace tempokv

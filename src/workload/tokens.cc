@@ -1,0 +1,72 @@
+#include "workload/tokens.h"
+
+#include <cstring>
+
+#include "common/model_geometry.h"
+
+namespace tempokv {
+
+uint64_t splitmix64_next(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+double uniform01(uint64_t& state) {
+  return static_cast<double>(splitmix64_next(state) >> 11) * 0x1.0p-53;
+}
+
+void append_synthetic_tokens(uint64_t seed, size_t count, std::vector<uint32_t>& out,
+                             uint32_t vocab) {
+  uint64_t s = seed ^ 0x746f6b656e73ULL;  // "tokens": a seed of 0 still gives a stream
+  out.reserve(out.size() + count);
+  for (size_t i = 0; i < count; ++i) {
+    out.push_back(static_cast<uint32_t>(splitmix64_next(s) % (vocab ? vocab : 1)));
+  }
+}
+
+std::vector<CachedChunk> chunk_prefix(std::string_view model, std::span<const uint32_t> tokens,
+                                      uint32_t chunk_tokens, uint64_t kv_bytes_per_token) {
+  std::vector<CachedChunk> chunks;
+  if (chunk_tokens == 0) return chunks;
+  const uint64_t mid = model_id(model);
+  uint64_t prev = 0;
+  for (size_t begin = 0; begin + chunk_tokens <= tokens.size(); begin += chunk_tokens) {
+    prev = chain_hash(prev, tokens.subspan(begin, chunk_tokens));
+    chunks.push_back(
+        {Key{mid, prev}, uint64_t(chunk_tokens) * kv_bytes_per_token,
+         TokenRange{static_cast<uint32_t>(begin), static_cast<uint32_t>(begin + chunk_tokens)}});
+  }
+  return chunks;
+}
+
+Result<uint64_t> resolve_kv_bytes_per_token(std::string_view model, uint64_t configured) {
+  if (configured != 0) return configured;
+  TEMPOKV_ASSIGN_OR_RETURN(ModelGeometry g, find_model_geometry(model));
+  return g.bytes_per_token();
+}
+
+void fill_chunk_bytes(const Key& key, std::span<std::byte> out) {
+  uint64_t s = key.hash ^ (key.model * 0x2545f4914f6cdd1dULL);
+  size_t i = 0;
+  for (; i + 8 <= out.size(); i += 8) {
+    uint64_t v = splitmix64_next(s);
+    std::memcpy(out.data() + i, &v, 8);
+  }
+  uint64_t v = splitmix64_next(s);
+  for (; i < out.size(); ++i, v >>= 8) out[i] = static_cast<std::byte>(v & 0xff);
+}
+
+uint32_t Request::true_output_tokens() const {
+  uint32_t n = output_tokens < max_output_tokens ? output_tokens : max_output_tokens;
+  return n > 0 ? n : 1;
+}
+
+uint64_t Request::chunk_bytes(size_t n) const {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < n && i < chunks.size(); ++i) sum += chunks[i].bytes;
+  return sum;
+}
+
+}  // namespace tempokv

@@ -1,0 +1,189 @@
+// Several runtimes sharing one controller (each with its own waiting order), the attempt order,
+// and the lifecycle rules of DESIGN.md §3 that estimates and capacity must not bend.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "controller/controller_fixture.h"
+#include "tempokv/runtime_adapter.h"
+
+namespace tempokv {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::Fixture;
+using testing::kObj;
+using testing::manifest;
+using testing::SimStackOptions;
+
+std::vector<std::pair<ClaimId, Duration>> ttus(std::vector<ClaimId> ids, Duration ttu) {
+  std::vector<std::pair<ClaimId, Duration>> out;
+  for (ClaimId id : ids) out.emplace_back(id, ttu);
+  return out;
+}
+
+TEST(ControllerRuntimes, QueueKCountsRankWithinEachRuntimesOwnQueue) {
+  Fixture f("queue-1");
+  for (ClaimId id : {1, 2, 3, 4}) {
+    ASSERT_TRUE(f.controller->report(id, manifest({id}), seconds(10)).is_ok());
+  }
+  std::vector<ClaimId> zero{1, 2}, one{3, 4};
+  ASSERT_TRUE(f.controller->update({}, zero, 0).is_ok());
+  ASSERT_TRUE(f.controller->update({}, one, 1).is_ok());
+  // Claim 3 is third overall but first in runtime 1's queue.
+  EXPECT_EQ(f.info(1).state, ClaimState::kStaging);
+  EXPECT_EQ(f.info(2).state, ClaimState::kPlanned);
+  EXPECT_EQ(f.info(3).state, ClaimState::kStaging);
+  EXPECT_EQ(f.info(4).state, ClaimState::kPlanned);
+}
+
+TEST(ControllerRuntimes, AnUpdateReplacesOnlyItsOwnRuntimesOrder) {
+  Fixture f("queue-1");
+  for (ClaimId id : {1, 2, 3, 4}) {
+    ASSERT_TRUE(f.controller->report(id, manifest({id}), seconds(10)).is_ok());
+  }
+  std::vector<ClaimId> zero{1, 2}, one{3, 4}, one_next{4};
+  ASSERT_TRUE(f.controller->update({}, zero, 0).is_ok());
+  ASSERT_TRUE(f.controller->update({}, one, 1).is_ok());
+  ASSERT_TRUE(f.controller->update({}, one_next, 1).is_ok());
+  EXPECT_EQ(f.info(4).state, ClaimState::kStaging);
+  // Runtime 0's order still ranks claim 2 second.
+  EXPECT_EQ(f.info(2).state, ClaimState::kPlanned);
+}
+
+TEST(ControllerRuntimes, AttemptsInterleaveRuntimesByRank) {
+  // Budget of two objects; all four claims become eligible at once. Attempt order: rank 0 of
+  // runtimes 0 and 1 (claims 1, 3), then rank 1 (claims 2, 4): only 1 and 3 fit.
+  Fixture f("tempokv", SimStackOptions{.budget_objects = 2});
+  for (ClaimId id : {1, 2, 3, 4}) {
+    ASSERT_TRUE(f.controller->report(id, manifest({id}), seconds(10)).is_ok());
+  }
+  std::vector<ClaimId> zero{1, 2}, one{3, 4};
+  ASSERT_TRUE(f.controller->update({}, zero, 0).is_ok());
+  ASSERT_TRUE(f.controller->update({}, one, 1).is_ok());
+  auto now = ttus({1, 2, 3, 4}, Duration::zero());
+  ASSERT_TRUE(f.controller->update_estimates(now).is_ok());
+  EXPECT_EQ(f.info(1).state, ClaimState::kStaging);
+  EXPECT_EQ(f.info(3).state, ClaimState::kStaging);
+  EXPECT_TRUE(f.info(2).refused);
+  EXPECT_TRUE(f.info(4).refused);
+  EXPECT_EQ(f.controller->stats().refused_attempts, 2u);
+}
+
+TEST(ControllerRuntimes, ARefusedClaimDoesNotBlockTheClaimsBehindIt) {
+  // Budget of three objects, two taken by claim 9. Claim 1 (two objects) is refused; claim 2
+  // behind it (one object) commits in the same evaluation.
+  Fixture f("tempokv", SimStackOptions{.budget_objects = 3});
+  ASSERT_TRUE(f.controller->report(9, manifest({9, 10}), Duration::zero()).is_ok());
+  ASSERT_EQ(f.info(9).state, ClaimState::kStaging);
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), seconds(10)).is_ok());
+  ASSERT_TRUE(f.controller->report(2, manifest({3}), seconds(10)).is_ok());
+  std::vector<ClaimId> order{1, 2};
+  auto now = ttus({1, 2}, Duration::zero());
+  ASSERT_TRUE(f.controller->update(now, order).is_ok());
+  EXPECT_EQ(f.info(1).state, ClaimState::kPlanned);
+  EXPECT_TRUE(f.info(1).refused);
+  EXPECT_EQ(f.info(2).state, ClaimState::kStaging);
+}
+
+TEST(ControllerRuntimes, TwoAdaptersKeepTheirQueuesApart) {
+  testing::SimStack stack;
+  Controller controller(stack.ex, *stack.provider, make_commit_policy("queue-1").value());
+  CostProfile profile;
+  profile.name = "steps";
+  profile.kv_bytes_per_token = 1;
+  profile.decode_a_s = 0.010;
+  profile.retrieval_bytes_per_s = 1e18;
+  std::vector<std::unique_ptr<RuntimeAdapter>> adapters;
+  for (uint32_t rt : {0u, 1u}) {
+    AdapterOptions o;
+    o.max_active = 1;
+    o.runtime_id = rt;
+    adapters.push_back(RuntimeAdapter::create(stack.ex, controller, profile, o).value());
+  }
+  // Runtime 0 waits for requests 1, 2; runtime 1 for 3, 4 (ids are unique across runtimes).
+  for (uint64_t id : {1, 2, 3, 4}) {
+    RuntimeAdapter& a = *adapters[id <= 2 ? 0 : 1];
+    ASSERT_TRUE(a.add_request({id, 1000, 256, kObj, 16}).is_ok());
+    ASSERT_TRUE(a.report_hit(id, manifest({id})).is_ok());
+  }
+  std::vector<uint64_t> zero{1, 2}, one{3, 4};
+  ASSERT_TRUE(adapters[0]->update_order(zero).is_ok());
+  ASSERT_TRUE(adapters[1]->update_order(one).is_ok());
+  EXPECT_EQ(controller.info(1).value().state, ClaimState::kStaging);
+  EXPECT_EQ(controller.info(2).value().state, ClaimState::kPlanned);
+  EXPECT_EQ(controller.info(3).value().state, ClaimState::kStaging);
+  EXPECT_EQ(controller.info(4).value().state, ClaimState::kPlanned);
+}
+
+TEST(ControllerLifecycle, ACommittedClaimIsNotRevokedByALaterLongerTtu) {
+  Fixture f("tempokv");
+  // TTU 1 s, TTR 125 ms: commits at 875 ms.
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), seconds(1)).is_ok());
+  f.run_to(milliseconds(900));
+  ASSERT_EQ(f.info(1).state, ClaimState::kStaging);
+  // The runtime now expects retrieval 10 s later: laxity would be positive, the commit stands.
+  auto later = ttus({1}, seconds(10));
+  std::vector<ClaimId> order{1};
+  ASSERT_TRUE(f.controller->update(later, order).is_ok());
+  EXPECT_EQ(f.info(1).state, ClaimState::kStaging);
+  EXPECT_EQ(f.stack.tier->stats().reserved_bytes, 2 * kObj);
+  f.run_to(seconds(2));
+  EXPECT_EQ(f.info(1).state, ClaimState::kStageReady);
+  EXPECT_EQ(f.info(1).timeline.ready, f.at(milliseconds(1000)));
+}
+
+TEST(ControllerLifecycle, AnOrdinaryClaimRecordsItsWholeTimeline) {
+  Fixture f("demand", SimStackOptions{.budget_objects = 2});
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), Duration::zero()).is_ok());
+  ASSERT_TRUE(f.controller->report(2, manifest({3}), Duration::zero()).is_ok());
+  f.retrieve(1, milliseconds(100));  // takes the whole budget until 225 ms
+  f.run_to(milliseconds(10));
+  // Refused at 10 ms: ordinary; its demand read queues behind claim 1's pair (done at 125 ms).
+  f.retrieve(2, milliseconds(50));
+  f.stack.ex.run();
+  ClaimInfo i = f.info(2);
+  EXPECT_TRUE(i.ordinary);
+  EXPECT_TRUE(i.refused);
+  EXPECT_EQ(i.state, ClaimState::kReleased);
+  EXPECT_FALSE(i.timeline.committed.has_value());
+  EXPECT_EQ(f.since(i.timeline.retrieval_requested), milliseconds(10));
+  EXPECT_EQ(f.since(i.timeline.ready), milliseconds(187) + std::chrono::microseconds(500));
+  EXPECT_EQ(f.since(i.timeline.transfer_start), milliseconds(187) + std::chrono::microseconds(500));
+  EXPECT_EQ(f.since(i.timeline.transfer_end), milliseconds(237) + std::chrono::microseconds(500));
+  EXPECT_EQ(f.since(i.timeline.released), milliseconds(237) + std::chrono::microseconds(500));
+}
+
+TEST(ControllerLifecycle, RefusalsCountAsAttemptsAndAsDistinctClaims) {
+  Fixture f("immediate", SimStackOptions{.budget_objects = 2});
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), seconds(1)).is_ok());
+  // Claim 2 is refused at its report and again at each reevaluation while claim 1 holds the
+  // budget; claim 3 once at its report.
+  ASSERT_TRUE(f.controller->report(2, manifest({3}), seconds(1)).is_ok());
+  ASSERT_TRUE(f.controller->report(3, manifest({4}), seconds(1)).is_ok());
+  ControllerStats s = f.controller->stats();
+  EXPECT_EQ(s.refused_claims, 2u);
+  EXPECT_EQ(s.refused_attempts, 3u);  // 2 at its report, 2 and 3 at claim 3's
+}
+
+TEST(ClaimState, EveryTransitionOutsideTheDesignTableIsIllegal) {
+  using S = ClaimState;
+  const S all[] = {S::kPlanned, S::kStaging, S::kStageReady, S::kTransferring, S::kOrdinary,
+                   S::kReleased};
+  const std::set<std::pair<S, S>> allowed = {
+      {S::kPlanned, S::kStaging},      {S::kPlanned, S::kStageReady},
+      {S::kPlanned, S::kOrdinary},     {S::kPlanned, S::kReleased},
+      {S::kStaging, S::kStageReady},   {S::kStaging, S::kReleased},
+      {S::kStageReady, S::kTransferring}, {S::kStageReady, S::kReleased},
+      {S::kTransferring, S::kReleased}, {S::kOrdinary, S::kReleased}};
+  for (S from : all) {
+    for (S to : all) {
+      EXPECT_EQ(transition_allowed(from, to), allowed.count({from, to}) == 1)
+          << claim_state_name(from) << " -> " << claim_state_name(to);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tempokv
