@@ -65,6 +65,10 @@ class RuntimeAdapter {
   // `boundary_in` is the time until the iteration now running ends.
   Status update_order(std::span<const uint64_t> waiting, Duration boundary_in = Duration::zero());
 
+  // An iteration started: at its end `prefills` will have produced their first token and
+  // `decoders` one more token. An order update during the iteration (boundary_in > 0) then
+  // projects from the state at its boundary instead of counting this work twice.
+  Status iteration_started(std::span<const uint64_t> prefills, std::span<const uint64_t> decoders);
   Status admitted(uint64_t id);
   Status prefill_done(uint64_t id);  // the prefill produced the first token
   Status tokens_generated(uint64_t id, uint32_t total_generated);
@@ -90,6 +94,8 @@ class RuntimeAdapter {
     bool has_claim = false;
     uint32_t generated = 0;
     bool prefill_done = false;
+    bool prefill_in_iteration = false;  // its prefill runs in the iteration now running
+    bool decode_in_iteration = false;   // it decodes a token in the iteration now running
     Duration last_ttu{-1};
   };
   Result<Req*> find(uint64_t id, const char* call);

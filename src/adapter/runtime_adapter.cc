@@ -90,10 +90,14 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration 
   snap.max_active = options_.max_active;
   snap.boundary_in_ns = static_cast<uint64_t>(std::max(Duration::zero(), boundary_in).count());
   for (uint64_t id : running_) {
+    // As it will be at the boundary: the running iteration's prefills and decodes done.
     const Req& r = requests_.at(id);
-    snap.running.push_back({id, r.info.prompt_tokens + r.generated, r.generated,
+    bool prefilled = r.prefill_done || r.prefill_in_iteration;
+    uint32_t generated = r.generated + (r.decode_in_iteration ? 1 : 0);
+    if (r.prefill_in_iteration) generated = std::max<uint32_t>(generated, 1);
+    snap.running.push_back({id, r.info.prompt_tokens + generated, generated,
                             r.info.max_output_tokens,
-                            r.prefill_done ? 0u : r.info.prompt_tokens - r.info.cached_tokens});
+                            prefilled ? 0u : r.info.prompt_tokens - r.info.cached_tokens});
   }
   snap.waiting.reserve(waiting.size());
   for (uint64_t id : waiting) {
@@ -118,6 +122,27 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration 
   return controller_.update(updates, order, options_.runtime_id);
 }
 
+Status RuntimeAdapter::iteration_started(std::span<const uint64_t> prefills,
+                                         std::span<const uint64_t> decoders) {
+  for (uint64_t id : prefills) {
+    TEMPOKV_ASSIGN_OR_RETURN(Req * r, find(id, "iteration_started"));
+    if (r->phase != Phase::kRunning) {
+      return Status::failed_precondition("iteration_started: request " + std::to_string(id) +
+                                         " prefills but is not running");
+    }
+    r->prefill_in_iteration = true;
+  }
+  for (uint64_t id : decoders) {
+    TEMPOKV_ASSIGN_OR_RETURN(Req * r, find(id, "iteration_started"));
+    if (r->phase != Phase::kRunning) {
+      return Status::failed_precondition("iteration_started: request " + std::to_string(id) +
+                                         " decodes but is not running");
+    }
+    r->decode_in_iteration = true;
+  }
+  return Status::ok();
+}
+
 Status RuntimeAdapter::admitted(uint64_t id) {
   TEMPOKV_ASSIGN_OR_RETURN(Req * r, find(id, "admitted"));
   if (r->phase != Phase::kWaiting) {
@@ -136,6 +161,7 @@ Status RuntimeAdapter::prefill_done(uint64_t id) {
                                        " is not running");
   }
   r->prefill_done = true;
+  r->prefill_in_iteration = false;
   r->generated = std::max<uint32_t>(r->generated, 1);
   return Status::ok();
 }
@@ -147,6 +173,7 @@ Status RuntimeAdapter::tokens_generated(uint64_t id, uint32_t total_generated) {
                                        " is not running");
   }
   r->generated = total_generated;
+  r->decode_in_iteration = false;
   return Status::ok();
 }
 

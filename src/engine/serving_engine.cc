@@ -98,14 +98,9 @@ void ServingEngine::update_order(Duration boundary_in) {
 }
 
 Duration ServingEngine::boundary_in_now() const {
+  // The adapter knows the running iteration's work (iteration_started) and projects from its end.
   if (!iter_) return Duration::zero();
-  const TimePoint now = executor_.now();
-  // The adapter sees the running iteration's admissions with their prefill still to do and its
-  // decoders one token short, and projects that work again after boundary_in. With every slot
-  // taken, pointing boundary_in at the iteration's compute start makes that projection land on
-  // the real boundary; with a free slot the first waiting request is admitted at the boundary.
-  TimePoint at = running_.size() >= options_.max_active ? iter_->compute_start : iter_->end;
-  return std::max(Duration::zero(), at - now);
+  return std::max(Duration::zero(), iter_->end - executor_.now());
 }
 
 void ServingEngine::boundary() {
@@ -145,6 +140,7 @@ void ServingEngine::boundary() {
   if (!it.decoders.empty()) compute += profile_.decode_step(context, it.decoders.size());
   it.compute_start = now + retrievals;
   it.end = it.compute_start + compute;
+  if (adapter_) (void)adapter_->iteration_started(it.admits, it.decoders);  // all running
   iter_ = std::move(it);
   next_retrieval();
 }

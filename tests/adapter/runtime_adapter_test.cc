@@ -77,5 +77,25 @@ TEST(RuntimeAdapter, FinishedOutputsTrainThePredictor) {
   EXPECT_EQ(f.adapter->admitted(1).code(), StatusCode::kNotFound);
 }
 
+TEST(RuntimeAdapter, OrderUpdateMidIterationProjectsFromTheBoundary) {
+  AdapterFixture f;  // one slot, prior output 100 tokens, 10 ms decode steps
+  ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 4}).is_ok());  // limit 4 tokens
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  std::vector<uint64_t> prefills{1};
+  ASSERT_TRUE(f.adapter->iteration_started(prefills, {}).is_ok());
+  ASSERT_TRUE(f.adapter->add_request({2, 1000, 0, 0, 4}).is_ok());
+  std::vector<uint64_t> waiting{2};
+  ASSERT_TRUE(f.adapter->update_order(waiting, milliseconds(5)).is_ok());
+  // At the boundary (5 ms) request 1 has its first token; 3 more steps of 10 ms follow.
+  EXPECT_EQ(f.adapter->last_ttu(2).value(), milliseconds(35));
+  ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
+  std::vector<uint64_t> decoders{1};
+  ASSERT_TRUE(f.adapter->iteration_started({}, decoders).is_ok());
+  ASSERT_TRUE(f.adapter->update_order(waiting, milliseconds(10)).is_ok());
+  EXPECT_EQ(f.adapter->last_ttu(2).value(), milliseconds(30));
+  EXPECT_EQ(f.adapter->iteration_started(std::vector<uint64_t>{2}, {}).code(),
+            StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace tempokv

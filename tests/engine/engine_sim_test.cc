@@ -82,10 +82,10 @@ TEST(EngineSim, SecondRequestIsAdmittedWhenTheFirstFinishesAsTheTtuProjected) {
   EXPECT_EQ(*second.admitted - first.arrival, p.prefill(1000) + decode);
 }
 
-TEST(EngineSim, ArrivalDuringAFullIterationProjectsFromItsComputeStart) {
-  // Request 2 arrives 1 ms into request 1's prefill with every slot taken: the adapter projects
-  // request 1's iteration again from boundary_in, which cannot be negative, so the projection is
-  // late by exactly the part of the compute already done (1 ms).
+TEST(EngineSim, ArrivalDuringAFullIterationIsProjectedExactly) {
+  // Request 2 arrives 1 ms into request 1's prefill with every slot taken: the adapter knows the
+  // running iteration's work (iteration_started) and projects from its end, so the TTU lands on
+  // the admission exactly.
   EngineStack s("tempokv");
   EngineOptions o = exact_options(1);
   o.prior_output_tokens = 5;
@@ -95,7 +95,7 @@ TEST(EngineSim, ArrivalDuringAFullIterationProjectsFromItsComputeStart) {
   ASSERT_TRUE(e.submit(reqs, s.ex.now()).is_ok());
   s.ex.run();
   auto recs = e.records();
-  EXPECT_EQ(*recs[1].first_ttu_at + *recs[1].first_ttu, *recs[1].admitted + milliseconds(1));
+  EXPECT_EQ(*recs[1].first_ttu_at + *recs[1].first_ttu, *recs[1].admitted);
 }
 
 TEST(EngineSim, TtuOfAWaitingClaimIsExactAtEveryBoundary) {
