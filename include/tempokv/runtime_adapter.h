@@ -77,6 +77,8 @@ class RuntimeAdapter {
   Result<RetrievalAnswer> request_retrieval(uint64_t id, RetrievalCallback on_ready);
   Status begin_transfer(uint64_t id);
   Status end_transfer(uint64_t id);
+  // One object of the claim has been copied to the device (progressive release).
+  Status object_transferred(uint64_t id, const Key& key);
   Status cancel(uint64_t id);
 
   // The last TTU projected for a waiting request (NotFound when none).

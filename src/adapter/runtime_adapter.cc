@@ -201,6 +201,9 @@ Result<RetrievalAnswer> RuntimeAdapter::request_retrieval(uint64_t id,
 
 Status RuntimeAdapter::begin_transfer(uint64_t id) { return controller_.begin_transfer(id); }
 Status RuntimeAdapter::end_transfer(uint64_t id) { return controller_.end_transfer(id); }
+Status RuntimeAdapter::object_transferred(uint64_t id, const Key& key) {
+  return controller_.object_transferred(id, key);
+}
 
 Status RuntimeAdapter::cancel(uint64_t id) {
   auto it = requests_.find(id);

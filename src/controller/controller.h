@@ -61,6 +61,9 @@ struct ControllerOptions {
   // Evaluate every planned claim exactly instead of the claims the policy's bounds select: the
   // brute-force reference for tests; O(planned claims) TTR projections per evaluation.
   bool full_scan = false;
+  // Release each object's protection as soon as its own copy to the device is done, not at the
+  // end of the whole transfer (the tempokv-progressive variant; needs object_transferred calls).
+  bool progressive_release = false;
   Status validate() const;
 };
 
@@ -126,6 +129,9 @@ class Controller {
   Status begin_transfer(ClaimId id);
   // The copy is done: the claim is released and its protection ends.
   Status end_transfer(ClaimId id);
+  // One object's copy to the device is done. With progressive_release its protection ends now;
+  // otherwise nothing changes (it ends with the transfer).
+  Status object_transferred(ClaimId id, const Key& key);
   Status cancel(ClaimId id);
 
   Result<ClaimInfo> info(ClaimId id) const;

@@ -162,6 +162,23 @@ Status Controller::end_transfer(ClaimId id) {
   return Status::ok();
 }
 
+Status Controller::object_transferred(ClaimId id, const Key& key) {
+  Rec* r = find(id);
+  if (!r) {
+    return Status::not_found("object_transferred: claim " + std::to_string(id) +
+                             " is not reported");
+  }
+  bool ordinary = r->info.state == ClaimState::kOrdinary && r->info.timeline.transfer_start;
+  if (r->info.state != ClaimState::kTransferring && !ordinary) {
+    return Status::failed_precondition("object_transferred: claim " + std::to_string(id) +
+                                       " is not transferring");
+  }
+  if (!options_.progressive_release) return Status::ok();
+  TEMPOKV_RETURN_IF_ERROR(provider_.release_object(id, key));
+  reevaluate();  // capacity was released
+  return Status::ok();
+}
+
 Status Controller::cancel(ClaimId id) {
   Rec* r = find(id);
   if (!r) return Status::not_found("cancel: claim " + std::to_string(id) + " is not reported");

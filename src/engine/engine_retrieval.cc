@@ -89,10 +89,11 @@ void ServingEngine::start_copies(uint64_t id) {
   for (const ManifestEntry& e : r.manifest) {
     tier.use(e.key);
     const std::byte* src = tier.data(e.key);
-    auto done = [this, alive, id](Status st) {
+    auto done = [this, alive, id, key = e.key](Status st) {
       if (alive.expired()) return;
       Iteration& cur = *iter_;
       if (!st.is_ok() && cur.copy_status.is_ok()) cur.copy_status = st;
+      if (st.is_ok() && adapter_) (void)adapter_->object_transferred(id, key);
       if (--cur.pending_copies == 0) copies_done(id);
     };
     if (need_bytes && src == nullptr) {

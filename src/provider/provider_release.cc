@@ -34,6 +34,33 @@ Status StagingProvider::end_transfer(ClaimId id) {
   return Status::ok();
 }
 
+Status StagingProvider::release_object(ClaimId id, const Key& key) {
+  auto it = claims_.find(id);
+  if (it == claims_.end()) return Status::not_found("claim " + std::to_string(id) + " is unknown");
+  ClaimRec& c = it->second;
+  if (c.transfers == 0 || c.draining) {
+    return Status::failed_precondition("release_object: claim " + std::to_string(id) +
+                                       " is not transferring");
+  }
+  auto k = std::find(c.keys.begin(), c.keys.end(), key);
+  if (k == c.keys.end()) {
+    return Status::not_found("release_object: claim " + std::to_string(id) + " does not hold " +
+                             key.to_string());
+  }
+  c.keys.erase(k);
+  if (c.ordinary) {
+    auto h = std::find(c.held.begin(), c.held.end(), key);
+    if (h != c.held.end()) {
+      c.held.erase(h);
+      tier_.unhold(key);
+    }
+  }
+  drop_member(key, id, c.ordinary);
+  pump();  // room may have opened for waiting demand reads
+  flush_callbacks();
+  return Status::ok();
+}
+
 Status StagingProvider::release(ClaimId id) {
   auto it = claims_.find(id);
   if (it == claims_.end()) return Status::not_found("claim " + std::to_string(id) + " is unknown");

@@ -101,6 +101,11 @@ class StagingProvider {
   // A copy out of the tier starts / ends (stage-ready or ordinary-ready claims only).
   Status begin_transfer(ClaimId id);
   Status end_transfer(ClaimId id);
+  // During a transfer: this object's copy is done, so the claim's protection of it (or, on the
+  // ordinary path, its hold) ends now instead of at release(); other claims' protection stays and
+  // the object stays resident as cache. The progressive-release variant. NotFound when the claim
+  // does not hold the object.
+  Status release_object(ClaimId id, const Key& key);
   // Ends a ready claim (normally after its transfer). FailedPrecondition while reads are pending.
   Status release(ClaimId id);
   // Ends a claim in any phase; its protection holds until its in-flight reads and copies finish.
