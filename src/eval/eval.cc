@@ -1,0 +1,74 @@
+#include "eval/eval.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "controller/commit_policy.h"
+#include "eval/runner.h"
+#include "eval/scenarios.h"
+
+namespace tempokv {
+
+double EvalRow::get(const std::string& name) const {
+  for (const auto& [k, v] : extra) {
+    if (k == name) return v;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+std::vector<std::string> eval_scenarios() {
+  return {"fig4-policies", "fig5-capacity", "fig6-rate", "trace", "fig1-lead", "fig2-rank"};
+}
+
+Status validate_eval_options(const EvalOptions& o) {
+  auto names = eval_scenarios();
+  if (std::find(names.begin(), names.end(), o.scenario) == names.end()) {
+    std::string all;
+    for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+    return Status::invalid_argument("--scenario '" + o.scenario + "' is not one of " + all);
+  }
+  for (const std::string& p : o.policies) {
+    if (p == "lmcache-dax" || p == "tempokv-progressive") continue;
+    if (!make_commit_policy(p).is_ok()) {
+      return Status::invalid_argument(
+          "--policies: '" + p +
+          "' is not one of demand, immediate, queue-K, tempokv-static, tempokv, "
+          "tempokv-progressive, lmcache-dax");
+    }
+  }
+  for (double r : o.ratios) {
+    if (!(r > 0 && r <= 1)) return Status::invalid_argument("--ratios must be in (0, 1]");
+  }
+  if (o.mode == EvalMode::kReal && o.dir.empty()) {
+    return Status::invalid_argument("--dir is required in real mode");
+  }
+  if (!(o.time_scale > 0)) return Status::invalid_argument("--time-scale must be > 0");
+  if (o.window_s && !(*o.window_s > 0)) return Status::invalid_argument("--window-s must be > 0");
+  if (o.fast_tier_gib && !(*o.fast_tier_gib > 0)) {
+    return Status::invalid_argument("--fast-tier-gib must be > 0");
+  }
+  return Status::ok();
+}
+
+Result<EvalResult> run_eval(const EvalOptions& options) {
+  TEMPOKV_RETURN_IF_ERROR(validate_eval_options(options));
+  EvalResult result;
+  Status st;
+  {
+    Runner runner(options, result);
+    const std::string& s = options.scenario;
+    if (s == "fig4-policies") st = run_fig4_policies(runner);
+    if (s == "fig5-capacity") st = run_fig5_capacity(runner);
+    if (s == "fig6-rate") st = run_fig6_rate(runner);
+    if (s == "trace") st = run_trace(runner, result);
+    if (s == "fig1-lead") st = run_fig1_lead(runner);
+    if (s == "fig2-rank") st = run_fig2_rank(runner);
+    Status closed = runner.finish();
+    if (st.is_ok()) st = closed;
+  }
+  if (!st.is_ok()) return st;
+  return result;
+}
+
+}  // namespace tempokv

@@ -1,0 +1,101 @@
+// `tempokv eval` as a library (DESIGN.md §2 Evaluation): runs one scenario's matrix of policies ×
+// models × ratios × fast-tier sizes × rates in simulated or real mode and returns one row per run
+// and one record per request. The CLI (tools/tempokv/eval_cmd.cc) prints, writes and plots them;
+// docs/evaluation.md describes every scenario and field.
+//
+// Scenarios: fig4-policies, fig5-capacity, fig6-rate, trace, fig1-lead, fig2-rank.
+// Policies: demand, immediate, queue-K, tempokv-static, tempokv, and lmcache-dax (baseline
+// engines: plain LRU fast tier, no claims).
+//
+// Threading: run_eval() runs every simulation (and real-mode run) on the calling thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/request_record.h"
+#include "eval/stack.h"
+#include "tempokv/status.h"
+
+namespace tempokv {
+
+inline constexpr const char* kAllPolicies[] = {"demand",         "immediate", "queue-1",
+                                               "queue-4",        "tempokv-static", "tempokv"};
+
+struct EvalOptions {
+  EvalMode mode = EvalMode::kSim;
+  std::string scenario;               // fig4-policies, fig5-capacity, fig6-rate, trace, ...
+  std::vector<std::string> policies;  // empty: the scenario's own list
+  std::vector<std::string> models;    // sim fig4: filter of llama-3.1-8b, qwen2.5-14b
+  std::vector<double> ratios;         // fig4: filter of 0.5, 0.75, 1.0
+  std::string profiles_dir;           // where <profile>.json files are
+  uint64_t seed = 1;                  // workload and jitter seed
+  uint32_t engines = 0;               // 0: the scenario's default (trace: chosen from the load)
+  std::optional<double> fast_tier_gib;  // overrides the scenario's fast tier (budget: half)
+  std::optional<double> jitter_sigma;   // overrides the engine's step-time jitter
+  // The adapter's output prior: the calibration set's mean output (paper §5.1) or, when false,
+  // the generation limit.
+  bool calibrated_prior = true;
+  // trace
+  std::string trace_path;
+  double window_start_s = 0;
+  std::optional<double> window_s;  // unset: the whole trace (sim), 60 s (real)
+  double time_scale = 1.0;
+  // real mode
+  std::string dir;          // store directory (created; removed afterwards unless keep)
+  bool keep = false;
+  Duration real_run_limit = std::chrono::minutes(10);  // per run, wall clock
+
+  // label, requests finished, requests submitted
+  std::function<void(const std::string&, uint64_t, uint64_t)> progress;
+  std::function<void(const std::string&)> log;  // notes printed as a scenario goes
+};
+
+// One run (one JSON row). Common fields first; the scenario's own fields in `extra`, in order.
+struct EvalRow {
+  std::string scenario, policy, model;
+  double ratio = 0;          // prefix cache ratio (fraction)
+  double fast_tier_gib = 0;  // capacity
+  double budget_gib = 0;     // protected budget
+  double rate = 0;           // offered requests per second (0: trace timestamps)
+  uint32_t engines = 1;
+  uint64_t requests = 0, completed = 0, output_tokens = 0;
+  double p50_ttft_s = 0, p95_ttft_s = 0, p99_ttft_s = 0, mean_ttft_s = 0;
+  double throughput_tok_s = 0, makespan_s = 0;
+  double c_gib_s_per_req = 0, c_floor_gib_s_per_req = 0, c_floor_staging_gib_s_per_req = 0;
+  uint64_t refused_commits = 0;   // claims refused at least once for budget or capacity
+  uint64_t refused_attempts = 0;  // commit attempts refused
+  uint64_t commits = 0;
+  uint64_t ordinary_retrievals = 0, staged_retrievals = 0, no_hit = 0, recomputes = 0;
+  uint64_t verified_chunks = 0, mismatched_chunks = 0;  // real mode
+  double wall_s = 0;  // wall-clock seconds the run took
+  std::vector<std::pair<std::string, double>> extra;
+
+  double get(const std::string& name) const;  // an extra field (NaN when absent)
+};
+
+// The per-request records of one run, with the row's identity.
+struct RunRecords {
+  size_t row = 0;           // index into EvalResult::rows
+  TimePoint start{};        // the run's first submission: CSV times are relative to it
+  std::vector<RequestRecord> records;
+};
+
+struct EvalResult {
+  std::vector<EvalRow> rows;
+  std::vector<RunRecords> runs;
+  std::vector<std::string> notes;  // what the scenario printed (utilisation, sizes, ...)
+  bool skipped = false;            // the scenario could not run here (e.g. trace absent)
+};
+
+// Known scenario names, in the order `--scenario all` would run them.
+std::vector<std::string> eval_scenarios();
+// Validates options (scenario, policy names, mode) with messages naming the option.
+Status validate_eval_options(const EvalOptions& options);
+Result<EvalResult> run_eval(const EvalOptions& options);
+
+}  // namespace tempokv

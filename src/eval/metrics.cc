@@ -1,0 +1,76 @@
+#include "eval/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/units.h"
+
+namespace tempokv {
+
+double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double pos = std::clamp(q, 0.0, 1.0) * double(values.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (pos - double(lo));
+}
+
+RunMetrics compute_metrics(std::span<const RequestRecord> records, double protected_gib_s,
+                           double ssd_read_bytes_per_s) {
+  RunMetrics m;
+  m.requests = records.size();
+  std::vector<double> ttft;
+  std::optional<TimePoint> first, last;
+  double floor_byte_s = 0, floor_staging_byte_s = 0;
+  for (const RequestRecord& r : records) {
+    first = first ? std::min(*first, r.arrival) : r.arrival;
+    m.verified_chunks += r.verified_chunks;
+    m.mismatched_chunks += r.mismatched_chunks;
+    if (!r.finished) continue;
+    ++m.completed;
+    m.output_tokens += r.output_tokens;
+    last = last ? std::max(*last, *r.finished) : *r.finished;
+    if (std::optional<Duration> t = r.ttft()) ttft.push_back(to_seconds(*t));
+    switch (r.path) {
+      case RequestPath::kStaged:
+        ++m.staged;
+        break;
+      case RequestPath::kOrdinary:
+        ++m.ordinary;
+        break;
+      case RequestPath::kNoHit:
+        ++m.no_hit;
+        break;
+      case RequestPath::kRecompute:
+        ++m.recomputes;
+        break;
+    }
+    if (r.retrieval_start && r.retrieval_end &&
+        (r.path == RequestPath::kStaged || r.path == RequestPath::kOrdinary)) {
+      const double bytes = double(r.cached_bytes);
+      const double transfer_s = to_seconds(*r.retrieval_end - *r.retrieval_start);
+      floor_byte_s += bytes * transfer_s;
+      const double staging_s = ssd_read_bytes_per_s > 0 ? bytes / ssd_read_bytes_per_s : 0;
+      floor_staging_byte_s += bytes * (staging_s + transfer_s);
+    }
+  }
+  m.p50_ttft_s = percentile(ttft, 0.50);
+  m.p95_ttft_s = percentile(ttft, 0.95);
+  m.p99_ttft_s = percentile(ttft, 0.99);
+  for (double t : ttft) m.mean_ttft_s += t / double(ttft.size());
+  if (first && last && *last > *first) {
+    m.makespan_s = to_seconds(*last - *first);
+    m.throughput_tok_s = double(m.output_tokens) / m.makespan_s;
+  }
+  if (m.completed > 0) {
+    const double n = double(m.completed);
+    m.c_gib_s_per_req = protected_gib_s / n;
+    m.c_floor_gib_s_per_req = floor_byte_s / double(kGiB) / n;
+    m.c_floor_staging_gib_s_per_req = floor_staging_byte_s / double(kGiB) / n;
+  }
+  return m;
+}
+
+}  // namespace tempokv

@@ -1,0 +1,151 @@
+#include "eval/runner.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "common/units.h"
+#include "eval/metrics.h"
+
+namespace tempokv {
+
+Runner::Runner(const EvalOptions& options, EvalResult& result)
+    : options_(options), result_(result) {}
+
+Runner::~Runner() { (void)finish(); }
+
+Result<CostProfile> Runner::profile(const std::string& name) const {
+  std::string path = options_.profiles_dir.empty() ? name + ".json"
+                                                   : options_.profiles_dir + "/" + name + ".json";
+  Result<CostProfile> p = CostProfile::load(path);
+  if (!p.is_ok()) {
+    return Status(p.status().code(), "profile " + path + ": " + p.status().message() +
+                                         " (pass --profiles DIR)");
+  }
+  return p;
+}
+
+std::vector<std::string> Runner::policies(std::vector<std::string> defaults) const {
+  return options_.policies.empty() ? defaults : options_.policies;
+}
+
+void Runner::note(const std::string& line) {
+  result_.notes.push_back(line);
+  if (options_.log) options_.log(line);
+}
+
+Result<EvalStorage*> Runner::storage_for(const StackConfig& stack, bool fresh) {
+  const uint64_t chunk = round_up(256 * stack.profile.kv_bytes_per_token, kBlockBytes);
+  if (sim()) {
+    storage_.reset();
+    StorageConfig sc;
+    sc.mode = EvalMode::kSim;
+    sc.chunk_bytes = chunk;
+    TEMPOKV_ASSIGN_OR_RETURN(storage_, EvalStorage::open(sc));
+    return storage_.get();
+  }
+  if (storage_ && fresh) TEMPOKV_RETURN_IF_ERROR(finish());
+  if (storage_) {
+    if (storage_->config().chunk_bytes != chunk) {
+      return Status::invalid_argument("real mode: every run of a scenario must use one chunk size");
+    }
+    return storage_.get();
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(options_.dir, ec)) {
+    std::filesystem::create_directories(options_.dir, ec);
+    if (ec) return Status::io_error("cannot create " + options_.dir + ": " + ec.message());
+    created_dir_ = true;
+  }
+  StorageConfig sc;
+  sc.mode = EvalMode::kReal;
+  sc.chunk_bytes = chunk;
+  sc.dir = options_.dir + "/store";
+  sc.capacity_bytes = kRealStoreCapacityBytes;
+  std::filesystem::create_directories(sc.dir, ec);
+  TEMPOKV_ASSIGN_OR_RETURN(storage_, EvalStorage::open(sc));
+  return storage_.get();
+}
+
+Status Runner::finish() {
+  if (!storage_) return Status::ok();
+  Status st = storage_->close();
+  const bool real = !storage_->sim();
+  storage_.reset();
+  if (real && !options_.keep) {
+    std::error_code ec;
+    std::filesystem::remove_all(options_.dir + "/store", ec);
+    if (created_dir_) std::filesystem::remove(options_.dir, ec);
+  }
+  return st;
+}
+
+Result<EvalRow> Runner::run(RunSpec spec) {
+  if (!sim() && !warmed_up_) {
+    warmed_up_ = true;
+    RunSpec warm = spec;
+    warm.label = "warm-up";
+    TEMPOKV_RETURN_IF_ERROR(run_once(std::move(warm), false).status());
+  }
+  return run_once(std::move(spec), true);
+}
+
+Result<EvalRow> Runner::run_once(RunSpec spec, bool record) {
+  TEMPOKV_ASSIGN_OR_RETURN(EvalStorage * storage, storage_for(spec.stack, spec.fresh_storage));
+  if (spec.precompute) TEMPOKV_RETURN_IF_ERROR(storage->precompute(spec.requests));
+  if (!spec.also_precompute.empty()) {
+    TEMPOKV_RETURN_IF_ERROR(storage->precompute(spec.also_precompute));
+  }
+  const auto wall_start = std::chrono::steady_clock::now();
+  TEMPOKV_ASSIGN_OR_RETURN(auto stack, EvalStack::create(*storage, spec.stack));
+  const TimePoint start = storage->executor().now();
+  if (spec.before_submit) TEMPOKV_RETURN_IF_ERROR(spec.before_submit(*stack, start));
+  TEMPOKV_RETURN_IF_ERROR(stack->submit(std::move(spec.requests), start));
+  if (spec.after_submit) TEMPOKV_RETURN_IF_ERROR(spec.after_submit(*stack, start));
+  auto progress = [&](uint64_t done, uint64_t total) {
+    if (options_.progress) options_.progress(spec.label, done, total);
+  };
+  Status st = stack->run(progress);
+  if (!st.is_ok()) return Status(st.code(), spec.label + ": " + st.message());
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+
+  std::vector<RequestRecord> records = stack->records();
+  const ControllerStats cs = stack->controller().stats();
+  const double ssd_rate = sim() ? storage->config().sim_read_bytes_per_s : kRealSsdBytesPerS;
+  const RunMetrics m = compute_metrics(records, cs.protected_gib_s, ssd_rate);
+  EvalRow row = std::move(spec.row);
+  row.fast_tier_gib = double(stack->tier().options().capacity_bytes) / double(kGiB);
+  row.budget_gib = double(stack->tier().options().protected_budget_bytes) / double(kGiB);
+  row.engines = spec.stack.engines;
+  row.requests = m.requests;
+  row.completed = m.completed;
+  row.output_tokens = m.output_tokens;
+  row.p50_ttft_s = m.p50_ttft_s;
+  row.p95_ttft_s = m.p95_ttft_s;
+  row.p99_ttft_s = m.p99_ttft_s;
+  row.mean_ttft_s = m.mean_ttft_s;
+  row.throughput_tok_s = m.throughput_tok_s;
+  row.makespan_s = m.makespan_s;
+  row.c_gib_s_per_req = m.c_gib_s_per_req;
+  row.c_floor_gib_s_per_req = m.c_floor_gib_s_per_req;
+  row.c_floor_staging_gib_s_per_req = m.c_floor_staging_gib_s_per_req;
+  row.refused_commits = cs.refused_claims;
+  row.refused_attempts = cs.refused_attempts;
+  row.commits = cs.commits;
+  row.ordinary_retrievals = m.ordinary;
+  row.staged_retrievals = m.staged;
+  row.no_hit = m.no_hit;
+  row.recomputes = m.recomputes;
+  row.verified_chunks = m.verified_chunks;
+  row.mismatched_chunks = m.mismatched_chunks;
+  row.wall_s = wall_s;
+  if (spec.after_run) spec.after_run(*stack, start, row);
+  stack.reset();
+  if (!record) return row;
+
+  result_.rows.push_back(row);
+  result_.runs.push_back({result_.rows.size() - 1, start, std::move(records)});
+  return row;
+}
+
+}  // namespace tempokv

@@ -1,0 +1,72 @@
+// Runner: the loop every scenario shares. For one run it builds the storage (fresh in simulated
+// mode; one shared directory per scenario in real mode), precomputes the workload's KV, builds
+// the EvalStack, submits, runs to the end, computes the metrics and appends the row and the
+// per-request records to the result. Internal to the eval library.
+// Threading: the calling thread (it drives the executor).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "eval/eval.h"
+#include "eval/stack.h"
+
+namespace tempokv {
+
+struct RunSpec {
+  std::string label;  // shown by the progress bar
+  EvalRow row;        // identity fields set by the scenario (scenario, policy, model, ratio, rate)
+  StackConfig stack;
+  std::vector<Request> requests;
+  bool precompute = true;
+  bool fresh_storage = false;  // real mode: a new, empty store for this run (sim: always)
+  std::vector<Request> also_precompute;  // KV the scenario needs besides the requests' own
+  // After the stack is built and before the requests are submitted, at `start`.
+  std::function<Status(EvalStack&, TimePoint start)> before_submit;
+  // Right after submitting (timers set here at equal times run after the arrivals).
+  std::function<Status(EvalStack&, TimePoint start)> after_submit;
+  // After the run drained: adds the scenario's fields to the row.
+  std::function<void(EvalStack&, TimePoint start, EvalRow&)> after_run;
+};
+
+class Runner {
+ public:
+  Runner(const EvalOptions& options, EvalResult& result);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  const EvalOptions& options() const { return options_; }
+  bool sim() const { return options_.mode == EvalMode::kSim; }
+  // profiles_dir/<name>.json
+  Result<CostProfile> profile(const std::string& name) const;
+  // The scenario's policies: options.policies when given, else `defaults`.
+  std::vector<std::string> policies(std::vector<std::string> defaults) const;
+  void note(const std::string& line);
+
+  // Runs one spec; the row lands in result.rows (returned). In real mode the first run of a
+  // scenario is preceded by the same run unmeasured (first touch of memory, the SSD settling
+  // after the precompute's writes), so the first policy measured is not penalised.
+  Result<EvalRow> run(RunSpec spec);
+  // Real mode: closes the shared store and removes its directory (unless keep). Idempotent.
+  Status finish();
+
+  // Real-mode scale of this machine: chunk bytes, the SSD rate the TTR prior and TempoKV-Static
+  // assume, and the store's capacity.
+  static constexpr double kRealSsdBytesPerS = 2.0 * double(1ULL << 30);
+  static constexpr uint64_t kRealStoreCapacityBytes = 24ULL << 30;
+
+ private:
+  Result<EvalStorage*> storage_for(const StackConfig& stack, bool fresh);
+  Result<EvalRow> run_once(RunSpec spec, bool record);
+
+  const EvalOptions& options_;
+  EvalResult& result_;
+  std::unique_ptr<EvalStorage> storage_;  // the current run's (sim) or the shared one (real)
+  bool created_dir_ = false;
+  bool warmed_up_ = false;
+};
+
+}  // namespace tempokv

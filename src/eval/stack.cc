@@ -1,0 +1,248 @@
+#include "eval/stack.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "common/units.h"
+#include "workload/precompute.h"
+
+namespace tempokv {
+
+Result<std::unique_ptr<EvalStorage>> EvalStorage::open(const StorageConfig& config) {
+  if (config.chunk_bytes == 0 || config.chunk_bytes % kBlockBytes != 0) {
+    return Status::invalid_argument("StorageConfig.chunk_bytes must be a multiple of 4 KiB");
+  }
+  std::unique_ptr<EvalStorage> s(new EvalStorage(config));
+  SsdEngineOptions eo;
+  if (config.mode == EvalMode::kSim) {
+    s->sim_ = std::make_unique<SimExecutor>();
+    s->executor_ = s->sim_.get();
+    eo.kind = SsdEngineKind::kSimulated;
+    eo.sim_latency = config.sim_latency;
+    eo.sim_read_bytes_per_s = config.sim_read_bytes_per_s;
+    eo.sim_write_bytes_per_s = config.sim_write_bytes_per_s;
+    eo.sim_max_concurrency = config.sim_concurrency;
+  } else {
+    if (config.dir.empty()) return Status::invalid_argument("real mode needs a store directory");
+    s->real_ = std::make_unique<RealExecutor>();
+    s->executor_ = s->real_.get();
+    eo.kind = SsdEngineKind::kUring;
+    eo.direct = true;
+    eo.threads = 2;
+  }
+  TEMPOKV_ASSIGN_OR_RETURN(s->ssd_, make_ssd_engine(*s->executor_, eo));
+  StoreOptions so;
+  so.simulated = config.mode == EvalMode::kSim;
+  so.dir = config.dir;
+  so.segment_bytes = 64 * config.chunk_bytes;
+  so.capacity_bytes = config.capacity_bytes;
+  so.max_object_bytes = 4 * config.chunk_bytes;
+  TEMPOKV_ASSIGN_OR_RETURN(s->store_, Store::open(*s->executor_, *s->ssd_, so));
+  return s;
+}
+
+EvalStorage::~EvalStorage() {
+  if (store_) (void)close();
+}
+
+Status EvalStorage::drive(const std::function<bool()>& done, const std::function<void()>& progress,
+                          Duration real_limit) {
+  if (sim_) {
+    uint64_t events = 0;
+    while (!done()) {
+      if (!sim_->step()) return Status::internal("simulation stalled: no event left before the end");
+      if (progress && (++events & 0xfff) == 0) progress();
+    }
+    if (progress) progress();
+    return Status::ok();
+  }
+  bool timed_out = false;
+  TimerHandle guard = real_->after(real_limit, [&] {
+    timed_out = true;
+    real_->stop();
+  });
+  uint64_t checks = 0;
+  const bool ok = real_->run_until([&] {
+    if (progress && (++checks & 0xff) == 0) progress();
+    return done();
+  });
+  guard.cancel();
+  if (progress) progress();
+  if (!ok || timed_out) {
+    return Status::unavailable("real-mode run did not finish within " +
+                               std::to_string(to_seconds(real_limit)) + " s");
+  }
+  return Status::ok();
+}
+
+Status EvalStorage::precompute(const std::vector<Request>& requests) {
+  std::optional<Status> result;
+  PrecomputeOptions po;
+  po.write_bytes = !sim_;
+  po.max_in_flight = sim_ ? 64 : 8;
+  precompute_kv(*store_, requests, po, [&](Result<PrecomputeStats> r) { result = r.status(); });
+  TEMPOKV_RETURN_IF_ERROR(drive([&] { return result.has_value(); }, nullptr));
+  return *result;
+}
+
+Status EvalStorage::close() {
+  if (!store_) return Status::ok();
+  std::optional<Status> result;
+  store_->close([&](Status st) { result = st; });
+  Status st = drive([&] { return result.has_value(); }, nullptr, std::chrono::minutes(1));
+  store_.reset();
+  if (!st.is_ok()) return st;
+  return *result;
+}
+
+Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
+                                                     const StackConfig& config) {
+  TEMPOKV_RETURN_IF_ERROR(config.profile.validate());
+  if (config.engines == 0) return Status::invalid_argument("StackConfig.engines must be >= 1");
+  std::unique_ptr<EvalStack> s(new EvalStack(storage, config));
+  Executor& ex = storage.executor();
+  const bool sim = storage.sim() != nullptr;
+  const uint64_t slot = round_up(storage.config().chunk_bytes, kBlockBytes);
+
+  FastTierOptions to;
+  to.capacity_bytes = config.fast_tier_bytes / slot * slot;
+  to.protected_budget_bytes = config.budget_bytes / slot * slot;
+  to.slot_bytes = slot;
+  to.backing = sim ? BackingKind::kMetadata : BackingKind::kAnonymous;
+  TEMPOKV_ASSIGN_OR_RETURN(s->tier_, FastTier::create(to));
+
+  ProviderOptions po;
+  po.max_reads_in_flight = config.max_reads_in_flight;
+  po.prior_read_bytes_per_s = config.prior_read_bytes_per_s;
+  po.static_read_bytes_per_s = config.static_read_bytes_per_s;
+  TEMPOKV_ASSIGN_OR_RETURN(s->provider_,
+                           StagingProvider::create(ex, storage.store(), *s->tier_, po));
+
+  // The baseline's engines never call the controller; it still meters the tier (C stays 0 there
+  // because nothing is protected).
+  // tempokv-progressive is TempoKV's eligibility with per-object release after each copy.
+  const bool progressive = config.policy == "tempokv-progressive";
+  TEMPOKV_ASSIGN_OR_RETURN(
+      auto policy, make_commit_policy(config.baseline() ? "demand"
+                                      : progressive     ? "tempokv"
+                                                        : config.policy));
+  ControllerOptions co;
+  co.tick = config.tick;
+  co.progressive_release = progressive;
+  s->controller_ = std::make_unique<Controller>(ex, *s->provider_, std::move(policy), co);
+  if (config.write_produced_kv) s->writer_ = std::make_unique<KvWriter>(storage.store(), !sim);
+
+  for (uint32_t k = 0; k < config.engines; ++k) {
+    TransferEngineOptions xo;
+    if (sim) {
+      xo = sim_transfer_options(config.profile);
+    } else {
+      xo.kind = TransferEngineKind::kEmulated;
+      xo.pin_with_mlock = false;  // the fast tier is not registered; nothing to pin
+    }
+    TEMPOKV_ASSIGN_OR_RETURN(auto link, make_transfer_engine(ex, xo));
+    s->links_.push_back(std::move(link));
+    EngineOptions eo;
+    eo.engine_id = k;
+    eo.max_active = config.max_active;
+    eo.jitter_sigma = config.jitter_sigma;
+    eo.seed = config.seed + k;
+    eo.baseline = config.baseline();
+    eo.verify_bytes = config.verify_bytes;
+    eo.prior_output_tokens = config.prior_output_tokens;
+    EngineContext c{&ex,
+                    &storage.store(),
+                    s->provider_.get(),
+                    config.baseline() ? nullptr : s->controller_.get(),
+                    s->links_.back().get(),
+                    s->writer_.get()};
+    TEMPOKV_ASSIGN_OR_RETURN(auto engine, ServingEngine::create(c, config.profile, eo));
+    s->engines_.push_back(std::move(engine));
+  }
+  return s;
+}
+
+EvalStack::~EvalStack() {
+  // Engines first (they borrow the links, controller and provider), then the controller (it
+  // listens to the tier), then the provider (no read may be in flight: run() drained them).
+  engines_.clear();
+  controller_.reset();
+  writer_.reset();
+  provider_.reset();
+  links_.clear();
+  tier_.reset();
+}
+
+Status EvalStack::submit(std::vector<Request> requests, TimePoint start) {
+  std::vector<std::vector<Request>> per(engines_.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    per[i % engines_.size()].push_back(std::move(requests[i]));
+  }
+  for (size_t k = 0; k < engines_.size(); ++k) {
+    TEMPOKV_RETURN_IF_ERROR(engines_[k]->submit(std::move(per[k]), start));
+  }
+  return Status::ok();
+}
+
+bool EvalStack::engines_done() const {
+  return std::all_of(engines_.begin(), engines_.end(), [](const auto& e) { return e->done(); });
+}
+
+uint64_t EvalStack::finished() const {
+  uint64_t n = 0;
+  for (const auto& e : engines_) n += e->stats().finished;
+  return n;
+}
+
+uint64_t EvalStack::submitted() const {
+  uint64_t n = 0;
+  for (const auto& e : engines_) n += e->stats().submitted;
+  return n;
+}
+
+Status EvalStack::run(const std::function<void(uint64_t, uint64_t)>& progress) {
+  auto report = [&] {
+    if (progress) progress(finished(), submitted());
+  };
+  TEMPOKV_RETURN_IF_ERROR(storage_.drive([&] { return engines_done(); }, report));
+  // C runs until every reservation is released; the provider may be destroyed only with no read
+  // in flight; produced KV lands in the store.
+  auto drained = [&] {
+    FastTierStats t = tier_->stats();
+    ProviderStats p = provider_->stats();
+    return t.protected_bytes + t.reserved_bytes == 0 && p.in_flight_reads == 0 &&
+           p.queued_reads == 0 && (!writer_ || writer_->stats().in_flight == 0);
+  };
+  return storage_.drive(drained, nullptr, std::chrono::minutes(1));
+}
+
+std::vector<RequestRecord> EvalStack::records() const {
+  std::vector<RequestRecord> out;
+  for (const auto& e : engines_) {
+    std::vector<RequestRecord> r = e->records();
+    out.insert(out.end(), r.begin(), r.end());
+  }
+  return out;
+}
+
+EngineStats EvalStack::engine_stats() const {
+  EngineStats s;
+  for (const auto& e : engines_) {
+    EngineStats x = e->stats();
+    s.submitted += x.submitted;
+    s.arrived += x.arrived;
+    s.finished += x.finished;
+    s.iterations += x.iterations;
+    s.staged += x.staged;
+    s.ordinary += x.ordinary;
+    s.no_hit += x.no_hit;
+    s.recomputes += x.recomputes;
+    s.output_tokens += x.output_tokens;
+    s.retrieved_bytes += x.retrieved_bytes;
+    s.verified_chunks += x.verified_chunks;
+    s.mismatched_chunks += x.mismatched_chunks;
+  }
+  return s;
+}
+
+}  // namespace tempokv

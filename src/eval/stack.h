@@ -1,0 +1,154 @@
+// The serving stack of one evaluation run (DESIGN.md §1-§2), assembled in either mode:
+//
+//  * EvalStorage: the executor, the SSD engine and the store. Simulated: a SimExecutor, the
+//    simulated SSD with the paper's testbed (≈ 11 GiB/s aggregate reads, 16 in service, 80 µs
+//    latency) and a metadata-only store; made fresh for every run. Real: a RealExecutor run on
+//    the calling thread, io_uring O_DIRECT on segment files in a directory, the real store;
+//    shared by the runs of one scenario (precomputed KV is written once and read by every run).
+//  * EvalStack: what one run owns on top of a storage: the fast tier (metadata-only in sim,
+//    anonymous memory in real mode; slot = one chunk), the staging provider, the controller with
+//    the run's policy, one transfer link per engine (the profile's retrieval rate in sim, the
+//    emulated memcpy engine in real mode), the KvWriter and N ServingEngines. Policy
+//    "lmcache-dax" runs the engines in baseline mode (no claims; the controller then only
+//    meters the tier, which nothing protects).
+//
+// Ownership: EvalStorage owns its executor, engine and store; EvalStack borrows the storage (which
+// must outlive it) and owns the rest. Threading: the storage's executor thread only, which in both
+// modes is the thread that calls drive().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adapter/cost_profile.h"
+#include "controller/controller.h"
+#include "engine/kv_writer.h"
+#include "engine/serving_engine.h"
+#include "executor/real_executor.h"
+#include "executor/sim_executor.h"
+#include "fasttier/fast_tier.h"
+#include "provider/staging_provider.h"
+#include "ssd/ssd_engine.h"
+#include "store/store.h"
+#include "transfer/transfer_engine.h"
+#include "workload/request.h"
+
+namespace tempokv {
+
+enum class EvalMode { kSim, kReal };
+
+// The SSD of a run.
+struct StorageConfig {
+  EvalMode mode = EvalMode::kSim;
+  // Simulated SSD (the paper's testbed, DESIGN.md §6).
+  double sim_read_bytes_per_s = 11.0 * double(1ULL << 30);
+  double sim_write_bytes_per_s = 6.0 * double(1ULL << 30);  // trace replay writes produced KV
+  Duration sim_latency = std::chrono::microseconds(80);
+  uint32_t sim_concurrency = 16;
+  // Store geometry: segments of 64 chunks, objects up to 4 chunks.
+  uint64_t chunk_bytes = 32ULL << 20;
+  uint64_t capacity_bytes = 1ULL << 44;  // sim: effectively unbounded
+  std::string dir;                       // real mode: the store's directory
+};
+
+class EvalStorage {
+ public:
+  static Result<std::unique_ptr<EvalStorage>> open(const StorageConfig& config);
+  ~EvalStorage();
+  EvalStorage(const EvalStorage&) = delete;
+  EvalStorage& operator=(const EvalStorage&) = delete;
+
+  Executor& executor() { return *executor_; }
+  SimExecutor* sim() { return sim_.get(); }  // null in real mode
+  Store& store() { return *store_; }
+  SsdEngine& ssd() { return *ssd_; }
+  const StorageConfig& config() const { return config_; }
+
+  // Puts the requests' precomputed chunks (bytes in real mode) and waits for them.
+  Status precompute(const std::vector<Request>& requests);
+  // Runs the loop until done() holds. Sim: event by event (an empty queue before done() is a
+  // stall, Internal). Real: the loop runs on this thread for at most real_limit. progress() is
+  // called now and then.
+  Status drive(const std::function<bool()>& done, const std::function<void()>& progress,
+               Duration real_limit = std::chrono::minutes(10));
+  // Waits for the store's writes, closes it (real mode: before the files are removed).
+  Status close();
+
+ private:
+  explicit EvalStorage(const StorageConfig& config) : config_(config) {}
+
+  StorageConfig config_;
+  std::unique_ptr<SimExecutor> sim_;
+  std::unique_ptr<RealExecutor> real_;
+  Executor* executor_ = nullptr;
+  std::unique_ptr<SsdEngine> ssd_;
+  std::unique_ptr<Store> store_;
+};
+
+// One run's configuration on top of a storage.
+struct StackConfig {
+  std::string policy = "tempokv";  // a commit policy name, or "lmcache-dax" (baseline engines)
+  CostProfile profile;
+  uint64_t fast_tier_bytes = 100ULL << 30;  // rounded down to whole chunk slots
+  uint64_t budget_bytes = 50ULL << 30;      // protected budget, rounded down to whole slots
+  uint32_t engines = 1;                     // data-parallel engines sharing everything
+  uint32_t max_active = 4;                  // FCFS active sequences per engine
+  double jitter_sigma = 0.05;               // step-time jitter around the profile
+  uint64_t seed = 1;                        // jitter streams (engine k uses seed + k)
+  uint32_t prior_output_tokens = 128;       // the adapter's output prior
+  Duration tick = std::chrono::milliseconds(50);
+  uint32_t max_reads_in_flight = 16;        // provider reads at once (= the SSD's concurrency)
+  double prior_read_bytes_per_s = 11.0 * double(1ULL << 30);   // provider's rate before samples
+  double static_read_bytes_per_s = 11.0 * double(1ULL << 30);  // TempoKV-Static's fixed rate
+  bool write_produced_kv = false;           // KvWriter for requests with writes_kv
+  bool verify_bytes = false;                // real mode: check restored bytes
+
+  bool baseline() const { return policy == "lmcache-dax"; }
+};
+
+class EvalStack {
+ public:
+  static Result<std::unique_ptr<EvalStack>> create(EvalStorage& storage, const StackConfig& config);
+  ~EvalStack();
+  EvalStack(const EvalStack&) = delete;
+  EvalStack& operator=(const EvalStack&) = delete;
+
+  // Distributes requests over the engines round-robin (request i to engine i mod N), arriving at
+  // start + request.arrival.
+  Status submit(std::vector<Request> requests, TimePoint start);
+  // Runs until every engine is done and every reservation and read has drained (so C covers the
+  // whole run). progress(finished, submitted) is called now and then.
+  Status run(const std::function<void(uint64_t, uint64_t)>& progress);
+
+  bool engines_done() const;
+  uint64_t finished() const;
+  uint64_t submitted() const;
+  std::vector<RequestRecord> records() const;  // every engine's, engine by engine
+
+  Executor& executor() { return storage_.executor(); }
+  FastTier& tier() { return *tier_; }
+  StagingProvider& provider() { return *provider_; }
+  Controller& controller() { return *controller_; }
+  KvWriter* writer() { return writer_.get(); }
+  std::vector<std::unique_ptr<ServingEngine>>& engines() { return engines_; }
+  EngineStats engine_stats() const;  // summed over the engines
+  const StackConfig& config() const { return config_; }
+
+ private:
+  EvalStack(EvalStorage& storage, const StackConfig& config)
+      : storage_(storage), config_(config) {}
+
+  EvalStorage& storage_;
+  StackConfig config_;
+  std::unique_ptr<FastTier> tier_;
+  std::unique_ptr<StagingProvider> provider_;
+  std::unique_ptr<Controller> controller_;
+  std::vector<std::unique_ptr<TransferEngine>> links_;
+  std::unique_ptr<KvWriter> writer_;
+  std::vector<std::unique_ptr<ServingEngine>> engines_;
+};
+
+}  // namespace tempokv

@@ -1,0 +1,98 @@
+// Scenarios through run_eval() in simulated mode: the JSON rows carry the fields scripts/plot and
+// docs/evaluation.md name, Figure 1 has the paper's shape, and the trace scenario skips cleanly
+// when its file is absent.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/eval.h"
+#include "eval/report.h"
+
+namespace tempokv {
+namespace {
+
+EvalOptions sim_options(const std::string& scenario) {
+  EvalOptions o;
+  o.scenario = scenario;
+  o.profiles_dir = TEMPOKV_PROFILES_DIR;
+  return o;
+}
+
+TEST(EvalScenario, Fig1LeadHidesStagingAndProtectionGrowsWithLead) {
+  auto r = run_eval(sim_options("fig1-lead"));
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->rows.size(), 6u);
+  const EvalRow& zero = r->rows[0];
+  ASSERT_EQ(zero.get("lead_s"), 0.0);
+  const EvalRow* two = nullptr;
+  for (const EvalRow& row : r->rows) {
+    if (row.get("lead_s") == 2.0) two = &row;
+  }
+  ASSERT_NE(two, nullptr);
+  EXPECT_GT(zero.get("ttft_s"), two->get("ttft_s"));
+  // From commit to the end of the transfer: constant while the lead is shorter than staging
+  // (the transfer waits for staging either way), then growing with every second of lead.
+  for (size_t i = 1; i < r->rows.size(); ++i) {
+    const double before = r->rows[i - 1].get("protected_gib_s");
+    const double now = r->rows[i].get("protected_gib_s");
+    if (r->rows[i].get("lead_s") >= 1.0) {
+      EXPECT_GT(now, before) << i;
+    } else {
+      EXPECT_GE(now, before - 1e-9) << i;
+    }
+  }
+}
+
+TEST(EvalScenario, JsonRowsCarryTheCommonAndFigureFields) {
+  auto r = run_eval(sim_options("fig1-lead"));
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  nlohmann::json j = nlohmann::json::parse(rows_json(*r));
+  ASSERT_EQ(j["rows"].size(), r->rows.size());
+  for (const char* field :
+       {"scenario", "policy", "model", "ratio", "fast_tier_gib", "rate", "requests", "completed",
+        "p50_ttft_s", "p95_ttft_s", "p99_ttft_s", "throughput_tok_s", "c_gib_s_per_req",
+        "c_floor_gib_s_per_req", "refused_commits", "ordinary_retrievals", "lead_s", "ttft_s",
+        "protected_gib_s"}) {
+    EXPECT_TRUE(j["rows"][0].contains(field)) << field;
+  }
+  EXPECT_EQ(j["rows"][0]["scenario"], "fig1-lead");
+  EXPECT_NE(requests_csv(*r).find("fig1-lead,commit-at-lead"), std::string::npos);
+}
+
+TEST(EvalScenario, Fig2RowsHaveTheMarginFields) {
+  EvalOptions o = sim_options("fig2-rank");
+  o.policies = {"tempokv"};
+  auto r = run_eval(o);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->rows.size(), 8u);
+  nlohmann::json j = nlohmann::json::parse(rows_json(*r));
+  for (const char* field :
+       {"use_s", "ready_s", "footprint_gib", "backlog_gib", "margin_s", "predecessor_s"}) {
+    EXPECT_TRUE(j["rows"][0].contains(field)) << field;
+  }
+  for (const EvalRow& row : r->rows) {
+    EXPECT_NEAR(row.get("margin_s"), row.get("use_s") - row.get("ready_s"), 1e-12);
+  }
+}
+
+TEST(EvalScenario, TraceSkipsWithAMessageWhenTheFileIsAbsent) {
+  EvalOptions o = sim_options("trace");
+  o.trace_path = "/nonexistent/mooncake_conversation_trace.jsonl";
+  auto r = run_eval(o);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_TRUE(r->skipped);
+  EXPECT_TRUE(r->rows.empty());
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes[0].find("/nonexistent/mooncake_conversation_trace.jsonl"), std::string::npos);
+}
+
+TEST(EvalScenario, UnknownScenarioAndPolicyAreRejectedByName) {
+  EvalOptions o = sim_options("fig9");
+  EXPECT_NE(run_eval(o).status().message().find("fig9"), std::string::npos);
+  o = sim_options("fig4-policies");
+  o.policies = {"sometimes"};
+  EXPECT_NE(run_eval(o).status().message().find("sometimes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tempokv

@@ -1,0 +1,117 @@
+// A tiny simulated run through the evaluation's stack with exact numbers: an SSD moving 1 MiB per
+// ms with no latency, 1 MiB chunks, and a profile whose steps are whole numbers of nanoseconds
+// (retrieval 1 ms + 1 ms per MiB; prefill 10 ms + 10 µs per token; decode 5 ms + 1 µs per
+// context token + 1 ms per sequence).
+#include <gtest/gtest.h>
+
+#include "common/units.h"
+#include "eval/metrics.h"
+#include "eval/stack.h"
+#include "workload/tokens.h"
+
+namespace tempokv {
+namespace {
+
+constexpr uint64_t kTokenBytes = 4096;
+constexpr uint64_t kChunk = 256 * kTokenBytes;
+
+CostProfile exact_profile() {
+  CostProfile p;
+  p.name = "exact";
+  p.model = "test-model";
+  p.kv_bytes_per_token = kTokenBytes;
+  p.prefill_a_s = 0.010;
+  p.prefill_b_s_per_token = 10e-6;
+  p.decode_a_s = 0.005;
+  p.decode_b_s_per_context_token = 1e-6;
+  p.decode_c_s_per_seq = 0.001;
+  p.retrieval_latency_s = 0.001;
+  p.retrieval_bytes_per_s = 1000.0 * kMiB;
+  return p;
+}
+
+Request request(uint64_t id, uint32_t doc, uint32_t question, uint32_t output, int64_t at_ms) {
+  std::vector<uint32_t> tokens;
+  append_synthetic_tokens(id, doc, tokens);
+  Request r;
+  r.id = id;
+  r.arrival = std::chrono::milliseconds(at_ms);
+  r.model = "test-model";
+  r.prompt_tokens = doc + question;
+  r.suffix_tokens = question;
+  r.chunks = chunk_prefix(r.model, tokens, 256, kTokenBytes);
+  r.precomputed_chunks = static_cast<uint32_t>(r.chunks.size());
+  r.output_tokens = r.max_output_tokens = output;
+  return r;
+}
+
+struct Tiny {
+  std::unique_ptr<EvalStorage> storage;
+  std::unique_ptr<EvalStack> stack;
+  TimePoint start{};
+};
+
+Tiny run_tiny(const std::string& policy) {
+  StorageConfig sc;
+  sc.sim_read_bytes_per_s = sc.sim_write_bytes_per_s = 1000.0 * kMiB;
+  sc.sim_latency = Duration::zero();
+  sc.chunk_bytes = kChunk;
+  Tiny t;
+  t.storage = EvalStorage::open(sc).value();
+  // A 1024-token document (4 chunks) with a 16-token question, then a prompt with no hit.
+  std::vector<Request> reqs{request(1, 1024, 16, 2, 0), request(2, 0, 100, 1, 100)};
+  EXPECT_TRUE(t.storage->precompute(reqs).is_ok());
+  StackConfig c;
+  c.policy = policy;
+  c.profile = exact_profile();
+  c.fast_tier_bytes = 64 * kChunk;
+  c.budget_bytes = 32 * kChunk;
+  c.jitter_sigma = 0;
+  t.stack = EvalStack::create(*t.storage, c).value();
+  t.start = t.storage->executor().now();
+  EXPECT_TRUE(t.stack->submit(reqs, t.start).is_ok());
+  EXPECT_TRUE(t.stack->run(nullptr).is_ok());
+  return t;
+}
+
+TEST(EvalStack, DemandRunHasExactTimesAndItsCIsTheStagingFloor) {
+  Tiny t = run_tiny("demand");
+  std::vector<RequestRecord> recs = t.stack->records();
+  ASSERT_EQ(recs.size(), 2u);
+  const RequestRecord& a = recs[0];
+  EXPECT_EQ(a.path, RequestPath::kStaged);
+  // Staging 4 chunks at once: 4 ms; retrieval 1 + 4 ms; prefill of 16 tokens 10.16 ms.
+  EXPECT_EQ(*a.ready - t.start, std::chrono::microseconds(4000));
+  EXPECT_EQ(*a.retrieval_end - *a.retrieval_start, std::chrono::microseconds(5000));
+  EXPECT_EQ(*a.ttft(), std::chrono::microseconds(19'160));
+  // One decode step: 5 ms + 1041 context tokens × 1 µs + 1 ms.
+  EXPECT_EQ(*a.finished - t.start, std::chrono::microseconds(26'201));
+  const RequestRecord& b = recs[1];
+  EXPECT_EQ(b.path, RequestPath::kNoHit);
+  EXPECT_EQ(*b.ttft(), std::chrono::microseconds(11'000));  // prefill of 100 tokens
+
+  RunMetrics m = compute_metrics(recs, t.stack->controller().stats().protected_gib_s,
+                                 1000.0 * kMiB);
+  EXPECT_EQ(m.completed, 2u);
+  EXPECT_DOUBLE_EQ(m.throughput_tok_s, 3 / 0.111);
+  // 4 MiB reserved then protected from the commit (0) to the end of the transfer (9 ms).
+  const double c = 4.0 / 1024 * 0.009 / 2;
+  EXPECT_NEAR(m.c_gib_s_per_req, c, 1e-12);
+  EXPECT_NEAR(m.c_floor_gib_s_per_req, 4.0 / 1024 * 0.005 / 2, 1e-12);
+  EXPECT_NEAR(m.c_floor_staging_gib_s_per_req, c, 1e-12);
+  FastTierStats tier = t.stack->tier().stats();
+  EXPECT_EQ(tier.protected_bytes + tier.reserved_bytes, 0u);
+}
+
+TEST(EvalStack, BaselineNeverProtectsAnything) {
+  Tiny t = run_tiny("lmcache-dax");
+  std::vector<RequestRecord> recs = t.stack->records();
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].path, RequestPath::kOrdinary);
+  // The on-demand read takes the same 4 ms as staging.
+  EXPECT_EQ(*recs[0].ttft(), std::chrono::microseconds(19'160));
+  EXPECT_EQ(t.stack->controller().stats().protected_gib_s, 0.0);
+}
+
+}  // namespace
+}  // namespace tempokv

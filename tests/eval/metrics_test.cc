@@ -1,0 +1,75 @@
+// The evaluation's metrics (DESIGN.md §5) on hand-made values and timelines.
+#include <gtest/gtest.h>
+
+#include "common/units.h"
+#include "eval/metrics.h"
+
+namespace tempokv {
+namespace {
+
+TimePoint at_ms(int64_t ms) { return TimePoint(std::chrono::milliseconds(ms)); }
+
+TEST(Percentile, InterpolatesLinearlyBetweenOrderStatistics) {
+  std::vector<double> v{5, 1, 4, 2, 3};
+  EXPECT_DOUBLE_EQ(percentile(v, 0.5), 3.0);
+  EXPECT_DOUBLE_EQ(percentile(v, 0.95), 4.8);  // position 3.8
+  EXPECT_DOUBLE_EQ(percentile(v, 0.99), 4.96);
+  EXPECT_DOUBLE_EQ(percentile(v, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(percentile(v, 1.0), 5.0);
+  EXPECT_DOUBLE_EQ(percentile({7}, 0.95), 7.0);
+  EXPECT_DOUBLE_EQ(percentile({}, 0.95), 0.0);
+}
+
+RequestRecord record(uint64_t id, int64_t arrival_ms, int64_t first_ms, int64_t finish_ms,
+                     uint32_t tokens) {
+  RequestRecord r;
+  r.id = id;
+  r.arrival = at_ms(arrival_ms);
+  r.first_token = at_ms(first_ms);
+  r.finished = at_ms(finish_ms);
+  r.output_tokens = tokens;
+  return r;
+}
+
+TEST(RunMetrics, ThroughputCountsCompletedTokensOverFirstSubmissionToLastCompletion) {
+  std::vector<RequestRecord> recs{record(1, 1000, 1500, 3000, 10), record(2, 2000, 2200, 5000, 30)};
+  RequestRecord unfinished;
+  unfinished.id = 3;
+  unfinished.arrival = at_ms(4000);
+  recs.push_back(unfinished);
+  RunMetrics m = compute_metrics(recs, 0, 0);
+  EXPECT_EQ(m.requests, 3u);
+  EXPECT_EQ(m.completed, 2u);
+  EXPECT_EQ(m.output_tokens, 40u);
+  EXPECT_DOUBLE_EQ(m.makespan_s, 4.0);  // 1 s -> 5 s
+  EXPECT_DOUBLE_EQ(m.throughput_tok_s, 10.0);
+  EXPECT_DOUBLE_EQ(m.p50_ttft_s, 0.35);  // TTFTs 0.5 and 0.2
+  EXPECT_DOUBLE_EQ(m.p95_ttft_s, 0.2 + 0.95 * 0.3);
+  EXPECT_DOUBLE_EQ(m.mean_ttft_s, 0.35);
+}
+
+TEST(RunMetrics, CDividesTheByteTimeIntegralByCompletedRequestsAndFloorsUseTransfers) {
+  // Two retrieved requests of 2 GiB and 1 GiB with transfers of 0.5 s and 1 s; the byte-time of
+  // the run (say 2 GiB for 3 s + 1 GiB for 2 s = 8 GiB·s) is the controller's integral.
+  RequestRecord a = record(1, 0, 1000, 2000, 1);
+  a.path = RequestPath::kStaged;
+  a.cached_bytes = 2 * kGiB;
+  a.retrieval_start = at_ms(400);
+  a.retrieval_end = at_ms(900);
+  RequestRecord b = record(2, 0, 3000, 4000, 1);
+  b.path = RequestPath::kOrdinary;
+  b.cached_bytes = 1 * kGiB;
+  b.retrieval_start = at_ms(1500);
+  b.retrieval_end = at_ms(2500);
+  std::vector<RequestRecord> recs{a, b};
+  RunMetrics m = compute_metrics(recs, 8.0, 1.0 * double(kGiB));
+  EXPECT_DOUBLE_EQ(m.c_gib_s_per_req, 4.0);
+  EXPECT_DOUBLE_EQ(m.c_floor_gib_s_per_req, (2 * 0.5 + 1 * 1.0) / 2);
+  // With staging at 1 GiB/s alone: 2 GiB × (2 + 0.5) s + 1 GiB × (1 + 1) s.
+  EXPECT_DOUBLE_EQ(m.c_floor_staging_gib_s_per_req, (2 * 2.5 + 1 * 2.0) / 2);
+  EXPECT_EQ(m.staged, 1u);
+  EXPECT_EQ(m.ordinary, 1u);
+}
+
+}  // namespace
+}  // namespace tempokv

@@ -1,0 +1,184 @@
+// `tempokv eval`: runs a scenario of the evaluation (src/eval, docs/evaluation.md), prints its
+// table and comparisons, writes the JSON rows and per-request CSV, and draws the figures.
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "eval/eval.h"
+#include "eval/report.h"
+#include "eval_paths.h"
+#include "tempokv/commands.h"
+#include "tempokv/progress.h"
+
+namespace tempokv::cli {
+namespace {
+
+// A progress bar per run that appears only once the run has taken a couple of seconds.
+class EvalProgress {
+ public:
+  void update(const std::string& label, uint64_t done, uint64_t total) {
+    auto now = std::chrono::steady_clock::now();
+    if (label != label_) {
+      bar_.reset();
+      label_ = label;
+      since_ = now;
+    }
+    if (!bar_ && now - since_ < std::chrono::seconds(2)) return;
+    if (!bar_) bar_ = std::make_unique<ProgressBar>(label, total);
+    bar_->update(done);
+  }
+  void clear() { bar_.reset(); }
+
+ private:
+  std::string label_;
+  std::chrono::steady_clock::time_point since_{};
+  std::unique_ptr<ProgressBar> bar_;
+};
+
+struct EvalCli {
+  EvalOptions options;
+  std::string mode = "sim";
+  std::string out_dir;
+  std::string json_path;
+  bool plots = false;
+  bool quiet = false;
+  std::optional<double> fast_tier_gib, jitter, window_s;
+};
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+int run(EvalCli& c) {
+  EvalOptions& o = c.options;
+  if (c.mode != "sim" && c.mode != "real") {
+    std::cerr << "eval: --mode must be sim or real (got '" << c.mode << "')\n";
+    return 2;
+  }
+  o.mode = c.mode == "sim" ? EvalMode::kSim : EvalMode::kReal;
+  o.fast_tier_gib = c.fast_tier_gib;
+  o.jitter_sigma = c.jitter;
+  o.window_s = c.window_s;
+  const std::string root = find_repo_root();
+  if (o.profiles_dir.empty()) {
+    if (root.empty()) {
+      std::cerr << "eval: cannot find profiles/ beside the executable or the source tree; pass "
+                   "--profiles DIR\n";
+      return 2;
+    }
+    o.profiles_dir = root + "/profiles";
+  }
+  if (o.trace_path.empty() && !root.empty()) {
+    o.trace_path = root + "/../shared/traces/mooncake_conversation_trace.jsonl";
+  }
+  if (o.mode == EvalMode::kReal && o.dir.empty()) o.dir = "/var/tmp/tempokv-eval";
+  auto progress = std::make_shared<EvalProgress>();
+  if (!c.quiet) {
+    o.progress = [progress](const std::string& label, uint64_t done, uint64_t total) {
+      progress->update(label, done, total);
+    };
+  }
+  o.log = [progress](const std::string& line) {
+    progress->clear();
+    std::cout << line << std::endl;
+  };
+
+  std::cout << "tempokv eval --scenario " << o.scenario << " --mode " << c.mode << "\n";
+  Result<EvalResult> r = run_eval(o);
+  progress->clear();
+  if (!r.is_ok()) {
+    std::cerr << "eval: " << r.status().to_string() << "\n";
+    return 1;
+  }
+  if (r->skipped) return 0;
+  std::cout << "\n" << format_eval_table(*r);
+  const std::string summary = format_eval_summary(*r);
+  if (!summary.empty()) std::cout << "\n" << summary;
+
+  if (!c.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(c.out_dir, ec);
+    if (c.json_path.empty()) c.json_path = c.out_dir + "/eval-" + o.scenario + ".json";
+    const std::string csv = c.out_dir + "/requests-" + o.scenario + ".csv";
+    if (Status st = write_requests_csv(*r, csv); !st.is_ok()) {
+      std::cerr << "eval: " << st.to_string() << "\n";
+      return 1;
+    }
+    std::cout << "CSV: " << csv << "\n";
+  }
+  if (!c.json_path.empty()) {
+    if (Status st = write_rows_json(*r, c.json_path); !st.is_ok()) {
+      std::cerr << "eval: " << st.to_string() << "\n";
+      return 1;
+    }
+    std::cout << "JSON: " << c.json_path << "\n";
+  }
+  if (c.plots) {
+    if (c.json_path.empty() || root.empty()) {
+      std::cerr << "eval: --plots needs --out or --json, and scripts/plot in the source tree\n";
+      return 1;
+    }
+    std::string dir = c.out_dir.empty()
+                          ? std::filesystem::path(c.json_path).parent_path().string()
+                          : c.out_dir;
+    if (dir.empty()) dir = ".";
+    const std::string cmd = "/usr/bin/python3 " + shell_quote(root + "/scripts/plot") + " " +
+                            shell_quote(dir) + " " + shell_quote(c.json_path);
+    if (std::system(cmd.c_str()) != 0) {
+      std::cerr << "eval: scripts/plot failed (needs python3-matplotlib: scripts/install-deps)\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app, int* exit_code) {
+  auto c = std::make_shared<EvalCli>();
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "Run an evaluation scenario (the paper's figures, the Mooncake trace) in sim or "
+              "real mode");
+  cmd->add_option("--mode", c->mode, "sim (paper testbed, virtual time) or real (this machine)")
+      ->capture_default_str();
+  cmd->add_option("--scenario", c->options.scenario,
+                  "fig4-policies, fig5-capacity, fig6-rate, trace, fig1-lead, fig2-rank")
+      ->required();
+  cmd->add_option("--policies", c->options.policies,
+                  "Comma list of demand, immediate, queue-1, queue-4, tempokv-static, tempokv, "
+                  "lmcache-dax (default: the scenario's)")
+      ->delimiter(',');
+  cmd->add_option("--models", c->options.models, "fig4: llama-3.1-8b, qwen2.5-14b")
+      ->delimiter(',');
+  cmd->add_option("--ratios", c->options.ratios, "fig4: prefix cache ratios (0.5,0.75,1.0)")
+      ->delimiter(',');
+  cmd->add_option("--out", c->out_dir, "Write eval-<scenario>.json and requests-<scenario>.csv here");
+  cmd->add_option("--json", c->json_path, "Write the JSON rows to this file");
+  cmd->add_flag("--plots", c->plots, "Draw the figures with scripts/plot into --out");
+  cmd->add_option("--seed", c->options.seed, "Workload and jitter seed")->capture_default_str();
+  cmd->add_option("--engines", c->options.engines,
+                  "Data-parallel engines (default 1; trace: chosen from the load)");
+  cmd->add_option("--fast-tier-gib", c->fast_tier_gib,
+                  "Fast-tier capacity (budget: half); default 100 (sim), 3.125 (real)");
+  cmd->add_option("--jitter", c->jitter, "Step-time jitter sigma (default 0.05)");
+  cmd->add_option("--trace", c->options.trace_path,
+                  "Mooncake trace (default ../shared/traces/mooncake_conversation_trace.jsonl)");
+  cmd->add_option("--window-s", c->window_s, "trace: seconds of trace to replay (default all)");
+  cmd->add_option("--window-start-s", c->options.window_start_s, "trace: where the window starts")
+      ->capture_default_str();
+  cmd->add_option("--time-scale", c->options.time_scale, "trace: arrival times × this")
+      ->capture_default_str();
+  cmd->add_option("--profiles", c->options.profiles_dir, "Directory of the cost profiles");
+  cmd->add_option("--dir", c->options.dir,
+                  "real: store directory on the SSD (default /var/tmp/tempokv-eval)");
+  cmd->add_flag("--keep", c->options.keep, "real: keep the store directory afterwards");
+  cmd->add_flag("--quiet", c->quiet, "No progress bar");
+  cmd->callback([c, exit_code] { *exit_code = run(*c); });
+}
+
+}  // namespace tempokv::cli
