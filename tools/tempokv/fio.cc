@@ -116,6 +116,11 @@ Result<FioResult> run_fio(const FioJob& job) {
     if (first && r.contains("clat_ns")) result.read_lat_mean_us = r["clat_ns"].value("mean", 0.0) / 1e3;
     first = false;
   }
+  // Jobs of FioJob::ranges run one after another (stonewall): their bandwidths do not add up; the
+  // rate is all bytes over all runtime. Concurrent jobs' bandwidths do add up.
+  if (!job.ranges.empty() && result.read_runtime_s > 0) {
+    result.read_bytes_per_s = static_cast<double>(result.read_bytes) / result.read_runtime_s;
+  }
   return result;
 }
 

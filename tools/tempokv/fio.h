@@ -41,7 +41,9 @@ struct FioJob {
 struct FioResult {
   uint64_t read_bytes = 0;
   uint64_t read_ios = 0;
-  double read_bytes_per_s = 0;  // fio's bandwidth (bw_bytes), summed over jobs
+  // fio's bandwidth: bw_bytes summed over concurrent jobs; for FioJob::ranges (jobs run one after
+  // another) the bytes of all jobs over their summed runtime.
+  double read_bytes_per_s = 0;
   double read_runtime_s = 0;    // the longest job's read runtime (the sum for FioJob::ranges)
   double read_lat_mean_us = 0;  // completion latency mean of the first job
   uint64_t write_bytes = 0;
