@@ -49,6 +49,9 @@ struct EvalOptions {
   std::string dir;          // store directory (created; removed afterwards unless keep)
   bool keep = false;
   Duration real_run_limit = std::chrono::minutes(10);  // per run, wall clock
+  // Runs of each configuration; the row (and its CSV records) is the run with the median p95
+  // TTFT, plus its spread. Real mode on a shared machine needs it; sim runs are deterministic.
+  uint32_t repeats = 1;
 
   // label, requests finished, requests submitted
   std::function<void(const std::string&, uint64_t, uint64_t)> progress;

@@ -1,5 +1,6 @@
 #include "eval/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -84,12 +85,31 @@ Result<EvalRow> Runner::run(RunSpec spec) {
     warmed_up_ = true;
     RunSpec warm = spec;
     warm.label = "warm-up";
-    TEMPOKV_RETURN_IF_ERROR(run_once(std::move(warm), false).status());
+    TEMPOKV_RETURN_IF_ERROR(run_once(std::move(warm)).status());
   }
-  return run_once(std::move(spec), true);
+  const uint32_t n = std::max<uint32_t>(1, options_.repeats);
+  std::vector<Outcome> outcomes;
+  for (uint32_t i = 0; i < n; ++i) {
+    RunSpec copy = spec;
+    if (n > 1) copy.label += " (" + std::to_string(i + 1) + "/" + std::to_string(n) + ")";
+    TEMPOKV_ASSIGN_OR_RETURN(Outcome o, run_once(std::move(copy)));
+    outcomes.push_back(std::move(o));
+  }
+  std::sort(outcomes.begin(), outcomes.end(), [](const Outcome& a, const Outcome& b) {
+    return a.row.p95_ttft_s < b.row.p95_ttft_s;
+  });
+  Outcome chosen = std::move(outcomes[n / 2]);
+  if (n > 1) {
+    chosen.row.extra.emplace_back("repeats", double(n));
+    chosen.row.extra.emplace_back("p95_ttft_min_s", outcomes.front().row.p95_ttft_s);
+    chosen.row.extra.emplace_back("p95_ttft_max_s", outcomes.back().row.p95_ttft_s);
+  }
+  result_.rows.push_back(chosen.row);
+  result_.runs.push_back({result_.rows.size() - 1, chosen.start, std::move(chosen.records)});
+  return chosen.row;
 }
 
-Result<EvalRow> Runner::run_once(RunSpec spec, bool record) {
+Result<Runner::Outcome> Runner::run_once(RunSpec spec) {
   TEMPOKV_ASSIGN_OR_RETURN(EvalStorage * storage, storage_for(spec.stack, spec.fresh_storage));
   if (spec.precompute) TEMPOKV_RETURN_IF_ERROR(storage->precompute(spec.requests));
   if (!spec.also_precompute.empty()) {
@@ -141,11 +161,7 @@ Result<EvalRow> Runner::run_once(RunSpec spec, bool record) {
   row.wall_s = wall_s;
   if (spec.after_run) spec.after_run(*stack, start, row);
   stack.reset();
-  if (!record) return row;
-
-  result_.rows.push_back(row);
-  result_.runs.push_back({result_.rows.size() - 1, start, std::move(records)});
-  return row;
+  return Outcome{std::move(row), start, std::move(records)};
 }
 
 }  // namespace tempokv

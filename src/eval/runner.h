@@ -46,9 +46,10 @@ class Runner {
   std::vector<std::string> policies(std::vector<std::string> defaults) const;
   void note(const std::string& line);
 
-  // Runs one spec; the row lands in result.rows (returned). In real mode the first run of a
-  // scenario is preceded by the same run unmeasured (first touch of memory, the SSD settling
-  // after the precompute's writes), so the first policy measured is not penalised.
+  // Runs one spec options.repeats times; the run with the median p95 TTFT lands in result.rows
+  // (returned). In real mode the first run of a scenario is preceded by the same run unmeasured
+  // (first touch of memory, the SSD settling after the precompute's writes), so the first policy
+  // measured is not penalised.
   Result<EvalRow> run(RunSpec spec);
   // Real mode: closes the shared store and removes its directory (unless keep). Idempotent.
   Status finish();
@@ -60,7 +61,12 @@ class Runner {
 
  private:
   Result<EvalStorage*> storage_for(const StackConfig& stack, bool fresh);
-  Result<EvalRow> run_once(RunSpec spec, bool record);
+  struct Outcome {
+    EvalRow row;
+    TimePoint start{};
+    std::vector<RequestRecord> records;
+  };
+  Result<Outcome> run_once(RunSpec spec);
 
   const EvalOptions& options_;
   EvalResult& result_;

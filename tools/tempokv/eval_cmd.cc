@@ -177,6 +177,9 @@ void add_eval_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--dir", c->options.dir,
                   "real: store directory on the SSD (default /var/tmp/tempokv-eval)");
   cmd->add_flag("--keep", c->options.keep, "real: keep the store directory afterwards");
+  cmd->add_option("--repeats", c->options.repeats,
+                  "Runs of each configuration; reports the run with the median p95 TTFT")
+      ->check(CLI::Range(1u, 99u));
   cmd->add_flag("--quiet", c->quiet, "No progress bar");
   cmd->callback([c, exit_code] { *exit_code = run(*c); });
 }
