@@ -112,11 +112,13 @@ void ServingEngine::copies_done(uint64_t id) {
   Live& r = live_.at(id);
   Iteration& it = *iter_;
   r.rec.retrieval_end = executor_.now();
+  // End the transfer (and the claim's protection) before checking the bytes: verification reads
+  // the device buffer, not the tier, and is a test of the run, not part of the retrieval.
+  Status st = end_transfer(id);
   if (it.copy_status.is_ok()) {
     stats_.retrieved_bytes += r.rec.cached_bytes;
     if (options_.verify_bytes) verify(r);
   }
-  Status st = end_transfer(id);
   fill_claim_timeline(r);
   if (!it.copy_status.is_ok()) {
     fall_back(r, it.copy_status);
