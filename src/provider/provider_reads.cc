@@ -18,6 +18,7 @@ double StagingProvider::served_now() const {
 // Call before the number of reads in flight changes: closes the interval that ran at the old
 // number, for both the fluid model and the busy-time calibration.
 void StagingProvider::note_in_flight_change() {
+  ++state_version_;
   served_ = served_now();
   fluid_last_ = executor_.now();
   rate_.advance(fluid_last_, static_cast<uint32_t>(in_flight_keys_.size()));
@@ -43,6 +44,7 @@ void StagingProvider::pump() {
       rec.read = ReadState::kInFlight;
       chosen.push_back(*it);
       queued_bytes_ -= rec.read_bytes;
+      ++state_version_;
       it = queue_.erase(it);
     }
     for (const Key& key : chosen) issue(key);

@@ -140,6 +140,7 @@ void StagingProvider::maybe_forget(const Key& key) {
   if (rec.read == ReadState::kQueued) {
     queued_bytes_ -= rec.read_bytes;
     queue_.erase(rec.queue_pos);
+    ++state_version_;
   }
   objects_.erase(it);
 }

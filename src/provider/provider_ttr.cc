@@ -1,6 +1,8 @@
 // StagingProvider's estimators: the state-aware TTR of DESIGN.md §4 and TempoKV-Static's.
 #include <algorithm>
 #include <cmath>
+#include <queue>
+#include <limits>
 #include <unordered_set>
 
 #include "common/units.h"
@@ -9,7 +11,7 @@
 
 namespace tempokv {
 
-Duration StagingProvider::ttr(const StagingClaim& claim) const {
+Duration StagingProvider::ttr_reference(const StagingClaim& claim) const {
   const uint64_t epoch = ++ttr_epoch_;
   uint64_t needed = 0;
   std::vector<PlannedRead> fresh;  // reads the claim would add, in manifest order
@@ -54,6 +56,119 @@ Duration StagingProvider::ttr(const StagingClaim& claim) const {
   double s = project_last_finish_s(in_flight, next, options_.max_reads_in_flight,
                                    rate_.bytes_per_s(), needed);
   return Duration(std::llround(s * 1e9));
+}
+
+// The reads in service share the rate equally; the projection tracks `served`, the progress every
+// read in service has received, and orders reads by the progress at which they finish (as
+// project_last_finish_s does, with the same arithmetic, so ttr() equals ttr_reference()).
+const StagingProvider::TtrSnapshot& StagingProvider::ttr_snapshot() const {
+  const TimePoint now = executor_.now();
+  if (snap_.version == state_version_ && snap_.at == now) return snap_;
+  const uint64_t version = state_version_;
+  const double rate = rate_.bytes_per_s();
+  const double served_now_bytes = served_now();
+  using Active = std::pair<double, const ObjectRec*>;
+  std::priority_queue<Active, std::vector<Active>, std::greater<>> active;
+  for (const Key& key : in_flight_keys_) {
+    const ObjectRec& rec = objects_.at(key);
+    double done = served_now_bytes - rec.served_at_issue;
+    active.push({std::max(0.0, static_cast<double>(rec.read_bytes) - done), &rec});
+  }
+  auto queued = queue_.begin();
+  double served = 0, t = 0;
+  auto refill = [&] {  // true when the queue ran out with a slot free
+    while (active.size() < options_.max_reads_in_flight) {
+      if (queued == queue_.end()) return true;
+      const ObjectRec& rec = objects_.at(*queued++);
+      active.push({served + static_cast<double>(rec.read_bytes), &rec});
+    }
+    return false;
+  };
+  while (!refill()) {
+    Active top = active.top();
+    active.pop();
+    double n = static_cast<double>(active.size() + 1);
+    if (top.first > served) {
+      t += (top.first - served) * n / rate;
+      served = top.first;
+    }
+    top.second->snap_finish_s = t;
+    top.second->snap_version = version;
+  }
+  snap_.active.clear();
+  while (!active.empty()) {
+    active.top().second->snap_finish_s = std::numeric_limits<double>::quiet_NaN();
+    active.top().second->snap_version = version;
+    snap_.active.push_back(active.top());
+    active.pop();
+  }
+  snap_.version = version;
+  snap_.at = now;
+  snap_.served = served;
+  snap_.t = t;
+  return snap_;
+}
+
+Duration StagingProvider::ttr(const StagingClaim& claim) const {
+  const TtrSnapshot& snap = ttr_snapshot();
+  const uint64_t epoch = ++ttr_epoch_;
+  uint64_t in_service = 0;  // needed reads still in service where the queue runs out
+  double covered_s = 0;     // latest finish of needed reads that end before that
+  bool needed = false;
+  std::vector<double> fresh;  // bytes of reads the claim would add, in manifest order
+  std::unordered_set<Key> fresh_keys;
+  for (const ManifestEntry& e : claim.objects) {
+    if (tier_.resident(e.key)) continue;
+    auto it = objects_.find(e.key);
+    if (it != objects_.end() && it->second.read != ReadState::kNone) {
+      const ObjectRec& rec = it->second;
+      if (rec.mark == epoch) continue;
+      rec.mark = epoch;
+      needed = true;
+      if (std::isnan(rec.snap_finish_s)) {
+        ++in_service;
+      } else {
+        covered_s = std::max(covered_s, rec.snap_finish_s);
+      }
+      continue;
+    }
+    if (fresh_keys.insert(e.key).second) {
+      fresh.push_back(static_cast<double>(round_up(e.bytes, kBlockBytes)));
+      needed = true;
+    }
+  }
+  if (!needed) return Duration::zero();
+  double last = covered_s;
+  uint64_t left = in_service + fresh.size();
+  if (left > 0) {
+    // From where the queue runs out: the reads still in service and the claim's new reads.
+    using Active = std::pair<double, bool>;  // (finish progress, needed)
+    std::priority_queue<Active, std::vector<Active>, std::greater<>> active;
+    for (const auto& [finish, rec] : snap.active) active.push({finish, rec->mark == epoch});
+    double served = snap.served, t = snap.t;
+    size_t next_fresh = 0;
+    auto refill = [&] {
+      while (active.size() < options_.max_reads_in_flight && next_fresh < fresh.size()) {
+        active.push({served + fresh[next_fresh++], true});
+      }
+    };
+    refill();
+    while (left > 0 && !active.empty()) {
+      Active top = active.top();
+      active.pop();
+      double n = static_cast<double>(active.size() + 1);
+      if (top.first > served) {
+        t += (top.first - served) * n / rate_.bytes_per_s();
+        served = top.first;
+      }
+      if (top.second) {
+        --left;
+        last = std::max(last, t);
+      }
+      refill();
+    }
+  }
+  return Duration(std::llround(last * 1e9));
 }
 
 Duration StagingProvider::ttr_bound(uint64_t extra_bytes) const {

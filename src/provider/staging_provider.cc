@@ -87,6 +87,7 @@ void StagingProvider::enqueue(const Key& key, ObjectRec& rec) {
   }
   rec.read = ReadState::kQueued;
   rec.queue_pos = queue_.insert(queue_.end(), key);
+  ++state_version_;
   queued_bytes_ += rec.read_bytes;
 }
 

@@ -114,6 +114,9 @@ class StagingProvider {
   // Time until every object of `claim` would be resident and protected if committed now: the
   // state-aware projection (ttr_projection.h). 0 when all are resident. No I/O.
   Duration ttr(const StagingClaim& claim) const;
+  // The same projection run for this claim alone over the whole queue: the definition ttr()
+  // must equal (ttr() shares the part before the queue runs out between claims). For tests.
+  Duration ttr_reference(const StagingClaim& claim) const;
   // An upper bound of ttr() for any claim whose new reads total at most extra_bytes: every
   // outstanding read and the new ones moving at the calibrated aggregate rate (reads in service
   // always share the whole rate). O(reads in flight); lets the controller skip claims whose TTU is
@@ -148,6 +151,20 @@ class StagingProvider {
     std::list<Key>::iterator queue_pos;  // when queued
     double served_at_issue = 0;          // when in flight: fluid progress at issue
     mutable uint64_t mark = 0;           // ttr(): the projection that needs it
+    // ttr()'s shared projection (snapshot version snap_version): when this read finishes, in
+    // seconds from now, or NaN when it is still in service where the queue runs out.
+    mutable double snap_finish_s = 0;
+    mutable uint64_t snap_version = 0;
+  };
+  // The reads in flight and the queue projected (as in ttr_projection.h) up to the first moment a
+  // slot is free and the queue is empty: where any claim's new reads would start. Rebuilt when
+  // the queue, the reads in flight, the rate or the clock changed since.
+  struct TtrSnapshot {
+    uint64_t version = 0;  // state_version_ it was built at; 0: never
+    TimePoint at{};
+    double served = 0;  // projection progress and time where the queue runs out
+    double t = 0;
+    std::vector<std::pair<double, const ObjectRec*>> active;  // (finish progress, read) in service
   };
   struct ClaimRec {
     bool ordinary = false;
@@ -187,6 +204,8 @@ class StagingProvider {
   void on_read_done(const Key& key, Result<size_t> result);
   void note_in_flight_change();
   double served_now() const;
+  // provider_ttr.cc
+  const TtrSnapshot& ttr_snapshot() const;
 
   Executor& executor_;
   Store& store_;
@@ -205,6 +224,8 @@ class StagingProvider {
   bool pumping_ = false;
   bool repump_ = false;
   mutable uint64_t ttr_epoch_ = 0;
+  uint64_t state_version_ = 1;  // bumped whenever the queue or the reads in flight change
+  mutable TtrSnapshot snap_;
   std::vector<std::pair<ReadyCallback, std::pair<ClaimId, Status>>> callbacks_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // store callbacks check it
   ProviderStats stats_;
