@@ -139,6 +139,8 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
     } else {
       xo.kind = TransferEngineKind::kEmulated;
       xo.pin_with_mlock = false;  // the fast tier is not registered; nothing to pin
+      // The device link runs at the profile's retrieval rate, as the GPU runs at its compute.
+      xo.emulated_link_bytes_per_s = config.profile.retrieval_bytes_per_s;
     }
     TEMPOKV_ASSIGN_OR_RETURN(auto link, make_transfer_engine(ex, xo));
     s->links_.push_back(std::move(link));

@@ -109,13 +109,25 @@ void EmulatedTransferEngine::worker_loop() {
     Job job = std::move(jobs_.front());
     jobs_.pop_front();
     lock.unlock();
+    const auto start = std::chrono::steady_clock::now();
     std::memcpy(job.dst, job.src, job.bytes);
     counters_.add_emulated_device(job.bytes);
-    executor_.post([cb = std::move(job.cb)] { cb(Status::ok()); });
+    if (options_.emulated_link_bytes_per_s > 0) {
+      // The link carries one copy after another: this one ends no earlier than its bytes at the
+      // link's rate after the link came free (or after it started, if the link was idle).
+      link_free_ = std::max(link_free_, start) +
+                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                       std::chrono::duration<double>(double(job.bytes) /
+                                                     options_.emulated_link_bytes_per_s));
+      std::this_thread::sleep_until(link_free_);
+    }
     lock.lock();
+    // Count the copy before its callback can run, so a caller that saw it complete sees it in
+    // stats() too.
     ++copies_;
     bytes_ += job.bytes;
     --in_flight_;
+    executor_.post([cb = std::move(job.cb)] { cb(Status::ok()); });
   }
 }
 

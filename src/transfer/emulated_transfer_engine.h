@@ -5,6 +5,7 @@
 // Thread safety: as TransferEngine. One worker thread; callbacks are posted to the Executor.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -57,6 +58,7 @@ class EmulatedTransferEngine final : public TransferEngine {
   uint64_t in_flight_ = 0;
   pthread_t worker_handle_{};
   std::thread worker_;
+  std::chrono::steady_clock::time_point link_free_{};  // worker only: when the emulated link is free
 };
 
 }  // namespace tempokv

@@ -24,6 +24,10 @@ Status TransferEngineOptions::validate() const {
   if (sim_copy_latency < Duration::zero()) {
     return Status::invalid_argument("TransferEngineOptions.sim_copy_latency must not be negative");
   }
+  if (!(emulated_link_bytes_per_s >= 0)) {
+    return Status::invalid_argument(
+        "TransferEngineOptions.emulated_link_bytes_per_s must not be negative (0: unpaced)");
+  }
   if (cuda_device < 0) {
     return Status::invalid_argument("TransferEngineOptions.cuda_device must not be negative");
   }

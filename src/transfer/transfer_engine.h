@@ -55,6 +55,11 @@ struct TransferEngineOptions {
   TransferEngineKind kind = TransferEngineKind::kAuto;
   int cuda_device = 0;           // CUDA device ordinal
   bool pin_with_mlock = true;    // emulated: mlock registered host buffers (pinned memory)
+  // Emulated: the rate of the host -> device link it stands in for. Copies still move every byte
+  // with memcpy, one after another, but none completes before the link could have carried it
+  // (0: as fast as memcpy). Real-mode evaluation sets the cost profile's retrieval rate, as the
+  // GPU's compute is emulated by the profile too.
+  double emulated_link_bytes_per_s = 0;
   // Simulated engine: copies run one after another on one link; each takes the latency, then its
   // bytes at the bandwidth.
   Duration sim_copy_latency = std::chrono::microseconds(10);

@@ -76,5 +76,29 @@ TEST_F(EmulatedTransferTest, AutoPicksEmulatedWithoutAGpu) {
   EXPECT_EQ(e->device_description(), "emulated");
 }
 
+TEST(EmulatedTransferLink, CopiesTakeAtLeastTheirBytesAtTheLinkRate) {
+  RealExecutor exec;
+  TransferEngineOptions o;
+  o.kind = TransferEngineKind::kEmulated;
+  o.emulated_link_bytes_per_s = 1e9;  // 4 MiB in 4.19 ms, two in 8.39 ms
+  auto engine = make_transfer_engine(exec, o).value();
+  auto dst = engine->allocate(8 << 20).value();
+  std::vector<uint8_t> src(8 << 20, 7);
+  int done = 0;
+  TimePoint start = exec.now();
+  for (int i = 0; i < 2; ++i) {
+    engine->copy_to_device(src.data() + i * (4 << 20), *dst, i * (4 << 20), 4 << 20,
+                           [&](Status st) {
+                             EXPECT_TRUE(st.is_ok());
+                             ++done;
+                           });
+  }
+  exec.run_until([&] { return done == 2; });
+  EXPECT_GE(exec.now() - start, std::chrono::microseconds(8388));  // 8 MiB at 1e9 B/s
+  EXPECT_EQ(dst->data()[(8 << 20) - 1], std::byte{7});
+  o.emulated_link_bytes_per_s = -1;
+  EXPECT_EQ(make_transfer_engine(exec, o).status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace tempokv
