@@ -14,65 +14,21 @@
 #include <cstdlib>
 #include <memory>
 
-#include "common/units.h"
+#include "bench_stack.h"
 #include "controller/controller.h"
-#include "executor/sim_executor.h"
-#include "fasttier/fast_tier.h"
-#include "provider/staging_provider.h"
-#include "ssd/sim_ssd_engine.h"
-#include "store/store.h"
 
 namespace tempokv {
 namespace {
 
-constexpr uint64_t kObj = 32 * kMiB;  // a 256-token chunk of Llama-3.1-8B
-constexpr uint64_t kPool = 4096;      // chunks in the store
+using bench::kObj;
+using bench::must;
+constexpr uint64_t kPool = 4096;  // chunks in the store
 constexpr uint64_t kClaims = 10'000;
 constexpr double kRate = 4.0 * static_cast<double>(kGiB);
 
-template <typename T>
-T must(Result<T> r) {
-  if (!r.is_ok()) {
-    std::fprintf(stderr, "controller_bench: %s\n", r.status().to_string().c_str());
-    std::abort();
-  }
-  return std::move(r).value();
-}
-void must(const Status& s) {
-  if (!s.is_ok()) {
-    std::fprintf(stderr, "controller_bench: %s\n", s.to_string().c_str());
-    std::abort();
-  }
-}
-
-struct Stack {
-  Stack(Duration spacing_between, bool full_scan) : spacing(spacing_between) {
-    SsdEngineOptions eo;
-    eo.kind = SsdEngineKind::kSimulated;
-    eo.sim_latency = Duration::zero();
-    eo.sim_read_bytes_per_s = kRate;
-    eo.sim_write_bytes_per_s = 1e15;  // filling the store is not what is measured
-    engine = std::make_unique<SimSsdEngine>(ex, eo);
-    StoreOptions so;
-    so.simulated = true;
-    so.segment_bytes = 64 * kObj;
-    so.capacity_bytes = (kPool + 128) * kObj;
-    so.max_object_bytes = kObj;
-    store = must(Store::open(ex, *engine, so));
-    for (uint64_t i = 0; i < kPool; ++i) {
-      store->put(Key{1, i}, {0, 256}, nullptr, kObj, [](Status) {});
-    }
-    ex.run();
-    FastTierOptions to;
-    to.capacity_bytes = 1024 * kObj;
-    to.protected_budget_bytes = 512 * kObj;
-    to.slot_bytes = kObj;
-    to.backing = BackingKind::kMetadata;
-    tier = must(FastTier::create(to));
-    ProviderOptions po;
-    po.max_reads_in_flight = 16;
-    po.prior_read_bytes_per_s = kRate;
-    provider = must(StagingProvider::create(ex, *store, *tier, po));
+struct Stack : bench::Stack {
+  Stack(Duration spacing_between, bool full_scan)
+      : bench::Stack(bench::StackOptions{kPool, 1024, 512, 16, kRate}), spacing(spacing_between) {
     ControllerOptions co;
     co.full_scan = full_scan;
     controller = std::make_unique<Controller>(ex, *provider, make_commit_policy("tempokv").value(),
@@ -98,11 +54,6 @@ struct Stack {
   void report(ClaimId id, Duration ttu) { must(controller->report(id, manifest(id), ttu)); }
 
   Duration spacing;
-  SimExecutor ex;
-  std::unique_ptr<SimSsdEngine> engine;
-  std::unique_ptr<Store> store;
-  std::unique_ptr<FastTier> tier;
-  std::unique_ptr<StagingProvider> provider;
   std::unique_ptr<Controller> controller;
   TimePoint t0{};
 };

@@ -8,65 +8,19 @@
 #include <cstdlib>
 #include <memory>
 
-#include "common/units.h"
-#include "executor/sim_executor.h"
-#include "fasttier/fast_tier.h"
-#include "provider/staging_provider.h"
-#include "ssd/sim_ssd_engine.h"
-#include "store/store.h"
+#include "bench_stack.h"
 
 namespace tempokv {
 namespace {
 
-constexpr uint64_t kObj = 32 * kMiB;  // a 256-token chunk of Llama-3.1-8B
+using bench::kObj;
+using bench::must;
 
-template <typename T>
-T must(Result<T> r) {
-  if (!r.is_ok()) {
-    std::fprintf(stderr, "provider_bench: %s\n", r.status().to_string().c_str());
-    std::abort();
-  }
-  return std::move(r).value();
-}
-
-// A simulated stack whose store holds `objects` chunks.
-struct Stack {
-  explicit Stack(uint64_t objects, uint32_t max_reads = 16) {
-    SsdEngineOptions eo;
-    eo.kind = SsdEngineKind::kSimulated;
-    eo.sim_write_bytes_per_s = 1e15;  // filling the store is not what is measured
-    engine = std::make_unique<SimSsdEngine>(ex, eo);
-    StoreOptions so;
-    so.simulated = true;
-    so.segment_bytes = 64 * kObj;
-    so.capacity_bytes = (objects + 128) * kObj;
-    so.max_object_bytes = kObj;
-    store = must(Store::open(ex, *engine, so));
-    for (uint64_t i = 0; i < objects; ++i) {
-      store->put(Key{1, i}, {0, 256}, nullptr, kObj, [](Status) {});
-    }
-    ex.run();
-    FastTierOptions to;
-    to.capacity_bytes = 2 * objects * kObj;
-    to.protected_budget_bytes = objects * kObj + kObj;
-    to.slot_bytes = kObj;
-    to.backing = BackingKind::kMetadata;
-    tier = must(FastTier::create(to));
-    ProviderOptions po;
-    po.max_reads_in_flight = max_reads;
-    provider = must(StagingProvider::create(ex, *store, *tier, po));
-  }
-  static StagingClaim claim(ClaimId id, uint64_t first, uint64_t n) {
-    StagingClaim c{id, {}};
-    for (uint64_t i = first; i < first + n; ++i) c.objects.push_back({Key{1, i}, kObj});
-    return c;
-  }
-
-  SimExecutor ex;
-  std::unique_ptr<SimSsdEngine> engine;
-  std::unique_ptr<Store> store;
-  std::unique_ptr<FastTier> tier;
-  std::unique_ptr<StagingProvider> provider;
+// A simulated stack whose store holds `objects` chunks, with room and budget for all of them.
+struct Stack : bench::Stack {
+  explicit Stack(uint64_t objects, uint32_t max_reads = 16)
+      : bench::Stack(bench::StackOptions{objects, 2 * objects, objects + 1, max_reads,
+                                         11.0 * double(kGiB)}) {}
 };
 
 // ttr() of a claim of 8 new objects behind 1,000 reads (16 in flight, 984 queued).
