@@ -6,6 +6,16 @@ find_package(CLI11 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+# msgpack-c (C++, header-only, libmsgpack-cxx-dev). Its CMake package (msgpack-config.cmake under
+# cmake/msgpackc-cxx) requires Boost, which MSGPACK_NO_BOOST makes unnecessary, so the header is
+# found directly and wrapped in our own interface target.
+find_path(MSGPACK_INCLUDE_DIR msgpack.hpp)
+if(NOT MSGPACK_INCLUDE_DIR)
+  message(FATAL_ERROR "msgpack.hpp not found: install libmsgpack-cxx-dev (scripts/install-deps)")
+endif()
+add_library(tempokv_msgpack INTERFACE)
+target_include_directories(tempokv_msgpack SYSTEM INTERFACE ${MSGPACK_INCLUDE_DIR})
+target_compile_definitions(tempokv_msgpack INTERFACE MSGPACK_NO_BOOST MSGPACK_DEFAULT_API_VERSION=3)
 if(TEMPOKV_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

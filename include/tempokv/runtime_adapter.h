@@ -102,7 +102,7 @@ class RuntimeAdapter {
   };
   Result<Req*> find(uint64_t id, const char* call);
 
-  Executor& executor_;
+  [[maybe_unused]] Executor& executor_;  // for the timing the service will need
   Controller& controller_;
   CostProfile profile_;
   AdapterOptions options_;

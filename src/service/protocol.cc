@@ -1,0 +1,256 @@
+#include "service/protocol.h"
+
+#include <algorithm>
+
+#include "service/wire.h"
+
+namespace tempokv::service {
+namespace wire {
+
+std::string_view answer_name(RetrievalAnswer answer) {
+  switch (answer) {
+    case RetrievalAnswer::kReady:
+      return "ready";
+    case RetrievalAnswer::kOrdinaryReady:
+      return "ordinary_ready";
+    case RetrievalAnswer::kWait:
+      return "wait";
+  }
+  return "wait";
+}
+std::optional<RetrievalAnswer> parse_answer(std::string_view name) {
+  for (auto a : {RetrievalAnswer::kReady, RetrievalAnswer::kOrdinaryReady, RetrievalAnswer::kWait})
+    if (answer_name(a) == name) return a;
+  return std::nullopt;
+}
+std::string_view path_name(RetrievalPath path) {
+  return path == RetrievalPath::kStaged ? "staged" : "ordinary";
+}
+std::optional<RetrievalPath> parse_path(std::string_view name) {
+  for (auto p : {RetrievalPath::kStaged, RetrievalPath::kOrdinary})
+    if (path_name(p) == name) return p;
+  return std::nullopt;
+}
+std::optional<StatusCode> parse_code(std::string_view name) {
+  for (int c = static_cast<int>(StatusCode::kNotFound);
+       c <= static_cast<int>(StatusCode::kInternal); ++c) {
+    if (status_code_name(static_cast<StatusCode>(c)) == name) return static_cast<StatusCode>(c);
+  }
+  return std::nullopt;
+}
+
+}  // namespace wire
+
+using wire::pack_str;
+using wire::Packer;
+using wire::Sink;
+
+namespace {
+
+void pack_ids(Packer& pk, const std::vector<uint64_t>& ids) {
+  pk.pack_array(static_cast<uint32_t>(ids.size()));
+  for (uint64_t id : ids) pk.pack(id);
+}
+
+// The args map of each op; the field names are those of docs/protocol.md.
+struct ArgsPacker {
+  Packer& pk;
+  void id_only(uint64_t request_id) {
+    pk.pack_map(1);
+    pack_str(pk, "request_id");
+    pk.pack(request_id);
+  }
+  void operator()(const Hello& m) {
+    pk.pack_map(2);
+    pack_str(pk, "versions");
+    pk.pack_array(static_cast<uint32_t>(m.versions.size()));
+    for (uint32_t v : m.versions) pk.pack(v);
+    pack_str(pk, "client");
+    pack_str(pk, m.client);
+  }
+  void operator()(const Heartbeat&) { pk.pack_map(0); }
+  void operator()(const AddRequest& m) {
+    const RequestInfo& r = m.request;
+    pk.pack_map(5);
+    pack_str(pk, "request_id");
+    pk.pack(r.id);
+    pack_str(pk, "prompt_tokens");
+    pk.pack(r.prompt_tokens);
+    pack_str(pk, "cached_tokens");
+    pk.pack(r.cached_tokens);
+    pack_str(pk, "cached_bytes");
+    pk.pack(r.cached_bytes);
+    pack_str(pk, "max_output_tokens");
+    pk.pack(r.max_output_tokens);
+  }
+  void operator()(const ReportHit& m) {
+    pk.pack_map(2);
+    pack_str(pk, "request_id");
+    pk.pack(m.request_id);
+    pack_str(pk, "manifest");
+    pk.pack_array(static_cast<uint32_t>(m.manifest.size()));
+    for (const ManifestEntry& e : m.manifest) {
+      pk.pack_array(3);
+      pk.pack(e.key.model);
+      pk.pack(e.key.hash);
+      pk.pack(e.bytes);
+    }
+  }
+  void operator()(const UpdateOrder& m) {
+    pk.pack_map(2);
+    pack_str(pk, "waiting");
+    pack_ids(pk, m.waiting);
+    pack_str(pk, "boundary_in_ns");
+    pk.pack(m.boundary_in_ns);
+  }
+  void operator()(const IterationStarted& m) {
+    pk.pack_map(2);
+    pack_str(pk, "prefills");
+    pack_ids(pk, m.prefills);
+    pack_str(pk, "decoders");
+    pack_ids(pk, m.decoders);
+  }
+  void operator()(const Admitted& m) { id_only(m.request_id); }
+  void operator()(const PrefillDone& m) { id_only(m.request_id); }
+  void operator()(const TokensGenerated& m) {
+    pk.pack_map(2);
+    pack_str(pk, "request_id");
+    pk.pack(m.request_id);
+    pack_str(pk, "total_generated");
+    pk.pack(m.total_generated);
+  }
+  void operator()(const Finished& m) {
+    pk.pack_map(2);
+    pack_str(pk, "request_id");
+    pk.pack(m.request_id);
+    pack_str(pk, "output_tokens");
+    pk.pack(m.output_tokens);
+  }
+  void operator()(const RequestRetrieval& m) { id_only(m.request_id); }
+  void operator()(const BeginTransfer& m) { id_only(m.request_id); }
+  void operator()(const EndTransfer& m) { id_only(m.request_id); }
+  void operator()(const ObjectTransferred& m) {
+    pk.pack_map(2);
+    pack_str(pk, "request_id");
+    pk.pack(m.request_id);
+    pack_str(pk, "key");
+    pk.pack_array(2);
+    pk.pack(m.key.model);
+    pk.pack(m.key.hash);
+  }
+  void operator()(const Cancel& m) { id_only(m.request_id); }
+};
+
+void pack_status(Packer& pk, const Status& s) {
+  pk.pack_map(2);
+  pack_str(pk, "code");
+  pack_str(pk, status_code_name(s.code()));
+  pack_str(pk, "message");
+  pack_str(pk, s.message());
+}
+
+// {id, ok: true, result: <n fields follow>}; the caller packs the result's fields.
+void begin_reply(Packer& pk, uint64_t id, uint32_t result_fields) {
+  pk.pack_map(3);
+  pack_str(pk, "id");
+  pk.pack(id);
+  pack_str(pk, "ok");
+  pk.pack(true);
+  pack_str(pk, "result");
+  pk.pack_map(result_fields);
+}
+
+}  // namespace
+
+std::string_view op_name(const Op& op) { return wire::kOpNames[op.index()]; }
+
+std::vector<std::byte> encode_request(const Request& request) {
+  Sink sink;
+  Packer pk(sink);
+  pk.pack_map(4);
+  pack_str(pk, "v");
+  pk.pack(request.version);
+  pack_str(pk, "id");
+  pk.pack(request.id);
+  pack_str(pk, "op");
+  pack_str(pk, op_name(request.op));
+  pack_str(pk, "args");
+  std::visit(ArgsPacker{pk}, request.op);
+  return std::move(sink.bytes);
+}
+
+std::vector<std::byte> encode_reply(uint64_t id) {
+  Sink sink;
+  Packer pk(sink);
+  begin_reply(pk, id, 0);
+  return std::move(sink.bytes);
+}
+
+std::vector<std::byte> encode_hello_reply(uint64_t id, const HelloResult& result) {
+  Sink sink;
+  Packer pk(sink);
+  begin_reply(pk, id, 4);
+  pack_str(pk, "version");
+  pk.pack(result.version);
+  pack_str(pk, "server");
+  pack_str(pk, result.server);
+  pack_str(pk, "max_message_bytes");
+  pk.pack(result.max_message_bytes);
+  pack_str(pk, "max_manifest_entries");
+  pk.pack(result.max_manifest_entries);
+  return std::move(sink.bytes);
+}
+
+std::vector<std::byte> encode_retrieval_reply(uint64_t id, RetrievalAnswer answer) {
+  Sink sink;
+  Packer pk(sink);
+  begin_reply(pk, id, 1);
+  pack_str(pk, "answer");
+  pack_str(pk, wire::answer_name(answer));
+  return std::move(sink.bytes);
+}
+
+std::vector<std::byte> encode_error(std::optional<uint64_t> id, const Status& error) {
+  Sink sink;
+  Packer pk(sink);
+  pk.pack_map(3);
+  pack_str(pk, "id");
+  if (id) {
+    pk.pack(*id);
+  } else {
+    pk.pack_nil();
+  }
+  pack_str(pk, "ok");
+  pk.pack(false);
+  pack_str(pk, "error");
+  pack_status(pk, error.is_ok() ? Status::internal("error reply without an error") : error);
+  return std::move(sink.bytes);
+}
+
+std::vector<std::byte> encode_ready(uint64_t request_id, const Result<RetrievalPath>& outcome) {
+  Sink sink;
+  Packer pk(sink);
+  pk.pack_map(3);
+  pack_str(pk, "event");
+  pack_str(pk, "ready");
+  pack_str(pk, "request_id");
+  pk.pack(request_id);
+  if (outcome.is_ok()) {
+    pack_str(pk, "path");
+    pack_str(pk, wire::path_name(*outcome));
+  } else {
+    pack_str(pk, "error");
+    pack_status(pk, outcome.status());
+  }
+  return std::move(sink.bytes);
+}
+
+std::optional<uint32_t> pick_version(std::span<const uint32_t> offered) {
+  std::optional<uint32_t> best;
+  for (uint32_t v : offered) {
+    if (v >= kMinProtocolVersion && v <= kProtocolVersion && (!best || v > *best)) best = v;
+  }
+  return best;
+}
+
+}  // namespace tempokv::service

@@ -1,0 +1,162 @@
+// decode_request: the checks of docs/protocol.md for client messages.
+#include <algorithm>
+
+#include "service/fields.h"
+#include "service/protocol.h"
+
+namespace tempokv::service {
+using namespace wire;  // NOLINT(google-build-using-namespace): the decoder's own helpers
+namespace t = msgpack::type;
+namespace {
+
+Result<Op> decode_args(size_t index, const object& args_obj) {
+  const std::string where = "args of " + std::string(wire::kOpNames[index]);
+  auto id_only = [&]() -> Result<uint64_t> {
+    TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"request_id"}));
+    return f.u64("request_id");
+  };
+  switch (index) {
+    case 0: {  // hello: unknown fields allowed, so later clients' hellos stay readable
+      TEMPOKV_ASSIGN_OR_RETURN(Fields f,
+                               Fields::read(args_obj, where, {"versions", "client"}, true));
+      TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("versions", kMaxHelloVersions));
+      Hello h;
+      for (uint32_t i = 0; i < a->via.array.size; ++i) {
+        TEMPOKV_ASSIGN_OR_RETURN(
+            uint64_t v,
+            as_u64(a->via.array.ptr[i], f.what("versions") + "[" + std::to_string(i) + "]"));
+        h.versions.push_back(static_cast<uint32_t>(std::min<uint64_t>(v, UINT32_MAX)));
+      }
+      if (h.versions.empty()) return bad(f.what("versions") + " is empty");
+      if (f.get("client") != nullptr) {
+        TEMPOKV_ASSIGN_OR_RETURN(h.client, f.str("client"));
+      }
+      return Op{std::move(h)};
+    }
+    case 1: {
+      TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {}));
+      return Op{Heartbeat{}};
+    }
+    case 2: {
+      TEMPOKV_ASSIGN_OR_RETURN(
+          Fields f, Fields::read(args_obj, where,
+                                 {"request_id", "prompt_tokens", "cached_tokens", "cached_bytes",
+                                  "max_output_tokens"}));
+      AddRequest m;
+      TEMPOKV_ASSIGN_OR_RETURN(m.request.id, f.u64("request_id"));
+      TEMPOKV_ASSIGN_OR_RETURN(m.request.prompt_tokens, f.u32("prompt_tokens"));
+      TEMPOKV_ASSIGN_OR_RETURN(m.request.cached_tokens, f.u32("cached_tokens"));
+      TEMPOKV_ASSIGN_OR_RETURN(m.request.cached_bytes, f.u64("cached_bytes"));
+      TEMPOKV_ASSIGN_OR_RETURN(m.request.max_output_tokens, f.u32("max_output_tokens"));
+      return Op{m};
+    }
+    case 3: {
+      TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"request_id", "manifest"}));
+      ReportHit m;
+      TEMPOKV_ASSIGN_OR_RETURN(m.request_id, f.u64("request_id"));
+      TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("manifest", kMaxManifestEntries));
+      m.manifest.reserve(a->via.array.size);
+      for (uint32_t i = 0; i < a->via.array.size; ++i) {
+        uint64_t v[3];
+        TEMPOKV_RETURN_IF_ERROR(fixed_u64s(a->via.array.ptr[i],
+                                           f.what("manifest") + "[" + std::to_string(i) + "]", v,
+                                           "[model, hash, bytes]"));
+        m.manifest.push_back(ManifestEntry{Key{v[0], v[1]}, v[2]});
+      }
+      return Op{std::move(m)};
+    }
+    case 4: {
+      TEMPOKV_ASSIGN_OR_RETURN(Fields f,
+                               Fields::read(args_obj, where, {"waiting", "boundary_in_ns"}));
+      UpdateOrder m;
+      TEMPOKV_ASSIGN_OR_RETURN(m.waiting, f.ids("waiting"));
+      if (f.get("boundary_in_ns") != nullptr) {
+        TEMPOKV_ASSIGN_OR_RETURN(uint64_t ns, f.u64("boundary_in_ns"));
+        if (ns > static_cast<uint64_t>(INT64_MAX))
+          return bad(f.what("boundary_in_ns") + " overflows");
+        m.boundary_in_ns = static_cast<int64_t>(ns);
+      }
+      return Op{std::move(m)};
+    }
+    case 5: {
+      TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"prefills", "decoders"}));
+      IterationStarted m;
+      TEMPOKV_ASSIGN_OR_RETURN(m.prefills, f.ids("prefills"));
+      TEMPOKV_ASSIGN_OR_RETURN(m.decoders, f.ids("decoders"));
+      return Op{std::move(m)};
+    }
+    case 6: {
+      TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, id_only());
+      return Op{Admitted{id}};
+    }
+    case 7: {
+      TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, id_only());
+      return Op{PrefillDone{id}};
+    }
+    case 8:
+    case 9: {
+      const char* count = index == 8 ? "total_generated" : "output_tokens";
+      TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"request_id", count}));
+      TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, f.u64("request_id"));
+      TEMPOKV_ASSIGN_OR_RETURN(uint32_t n, f.u32(count));
+      if (index == 8) return Op{TokensGenerated{id, n}};
+      return Op{Finished{id, n}};
+    }
+    case 10: {
+      TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, id_only());
+      return Op{RequestRetrieval{id}};
+    }
+    case 11: {
+      TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, id_only());
+      return Op{BeginTransfer{id}};
+    }
+    case 12: {
+      TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, id_only());
+      return Op{EndTransfer{id}};
+    }
+    case 13: {
+      TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"request_id", "key"}));
+      ObjectTransferred m;
+      TEMPOKV_ASSIGN_OR_RETURN(m.request_id, f.u64("request_id"));
+      TEMPOKV_ASSIGN_OR_RETURN(const object* k, f.need("key"));
+      uint64_t v[2];
+      TEMPOKV_RETURN_IF_ERROR(fixed_u64s(*k, f.what("key"), v, "[model, hash]"));
+      m.key = Key{v[0], v[1]};
+      return Op{m};
+    }
+    case 14: {
+      TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, id_only());
+      return Op{Cancel{id}};
+    }
+    default:
+      return Status::internal("op index out of range");
+  }
+}
+
+}  // namespace
+
+Result<Request> decode_request(std::span<const std::byte> bytes, std::optional<uint64_t>* id) {
+  if (id != nullptr) id->reset();
+  msgpack::object_handle handle;
+  TEMPOKV_RETURN_IF_ERROR(unpack(bytes, handle));
+  TEMPOKV_ASSIGN_OR_RETURN(Fields f,
+                           Fields::read(handle.get(), "request", {"v", "id", "op", "args"}));
+  Request r;
+  TEMPOKV_ASSIGN_OR_RETURN(r.id, f.u64("id"));
+  if (id != nullptr) *id = r.id;
+  TEMPOKV_ASSIGN_OR_RETURN(uint64_t v, f.u64("v"));
+  if (v < kMinProtocolVersion || v > kProtocolVersion) {
+    return bad("unsupported protocol version " + std::to_string(v) + " (this side speaks " +
+               std::to_string(kMinProtocolVersion) + ".." + std::to_string(kProtocolVersion) + ")");
+  }
+  r.version = static_cast<uint32_t>(v);
+  TEMPOKV_ASSIGN_OR_RETURN(std::string op, f.str("op"));
+  size_t index = 0;
+  while (index < wire::kOpNames.size() && wire::kOpNames[index] != op) ++index;
+  if (index == wire::kOpNames.size()) return bad("unknown op '" + op + "'");
+  TEMPOKV_ASSIGN_OR_RETURN(const object* args, f.need("args"));
+  TEMPOKV_ASSIGN_OR_RETURN(r.op, decode_args(index, *args));
+  return r;
+}
+
+}  // namespace tempokv::service

@@ -1,0 +1,47 @@
+// Internals shared by the protocol encoder and decoder: wire names of ops, answers, paths and
+// status codes, and the byte sink msgpack packs into. Not part of the service's API.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <msgpack.hpp>
+#include <optional>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "service/protocol.h"
+
+namespace tempokv::service::wire {
+
+// Indexed like the alternatives of Op.
+inline constexpr std::array<std::string_view, 15> kOpNames = {
+    "hello",        "heartbeat",          "add_request",
+    "report_hit",   "update_order",       "iteration_started",
+    "admitted",     "prefill_done",       "tokens_generated",
+    "finished",     "request_retrieval",  "begin_transfer",
+    "end_transfer", "object_transferred", "cancel"};
+static_assert(kOpNames.size() == std::variant_size_v<Op>);
+
+std::string_view answer_name(RetrievalAnswer answer);
+std::optional<RetrievalAnswer> parse_answer(std::string_view name);
+std::string_view path_name(RetrievalPath path);
+std::optional<RetrievalPath> parse_path(std::string_view name);
+std::optional<StatusCode> parse_code(std::string_view name);
+
+// Appends packed bytes to a vector (msgpack's packer needs only write()).
+struct Sink {
+  std::vector<std::byte> bytes;
+  void write(const char* data, size_t size) {
+    const auto* p = reinterpret_cast<const std::byte*>(data);
+    bytes.insert(bytes.end(), p, p + size);
+  }
+};
+using Packer = msgpack::packer<Sink>;
+
+inline void pack_str(Packer& pk, std::string_view s) {
+  pk.pack_str(static_cast<uint32_t>(s.size()));
+  pk.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
+}
+
+}  // namespace tempokv::service::wire

@@ -1,0 +1,285 @@
+#include "service/protocol.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "service/wire.h"
+
+namespace tempokv::service {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<Request> one_of_every_op() {
+  RequestInfo info{.id = 7,
+                   .prompt_tokens = 4096,
+                   .cached_tokens = 2048,
+                   .cached_bytes = 123456789012ULL,
+                   .max_output_tokens = 256};
+  std::vector<Op> ops = {
+      Hello{{1, 2}, "vllm-rank0"},
+      Heartbeat{},
+      AddRequest{info},
+      ReportHit{7, {{Key{1, 2}, 4096}, {Key{1, UINT64_MAX}, 1}}},
+      UpdateOrder{{7, 3, UINT64_MAX}, 1500000},
+      IterationStarted{{7}, {3, 4}},
+      Admitted{7},
+      PrefillDone{7},
+      TokensGenerated{7, 12},
+      Finished{7, UINT32_MAX},
+      RequestRetrieval{7},
+      BeginTransfer{7},
+      EndTransfer{7},
+      ObjectTransferred{7, Key{UINT64_MAX, 9}},
+      Cancel{7},
+  };
+  std::vector<Request> out;
+  uint64_t id = 100;
+  for (Op& op : ops) out.push_back(Request{kProtocolVersion, id++, std::move(op)});
+  return out;
+}
+
+TEST(ProtocolTest, EveryOpRoundTripsToTheSameBytes) {
+  auto requests = one_of_every_op();
+  ASSERT_EQ(requests.size(), std::variant_size_v<Op>);
+  for (const Request& r : requests) {
+    SCOPED_TRACE(std::string(op_name(r.op)));
+    std::vector<std::byte> bytes = encode_request(r);
+    std::optional<uint64_t> id;
+    Result<Request> back = decode_request(bytes, &id);
+    ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+    EXPECT_EQ(id, r.id);
+    EXPECT_EQ(back->id, r.id);
+    EXPECT_EQ(back->version, kProtocolVersion);
+    EXPECT_EQ(back->op.index(), r.op.index());
+    EXPECT_EQ(encode_request(*back), bytes);
+  }
+}
+
+TEST(ProtocolTest, DecodedFieldsKeepTheirValues) {
+  auto requests = one_of_every_op();
+  auto decoded = [&](size_t i) { return decode_request(encode_request(requests[i])).value().op; };
+  const auto hello = std::get<Hello>(decoded(0));
+  EXPECT_EQ(hello.versions, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(hello.client, "vllm-rank0");
+  const auto add = std::get<AddRequest>(decoded(2));
+  EXPECT_EQ(add.request.cached_bytes, 123456789012ULL);
+  EXPECT_EQ(add.request.max_output_tokens, 256u);
+  const auto hit = std::get<ReportHit>(decoded(3));
+  ASSERT_EQ(hit.manifest.size(), 2u);
+  EXPECT_EQ(hit.manifest[1].key, (Key{1, UINT64_MAX}));
+  EXPECT_EQ(hit.manifest[0].bytes, 4096u);
+  const auto order = std::get<UpdateOrder>(decoded(4));
+  EXPECT_EQ(order.waiting, (std::vector<uint64_t>{7, 3, UINT64_MAX}));
+  EXPECT_EQ(order.boundary_in_ns, 1500000);
+  EXPECT_EQ(std::get<IterationStarted>(decoded(5)).decoders, (std::vector<uint64_t>{3, 4}));
+  EXPECT_EQ(std::get<Finished>(decoded(9)).output_tokens, UINT32_MAX);
+  EXPECT_EQ(std::get<ObjectTransferred>(decoded(13)).key, (Key{UINT64_MAX, 9}));
+}
+
+// Packs a message by hand, for the shapes encode_request never produces.
+std::vector<std::byte> pack(const std::function<void(wire::Packer&)>& fill) {
+  wire::Sink sink;
+  wire::Packer pk(sink);
+  fill(pk);
+  return std::move(sink.bytes);
+}
+
+// An envelope with the given op and args written by `args`.
+std::vector<std::byte> envelope(std::string_view op, const std::function<void(wire::Packer&)>& args,
+                                uint64_t v = kProtocolVersion) {
+  return pack([&](wire::Packer& pk) {
+    pk.pack_map(4);
+    wire::pack_str(pk, "v");
+    pk.pack(v);
+    wire::pack_str(pk, "id");
+    pk.pack(uint64_t{5});
+    wire::pack_str(pk, "op");
+    wire::pack_str(pk, op);
+    wire::pack_str(pk, "args");
+    args(pk);
+  });
+}
+
+void expect_invalid(const std::vector<std::byte>& bytes, std::string_view names) {
+  Result<Request> r = decode_request(bytes);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr(std::string(names)));
+}
+
+TEST(ProtocolTest, MessageThatIsNotAMapIsRefused) {
+  expect_invalid(pack([](wire::Packer& pk) { pk.pack(uint64_t{3}); }), "request must be a map");
+  expect_invalid(pack([](wire::Packer& pk) { pk.pack_array(0); }), "got array");
+}
+
+TEST(ProtocolTest, EmptyTruncatedAndTrailingBytesAreRefused) {
+  expect_invalid({}, "empty message");
+  auto bytes = encode_request(one_of_every_op()[3]);
+  bytes.pop_back();
+  expect_invalid(bytes, "truncated");
+  bytes = encode_request(one_of_every_op()[3]);
+  bytes.push_back(std::byte{0xc0});
+  expect_invalid(bytes, "1 trailing bytes");
+  expect_invalid({std::byte{0xc1}}, "malformed MessagePack");  // 0xc1 is never used
+}
+
+TEST(ProtocolTest, MissingFieldIsNamed) {
+  expect_invalid(pack([](wire::Packer& pk) {
+                   pk.pack_map(1);
+                   wire::pack_str(pk, "id");
+                   pk.pack(1);
+                 }),
+                 "request: missing field 'v'");
+  expect_invalid(envelope("admitted", [](wire::Packer& pk) { pk.pack_map(0); }),
+                 "args of admitted: missing field 'request_id'");
+}
+
+TEST(ProtocolTest, WrongTypeIsNamed) {
+  expect_invalid(envelope("admitted",
+                          [](wire::Packer& pk) {
+                            pk.pack_map(1);
+                            wire::pack_str(pk, "request_id");
+                            wire::pack_str(pk, "7");
+                          }),
+                 "field 'request_id' must be an unsigned integer, got string");
+  expect_invalid(envelope("finished",
+                          [](wire::Packer& pk) {
+                            pk.pack_map(2);
+                            wire::pack_str(pk, "request_id");
+                            pk.pack(1);
+                            wire::pack_str(pk, "output_tokens");
+                            pk.pack(int64_t{-1});
+                          }),
+                 "got negative integer");
+  expect_invalid(envelope("tokens_generated",
+                          [](wire::Packer& pk) {
+                            pk.pack_map(2);
+                            wire::pack_str(pk, "request_id");
+                            pk.pack(1);
+                            wire::pack_str(pk, "total_generated");
+                            pk.pack(uint64_t{1} << 32);
+                          }),
+                 "above 2^32-1");
+  expect_invalid(envelope("heartbeat", [](wire::Packer& pk) { pk.pack_array(0); }),
+                 "args of heartbeat must be a map, got array");
+  expect_invalid(envelope("report_hit",
+                          [](wire::Packer& pk) {
+                            pk.pack_map(2);
+                            wire::pack_str(pk, "request_id");
+                            pk.pack(1);
+                            wire::pack_str(pk, "manifest");
+                            pk.pack_array(1);
+                            pk.pack_array(2);
+                            pk.pack(1);
+                            pk.pack(2);
+                          }),
+                 "field 'manifest'[0] must be an array [model, hash, bytes], got an array of 2");
+  expect_invalid(envelope("object_transferred",
+                          [](wire::Packer& pk) {
+                            pk.pack_map(2);
+                            wire::pack_str(pk, "request_id");
+                            pk.pack(1);
+                            wire::pack_str(pk, "key");
+                            pk.pack_nil();
+                          }),
+                 "field 'key' must be an array [model, hash], got nil");
+}
+
+TEST(ProtocolTest, UnknownOpUnknownFieldAndDuplicateFieldAreNamed) {
+  expect_invalid(envelope("drop_table", [](wire::Packer& pk) { pk.pack_map(0); }),
+                 "unknown op 'drop_table'");
+  expect_invalid(envelope("heartbeat",
+                          [](wire::Packer& pk) {
+                            pk.pack_map(1);
+                            wire::pack_str(pk, "x");
+                            pk.pack(1);
+                          }),
+                 "args of heartbeat has unknown field 'x'");
+  expect_invalid(envelope("cancel",
+                          [](wire::Packer& pk) {
+                            pk.pack_map(2);
+                            wire::pack_str(pk, "request_id");
+                            pk.pack(1);
+                            wire::pack_str(pk, "request_id");
+                            pk.pack(2);
+                          }),
+                 "has field 'request_id' twice");
+  expect_invalid(pack([](wire::Packer& pk) {
+                   pk.pack_map(1);
+                   pk.pack(1);
+                   pk.pack(1);
+                 }),
+                 "request has a key of type unsigned integer, not string");
+}
+
+TEST(ProtocolTest, UnsupportedVersionIsRefusedButItsIdIsKept) {
+  std::optional<uint64_t> id;
+  Result<Request> r = decode_request(envelope(
+                                         "heartbeat", [](wire::Packer& pk) { pk.pack_map(0); }, 9),
+                                     &id);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("unsupported protocol version 9"));
+  EXPECT_EQ(id, 5u);
+}
+
+TEST(ProtocolTest, OversizedMessagesAndListsAreRefused) {
+  std::vector<std::byte> big(kMaxMessageBytes + 1, std::byte{0});
+  expect_invalid(big, "exceeds the limit of 1048576 bytes");
+  ReportHit hit{1,
+                std::vector<ManifestEntry>(kMaxManifestEntries + 1, ManifestEntry{Key{1, 2}, 3})};
+  expect_invalid(encode_request(Request{1, 1, hit}),
+                 "field 'manifest' has 16385 entries, more than the limit of 16384");
+  hit.manifest.pop_back();
+  EXPECT_TRUE(decode_request(encode_request(Request{1, 1, hit})).is_ok());
+  // An array header claiming more entries than the decoder allows, with no entries behind it.
+  expect_invalid(pack([](wire::Packer& pk) { pk.pack_array(UINT32_MAX); }),
+                 "exceeds a decoding limit");
+  expect_invalid(pack([](wire::Packer& pk) {
+                   for (int i = 0; i < 10; ++i) pk.pack_array(1);
+                   pk.pack(1);
+                 }),
+                 "exceeds a decoding limit");
+}
+
+TEST(ProtocolTest, PickVersionTakesTheHighestCommonVersion) {
+  EXPECT_EQ(pick_version(std::vector<uint32_t>{0, 1, 7}), 1u);
+  EXPECT_EQ(pick_version(std::vector<uint32_t>{2, 3}), std::nullopt);
+}
+
+TEST(ProtocolTest, RepliesErrorsAndNotificationsDecodeOnTheClient) {
+  auto decode = [](const std::vector<std::byte>& b) { return decode_server_message(b).value(); };
+  const auto plain = std::get<Reply>(decode(encode_reply(3)));
+  EXPECT_EQ(plain.id, 3u);
+  EXPECT_FALSE(plain.hello || plain.answer);
+  const auto hello = std::get<Reply>(decode(encode_hello_reply(4, {1, "tempokvd 0.1.0"})));
+  ASSERT_TRUE(hello.hello);
+  EXPECT_EQ(hello.hello->server, "tempokvd 0.1.0");
+  EXPECT_EQ(hello.hello->max_manifest_entries, kMaxManifestEntries);
+  EXPECT_EQ(std::get<Reply>(decode(encode_retrieval_reply(5, RetrievalAnswer::kWait))).answer,
+            RetrievalAnswer::kWait);
+  const auto err = std::get<ErrorReply>(decode(encode_error(6, Status::not_found("claim 6"))));
+  EXPECT_EQ(err.id, 6u);
+  EXPECT_EQ(err.error, Status::not_found("claim 6"));
+  EXPECT_EQ(std::get<ErrorReply>(decode(encode_error(std::nullopt, Status::internal("x")))).id,
+            std::nullopt);
+  const auto ready = std::get<ReadyNotification>(decode(encode_ready(8, RetrievalPath::kOrdinary)));
+  EXPECT_EQ(ready.request_id, 8u);
+  EXPECT_EQ(ready.outcome.value(), RetrievalPath::kOrdinary);
+  const auto failed =
+      std::get<ReadyNotification>(decode(encode_ready(9, Status::io_error("read failed"))));
+  EXPECT_EQ(failed.outcome.status(), Status::io_error("read failed"));
+}
+
+TEST(ProtocolTest, EveryStatusCodeNameRoundTrips) {
+  for (int c = 1; c <= static_cast<int>(StatusCode::kInternal); ++c) {
+    Status s(static_cast<StatusCode>(c), "m");
+    EXPECT_EQ(std::get<ErrorReply>(decode_server_message(encode_error(1, s)).value()).error, s);
+  }
+}
+
+}  // namespace
+}  // namespace tempokv::service
