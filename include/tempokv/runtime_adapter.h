@@ -52,7 +52,8 @@ struct RequestInfo {
 
 class RuntimeAdapter {
  public:
-  static Result<std::unique_ptr<RuntimeAdapter>> create(Executor& executor, Controller& controller,
+  // Estimates and times come from the controller (and its Executor); the adapter keeps none.
+  static Result<std::unique_ptr<RuntimeAdapter>> create(Controller& controller,
                                                         const CostProfile& profile,
                                                         const AdapterOptions& options);
 
@@ -87,7 +88,7 @@ class RuntimeAdapter {
   Controller& controller() { return controller_; }
 
  private:
-  RuntimeAdapter(Executor& executor, Controller& controller, const CostProfile& profile,
+  RuntimeAdapter(Controller& controller, const CostProfile& profile,
                  const AdapterOptions& options);
   enum class Phase : uint8_t { kWaiting, kRunning, kFinished };
   struct Req {
@@ -102,7 +103,6 @@ class RuntimeAdapter {
   };
   Result<Req*> find(uint64_t id, const char* call);
 
-  [[maybe_unused]] Executor& executor_;  // for the timing the service will need
   Controller& controller_;
   CostProfile profile_;
   AdapterOptions options_;

@@ -20,20 +20,18 @@ Status AdapterOptions::validate() const {
   return Status::ok();
 }
 
-Result<std::unique_ptr<RuntimeAdapter>> RuntimeAdapter::create(Executor& executor,
-                                                               Controller& controller,
+Result<std::unique_ptr<RuntimeAdapter>> RuntimeAdapter::create(Controller& controller,
                                                                const CostProfile& profile,
                                                                const AdapterOptions& options) {
   TEMPOKV_RETURN_IF_ERROR(options.validate());
   TEMPOKV_RETURN_IF_ERROR(profile.validate());
   return std::unique_ptr<RuntimeAdapter>(
-      new RuntimeAdapter(executor, controller, profile, options));
+      new RuntimeAdapter(controller, profile, options));
 }
 
-RuntimeAdapter::RuntimeAdapter(Executor& executor, Controller& controller,
-                               const CostProfile& profile, const AdapterOptions& options)
-    : executor_(executor),
-      controller_(controller),
+RuntimeAdapter::RuntimeAdapter(Controller& controller, const CostProfile& profile,
+                               const AdapterOptions& options)
+    : controller_(controller),
       profile_(profile),
       options_(options),
       predictor_(options.predictor_window, options.prior_output_tokens),

@@ -56,7 +56,7 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(const EngineContext
     ao.predictor_window = options.predictor_window;
     ao.runtime_id = options.engine_id;  // engines sharing the controller keep separate orders
     TEMPOKV_ASSIGN_OR_RETURN(e->adapter_,
-                             RuntimeAdapter::create(*c.executor, *c.controller, profile, ao));
+                             RuntimeAdapter::create(*c.controller, profile, ao));
   }
   return e;
 }

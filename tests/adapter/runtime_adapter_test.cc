@@ -28,7 +28,7 @@ struct AdapterFixture {
     AdapterOptions o;
     o.max_active = 1;
     o.prior_output_tokens = 100;
-    adapter = RuntimeAdapter::create(stack.ex, *controller, profile, o).value();
+    adapter = RuntimeAdapter::create(*controller, profile, o).value();
   }
   SimStack stack;
   CostProfile profile = step_profile();

@@ -100,7 +100,7 @@ TEST(ControllerRuntimes, TwoAdaptersKeepTheirQueuesApart) {
     AdapterOptions o;
     o.max_active = 1;
     o.runtime_id = rt;
-    adapters.push_back(RuntimeAdapter::create(stack.ex, controller, profile, o).value());
+    adapters.push_back(RuntimeAdapter::create(controller, profile, o).value());
   }
   // Runtime 0 waits for requests 1, 2; runtime 1 for 3, 4 (ids are unique across runtimes).
   for (uint64_t id : {1, 2, 3, 4}) {
