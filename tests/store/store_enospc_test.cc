@@ -78,12 +78,8 @@ TEST(StoreEnospcTest, PayloadWriteFailingWithEnospcIsNotServedAfterReopen) {
   TempDir dir;
   if (!dir.supports_direct()) GTEST_SKIP() << "no O_DIRECT in " << dir.path();
   StoreHarness h;
-  SsdEngineOptions eo;
-  auto inner = make_ssd_engine(h.ex, eo);
-  ASSERT_TRUE(inner.is_ok());
-  auto fault = std::make_unique<FaultInjectingEngine>(h.ex, std::move(inner).value());
-  FaultInjectingEngine* faults = fault.get();
-  ASSERT_TRUE(h.start_with(small_options(dir.path()), std::move(fault)).is_ok());
+  FaultInjectingEngine* faults = nullptr;
+  ASSERT_TRUE(h.start_with_faults(small_options(dir.path()), &faults).is_ok());
   ASSERT_TRUE(h.put_seeded(1, 128 * kKiB).is_ok());
 
   // An aligned 128 KiB payload goes out as two writes: header, then payload. Fail the payload.

@@ -38,12 +38,8 @@ TEST(StoreReclaimTest, SegmentFileOutlivesItsReclamationUntilTheReadInFlightComp
   TempDir dir;
   if (!dir.supports_direct()) GTEST_SKIP() << "no O_DIRECT in " << dir.path();
   StoreHarness h;
-  SsdEngineOptions eo;
-  auto inner = make_ssd_engine(h.ex, eo);
-  ASSERT_TRUE(inner.is_ok());
-  auto fault = std::make_unique<FaultInjectingEngine>(h.ex, std::move(inner).value());
-  FaultInjectingEngine* faults = fault.get();
-  ASSERT_TRUE(h.start_with(reclaim_options(dir.path()), std::move(fault)).is_ok());
+  FaultInjectingEngine* faults = nullptr;
+  ASSERT_TRUE(h.start_with_faults(reclaim_options(dir.path()), &faults).is_ok());
   for (uint64_t i = 0; i < 9; ++i) ASSERT_TRUE(h.put_seeded(i, 300 * kKiB).is_ok());
 
   faults->add_delay(std::chrono::milliseconds(300), FaultInjectingEngine::kReads);

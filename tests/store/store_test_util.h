@@ -22,6 +22,7 @@
 #include "common/aligned_buffer.h"
 #include "common/units.h"
 #include "executor/real_executor.h"
+#include "ssd/fault_injecting_engine.h"
 #include "ssd/ssd_engine.h"
 #include "store/store.h"
 
@@ -112,6 +113,14 @@ struct StoreHarness {
     options = o;
     engine = std::move(e);
     return reopen();
+  }
+  // With a fault-injecting wrapper around the default real engine; *faults points at it.
+  Status start_with_faults(const StoreOptions& o, FaultInjectingEngine** faults) {
+    auto inner = make_ssd_engine(ex, SsdEngineOptions{});
+    if (!inner.is_ok()) return inner.status();
+    auto fault = std::make_unique<FaultInjectingEngine>(ex, std::move(inner).value());
+    *faults = fault.get();
+    return start_with(o, std::move(fault));
   }
   Status reopen() {
     if (store) TEMPOKV_RETURN_IF_ERROR(close());
