@@ -75,6 +75,25 @@ uint32_t calibrated_prior(const Runner& runner, const CostProfile& profile, uint
 
 namespace {
 
+// A run of the NarrativeQA-like set under one policy: the row's identity, the stack and the
+// calibrated output prior every policy scenario shares.
+RunSpec policy_run(const Runner& runner, const CostProfile& profile, std::string label,
+                   const char* scenario, const std::string& policy, const std::string& model,
+                   double ratio, double rate, double tier_gib, uint32_t prior_limit,
+                   const std::vector<Request>& requests) {
+  RunSpec spec;
+  spec.label = std::move(label);
+  spec.row.scenario = scenario;
+  spec.row.policy = policy;
+  spec.row.model = model;
+  spec.row.ratio = ratio;
+  spec.row.rate = rate;
+  spec.stack = base_stack(runner, profile, policy, tier_gib);
+  spec.stack.prior_output_tokens = calibrated_prior(runner, profile, prior_limit);
+  spec.requests = requests;
+  return spec;
+}
+
 std::vector<double> fig4_ratios(const Runner& runner) {
   std::vector<double> r = runner.options().ratios;
   if (r.empty()) r = {0.5, 0.75, 1.0};
@@ -101,16 +120,10 @@ Status run_fig4_policies(Runner& runner) {
                                narrativeqa_requests(runner, profile, ratio, scale.interval_s));
       for (const std::string& policy : runner.policies({std::begin(kAllPolicies),
                                                         std::end(kAllPolicies)})) {
-        RunSpec spec;
-        spec.label = "fig4 " + model + " " + ratio_label(ratio) + " " + policy;
-        spec.row.scenario = "fig4-policies";
-        spec.row.policy = policy;
-        spec.row.model = model;
-        spec.row.ratio = ratio;
-        spec.row.rate = 1.0 / scale.interval_s;
-        spec.stack = base_stack(runner, profile, policy, tier);
-        spec.stack.prior_output_tokens = calibrated_prior(runner, profile, 128);
-        spec.requests = requests;
+        RunSpec spec = policy_run(runner, profile,
+                                  "fig4 " + model + " " + ratio_label(ratio) + " " + policy,
+                                  "fig4-policies", policy, model, ratio, 1.0 / scale.interval_s,
+                                  tier, 128, requests);
         TEMPOKV_RETURN_IF_ERROR(runner.run(std::move(spec)).status());
       }
     }
@@ -129,18 +142,11 @@ Status run_fig5_capacity(Runner& runner) {
     const double tier = scale.fast_tier_gib * fraction;
     for (const std::string& policy :
          runner.policies({std::begin(kAllPolicies), std::end(kAllPolicies)})) {
-      RunSpec spec;
       char tier_label[32];
       std::snprintf(tier_label, sizeof tier_label, "%g GiB", tier);
-      spec.label = std::string("fig5 ") + tier_label + " " + policy;
-      spec.row.scenario = "fig5-capacity";
-      spec.row.policy = policy;
-      spec.row.model = model;
-      spec.row.ratio = 1.0;
-      spec.row.rate = 1.0 / scale.interval_s;
-      spec.stack = base_stack(runner, profile, policy, tier);
-      spec.stack.prior_output_tokens = calibrated_prior(runner, profile, prior_limit);
-      spec.requests = requests;
+      RunSpec spec = policy_run(runner, profile, std::string("fig5 ") + tier_label + " " + policy,
+                                "fig5-capacity", policy, model, 1.0, 1.0 / scale.interval_s,
+                                tier, prior_limit, requests);
       TEMPOKV_RETURN_IF_ERROR(runner.run(std::move(spec)).status());
     }
   }
@@ -170,18 +176,11 @@ Status run_fig6_rate(Runner& runner) {
       requests[i].arrival = from_seconds(double(i) / rate);
     }
     for (const std::string& policy : runner.policies({"tempokv", "lmcache-dax"})) {
-      RunSpec spec;
       char rate_label[32];
       std::snprintf(rate_label, sizeof rate_label, "r=%g", rate);
-      spec.label = std::string("fig6 ") + rate_label + " " + policy;
-      spec.row.scenario = "fig6-rate";
-      spec.row.policy = policy;
-      spec.row.model = model;
-      spec.row.ratio = 1.0;
-      spec.row.rate = rate;
-      spec.stack = base_stack(runner, profile, policy, tier);
-      spec.stack.prior_output_tokens = calibrated_prior(runner, profile, prior_limit);
-      spec.requests = requests;
+      RunSpec spec = policy_run(runner, profile, std::string("fig6 ") + rate_label + " " + policy,
+                                "fig6-rate", policy, model, 1.0, rate, tier, prior_limit,
+                                requests);
       TEMPOKV_RETURN_IF_ERROR(runner.run(std::move(spec)).status());
     }
   }

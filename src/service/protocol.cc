@@ -47,6 +47,13 @@ using wire::Sink;
 
 namespace {
 
+// One map entry with a scalar value.
+template <typename T>
+void pack_field(Packer& pk, std::string_view name, const T& value) {
+  pack_str(pk, name);
+  pk.pack(value);
+}
+
 void pack_ids(Packer& pk, const std::vector<uint64_t>& ids) {
   pk.pack_array(static_cast<uint32_t>(ids.size()));
   for (uint64_t id : ids) pk.pack(id);
@@ -57,8 +64,7 @@ struct ArgsPacker {
   Packer& pk;
   void id_only(uint64_t request_id) {
     pk.pack_map(1);
-    pack_str(pk, "request_id");
-    pk.pack(request_id);
+    pack_field(pk, "request_id", request_id);
   }
   void operator()(const Hello& m) {
     pk.pack_map(2);
@@ -72,21 +78,15 @@ struct ArgsPacker {
   void operator()(const AddRequest& m) {
     const RequestInfo& r = m.request;
     pk.pack_map(5);
-    pack_str(pk, "request_id");
-    pk.pack(r.id);
-    pack_str(pk, "prompt_tokens");
-    pk.pack(r.prompt_tokens);
-    pack_str(pk, "cached_tokens");
-    pk.pack(r.cached_tokens);
-    pack_str(pk, "cached_bytes");
-    pk.pack(r.cached_bytes);
-    pack_str(pk, "max_output_tokens");
-    pk.pack(r.max_output_tokens);
+    pack_field(pk, "request_id", r.id);
+    pack_field(pk, "prompt_tokens", r.prompt_tokens);
+    pack_field(pk, "cached_tokens", r.cached_tokens);
+    pack_field(pk, "cached_bytes", r.cached_bytes);
+    pack_field(pk, "max_output_tokens", r.max_output_tokens);
   }
   void operator()(const ReportHit& m) {
     pk.pack_map(2);
-    pack_str(pk, "request_id");
-    pk.pack(m.request_id);
+    pack_field(pk, "request_id", m.request_id);
     pack_str(pk, "manifest");
     pk.pack_array(static_cast<uint32_t>(m.manifest.size()));
     for (const ManifestEntry& e : m.manifest) {
@@ -100,8 +100,7 @@ struct ArgsPacker {
     pk.pack_map(2);
     pack_str(pk, "waiting");
     pack_ids(pk, m.waiting);
-    pack_str(pk, "boundary_in_ns");
-    pk.pack(m.boundary_in_ns);
+    pack_field(pk, "boundary_in_ns", m.boundary_in_ns);
   }
   void operator()(const IterationStarted& m) {
     pk.pack_map(2);
@@ -114,25 +113,20 @@ struct ArgsPacker {
   void operator()(const PrefillDone& m) { id_only(m.request_id); }
   void operator()(const TokensGenerated& m) {
     pk.pack_map(2);
-    pack_str(pk, "request_id");
-    pk.pack(m.request_id);
-    pack_str(pk, "total_generated");
-    pk.pack(m.total_generated);
+    pack_field(pk, "request_id", m.request_id);
+    pack_field(pk, "total_generated", m.total_generated);
   }
   void operator()(const Finished& m) {
     pk.pack_map(2);
-    pack_str(pk, "request_id");
-    pk.pack(m.request_id);
-    pack_str(pk, "output_tokens");
-    pk.pack(m.output_tokens);
+    pack_field(pk, "request_id", m.request_id);
+    pack_field(pk, "output_tokens", m.output_tokens);
   }
   void operator()(const RequestRetrieval& m) { id_only(m.request_id); }
   void operator()(const BeginTransfer& m) { id_only(m.request_id); }
   void operator()(const EndTransfer& m) { id_only(m.request_id); }
   void operator()(const ObjectTransferred& m) {
     pk.pack_map(2);
-    pack_str(pk, "request_id");
-    pk.pack(m.request_id);
+    pack_field(pk, "request_id", m.request_id);
     pack_str(pk, "key");
     pk.pack_array(2);
     pk.pack(m.key.model);
@@ -152,10 +146,8 @@ void pack_status(Packer& pk, const Status& s) {
 // {id, ok: true, result: <n fields follow>}; the caller packs the result's fields.
 void begin_reply(Packer& pk, uint64_t id, uint32_t result_fields) {
   pk.pack_map(3);
-  pack_str(pk, "id");
-  pk.pack(id);
-  pack_str(pk, "ok");
-  pk.pack(true);
+  pack_field(pk, "id", id);
+  pack_field(pk, "ok", true);
   pack_str(pk, "result");
   pk.pack_map(result_fields);
 }
@@ -168,10 +160,8 @@ std::vector<std::byte> encode_request(const Request& request) {
   Sink sink;
   Packer pk(sink);
   pk.pack_map(4);
-  pack_str(pk, "v");
-  pk.pack(request.version);
-  pack_str(pk, "id");
-  pk.pack(request.id);
+  pack_field(pk, "v", request.version);
+  pack_field(pk, "id", request.id);
   pack_str(pk, "op");
   pack_str(pk, op_name(request.op));
   pack_str(pk, "args");
@@ -190,14 +180,11 @@ std::vector<std::byte> encode_hello_reply(uint64_t id, const HelloResult& result
   Sink sink;
   Packer pk(sink);
   begin_reply(pk, id, 4);
-  pack_str(pk, "version");
-  pk.pack(result.version);
+  pack_field(pk, "version", result.version);
   pack_str(pk, "server");
   pack_str(pk, result.server);
-  pack_str(pk, "max_message_bytes");
-  pk.pack(result.max_message_bytes);
-  pack_str(pk, "max_manifest_entries");
-  pk.pack(result.max_manifest_entries);
+  pack_field(pk, "max_message_bytes", result.max_message_bytes);
+  pack_field(pk, "max_manifest_entries", result.max_manifest_entries);
   return std::move(sink.bytes);
 }
 
@@ -220,8 +207,7 @@ std::vector<std::byte> encode_error(std::optional<uint64_t> id, const Status& er
   } else {
     pk.pack_nil();
   }
-  pack_str(pk, "ok");
-  pk.pack(false);
+  pack_field(pk, "ok", false);
   pack_str(pk, "error");
   pack_status(pk, error.is_ok() ? Status::internal("error reply without an error") : error);
   return std::move(sink.bytes);
@@ -233,8 +219,7 @@ std::vector<std::byte> encode_ready(uint64_t request_id, const Result<RetrievalP
   pk.pack_map(3);
   pack_str(pk, "event");
   pack_str(pk, "ready");
-  pack_str(pk, "request_id");
-  pk.pack(request_id);
+  pack_field(pk, "request_id", request_id);
   if (outcome.is_ok()) {
     pack_str(pk, "path");
     pack_str(pk, wire::path_name(*outcome));
