@@ -94,6 +94,14 @@ Result<FioResult> run_fio(const FioJob& job) {
     return Status::io_error("fio failed (" + result.command + "): " +
                             text.substr(text.size() > 400 ? text.size() - 400 : 0));
   }
+  Result<FioResult> parsed = parse_fio_output(text, !job.ranges.empty());
+  if (!parsed.is_ok()) return parsed.status();
+  parsed->command = std::move(result.command);
+  return parsed;
+}
+
+Result<FioResult> parse_fio_output(const std::string& text, bool sequential_jobs) {
+  FioResult result;
   // fio may print notes before the JSON document.
   size_t start = text.find('{');
   auto json = nlohmann::json::parse(start == std::string::npos ? "" : text.substr(start), nullptr,
@@ -109,7 +117,7 @@ Result<FioResult> run_fio(const FioJob& job) {
     result.read_ios += r.value("total_ios", uint64_t{0});
     result.read_bytes_per_s += r.value("bw_bytes", 0.0);
     double runtime_s = r.value("runtime", 0.0) / 1e3;
-    result.read_runtime_s = job.ranges.empty() ? std::max(result.read_runtime_s, runtime_s)
+    result.read_runtime_s = !sequential_jobs ? std::max(result.read_runtime_s, runtime_s)
                                                : result.read_runtime_s + runtime_s;
     result.write_bytes += w.value("io_bytes", uint64_t{0});
     result.write_bytes_per_s += w.value("bw_bytes", 0.0);
@@ -118,7 +126,7 @@ Result<FioResult> run_fio(const FioJob& job) {
   }
   // Jobs of FioJob::ranges run one after another (stonewall): their bandwidths do not add up; the
   // rate is all bytes over all runtime. Concurrent jobs' bandwidths do add up.
-  if (!job.ranges.empty() && result.read_runtime_s > 0) {
+  if (sequential_jobs && result.read_runtime_s > 0) {
     result.read_bytes_per_s = static_cast<double>(result.read_bytes) / result.read_runtime_s;
   }
   return result;

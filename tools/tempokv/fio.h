@@ -52,6 +52,10 @@ struct FioResult {
 };
 
 Result<FioResult> run_fio(const FioJob& job);
+// The totals of fio's --output-format=json text (notes before the document are skipped).
+// sequential_jobs: the jobs ran one after another (FioJob::ranges), so the read rate is all bytes
+// over the summed runtime; otherwise the jobs ran together and their bandwidths add up.
+Result<FioResult> parse_fio_output(const std::string& text, bool sequential_jobs);
 
 // One read for a replay log.
 struct FioReadExtent {
