@@ -3,6 +3,8 @@
 // when its file is absent.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "eval/eval.h"
@@ -92,6 +94,22 @@ TEST(EvalScenario, UnknownScenarioAndPolicyAreRejectedByName) {
   o = sim_options("fig4-policies");
   o.policies = {"sometimes"};
   EXPECT_NE(run_eval(o).status().message().find("sometimes"), std::string::npos);
+}
+
+TEST(EvalScenario, RepeatsReportTheMedianRunAndItsSpread) {
+  EvalOptions once = sim_options("fig1-lead");
+  EvalOptions thrice = once;
+  thrice.repeats = 3;
+  auto a = run_eval(once);
+  auto b = run_eval(thrice);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  ASSERT_EQ(a->rows.size(), b->rows.size());  // one row per configuration, not per run
+  // Simulated runs are deterministic: the median run is every run.
+  EXPECT_EQ(b->rows[0].p95_ttft_s, a->rows[0].p95_ttft_s);
+  EXPECT_EQ(b->rows[0].get("repeats"), 3.0);
+  EXPECT_EQ(b->rows[0].get("p95_ttft_min_s"), a->rows[0].p95_ttft_s);
+  EXPECT_EQ(b->rows[0].get("p95_ttft_max_s"), a->rows[0].p95_ttft_s);
+  EXPECT_TRUE(std::isnan(a->rows[0].get("repeats")));
 }
 
 }  // namespace
