@@ -151,6 +151,13 @@ inline Status fixed_u64s(const object& o, const std::string& what, std::span<uin
   return Status::ok();
 }
 
+// A key: [model, hash].
+inline Result<Key> read_key(const object& o, const std::string& what) {
+  uint64_t v[2];
+  TEMPOKV_RETURN_IF_ERROR(fixed_u64s(o, what, v, "[model, hash]"));
+  return Key{v[0], v[1]};
+}
+
 // Unpacks one whole message with the allocation bounded by the protocol's limits.
 inline Status unpack(std::span<const std::byte> bytes, msgpack::object_handle& out) {
   if (bytes.empty()) return bad("empty message");

@@ -66,13 +66,23 @@ struct ArgsPacker {
     pk.pack_map(1);
     pack_field(pk, "request_id", request_id);
   }
+  void key(const Key& k) {
+    pk.pack_array(2);
+    pk.pack(k.model);
+    pk.pack(k.hash);
+  }
   void operator()(const Hello& m) {
-    pk.pack_map(2);
+    pk.pack_map(2 + (m.runtime.empty() ? 0 : 1) + (m.max_active == 0 ? 0 : 1));
     pack_str(pk, "versions");
     pk.pack_array(static_cast<uint32_t>(m.versions.size()));
     for (uint32_t v : m.versions) pk.pack(v);
     pack_str(pk, "client");
     pack_str(pk, m.client);
+    if (!m.runtime.empty()) {
+      pack_str(pk, "runtime");
+      pack_str(pk, m.runtime);
+    }
+    if (m.max_active != 0) pack_field(pk, "max_active", m.max_active);
   }
   void operator()(const Heartbeat&) { pk.pack_map(0); }
   void operator()(const AddRequest& m) {
@@ -128,12 +138,46 @@ struct ArgsPacker {
     pk.pack_map(2);
     pack_field(pk, "request_id", m.request_id);
     pack_str(pk, "key");
-    pk.pack_array(2);
-    pk.pack(m.key.model);
-    pk.pack(m.key.hash);
+    key(m.key);
   }
   void operator()(const Cancel& m) { id_only(m.request_id); }
+  void operator()(const Bye&) { pk.pack_map(0); }
+  void operator()(const Lookup& m) {
+    pk.pack_map(1);
+    pack_str(pk, "keys");
+    pk.pack_array(static_cast<uint32_t>(m.keys.size()));
+    for (const Key& k : m.keys) key(k);
+  }
+  void operator()(const ReserveWrite& m) {
+    pk.pack_map(1);
+    pack_field(pk, "bytes", m.bytes);
+  }
+  void operator()(const Put& m) {
+    pk.pack_map(5);
+    pack_str(pk, "key");
+    key(m.key);
+    pack_field(pk, "first_token", m.tokens.begin);
+    pack_field(pk, "end_token", m.tokens.end);
+    pack_field(pk, "offset", m.offset);
+    pack_field(pk, "bytes", m.bytes);
+  }
+  void operator()(const AbortWrite& m) {
+    pk.pack_map(1);
+    pack_field(pk, "offset", m.offset);
+  }
+  void operator()(const GetStats&) { pk.pack_map(0); }
 };
+
+// "objects": [[offset, bytes], ...]
+void pack_spans(Packer& pk, std::span<const TierSpan> objects) {
+  pack_str(pk, "objects");
+  pk.pack_array(static_cast<uint32_t>(objects.size()));
+  for (const TierSpan& o : objects) {
+    pk.pack_array(2);
+    pk.pack(o.offset);
+    pk.pack(o.bytes);
+  }
+}
 
 void pack_status(Packer& pk, const Status& s) {
   pk.pack_map(2);
@@ -179,21 +223,65 @@ std::vector<std::byte> encode_reply(uint64_t id) {
 std::vector<std::byte> encode_hello_reply(uint64_t id, const HelloResult& result) {
   Sink sink;
   Packer pk(sink);
-  begin_reply(pk, id, 4);
+  begin_reply(pk, id, 11);
   pack_field(pk, "version", result.version);
   pack_str(pk, "server");
   pack_str(pk, result.server);
   pack_field(pk, "max_message_bytes", result.max_message_bytes);
   pack_field(pk, "max_manifest_entries", result.max_manifest_entries);
+  pack_field(pk, "session", result.session);
+  pack_field(pk, "runtime_id", result.runtime_id);
+  pack_field(pk, "heartbeat_timeout_ms", result.heartbeat_timeout_ms);
+  pack_str(pk, "tier_path");
+  pack_str(pk, result.tier_path);
+  pack_field(pk, "tier_bytes", result.tier_bytes);
+  pack_str(pk, "write_path");
+  pack_str(pk, result.write_path);
+  pack_field(pk, "write_bytes", result.write_bytes);
   return std::move(sink.bytes);
 }
 
-std::vector<std::byte> encode_retrieval_reply(uint64_t id, RetrievalAnswer answer) {
+std::vector<std::byte> encode_retrieval_reply(uint64_t id, RetrievalAnswer answer,
+                                              std::span<const TierSpan> objects) {
+  Sink sink;
+  Packer pk(sink);
+  const bool with_objects = answer != RetrievalAnswer::kWait;
+  begin_reply(pk, id, with_objects ? 2 : 1);
+  pack_str(pk, "answer");
+  pack_str(pk, wire::answer_name(answer));
+  if (with_objects) pack_spans(pk, objects);
+  return std::move(sink.bytes);
+}
+
+std::vector<std::byte> encode_offset_reply(uint64_t id, uint64_t offset) {
   Sink sink;
   Packer pk(sink);
   begin_reply(pk, id, 1);
-  pack_str(pk, "answer");
-  pack_str(pk, wire::answer_name(answer));
+  pack_field(pk, "offset", offset);
+  return std::move(sink.bytes);
+}
+
+std::vector<std::byte> encode_lookup_reply(uint64_t id, std::span<const uint64_t> bytes) {
+  Sink sink;
+  Packer pk(sink);
+  begin_reply(pk, id, 1);
+  pack_str(pk, "bytes");
+  pk.pack_array(static_cast<uint32_t>(bytes.size()));
+  for (uint64_t b : bytes) pk.pack(b);
+  return std::move(sink.bytes);
+}
+
+std::vector<std::byte> encode_stats_reply(uint64_t id, const StatList& stats) {
+  Sink sink;
+  Packer pk(sink);
+  begin_reply(pk, id, 1);
+  pack_str(pk, "stats");
+  pk.pack_array(static_cast<uint32_t>(stats.size()));
+  for (const auto& [name, value] : stats) {
+    pk.pack_array(2);
+    pack_str(pk, name);
+    pk.pack(value);
+  }
   return std::move(sink.bytes);
 }
 
@@ -213,16 +301,18 @@ std::vector<std::byte> encode_error(std::optional<uint64_t> id, const Status& er
   return std::move(sink.bytes);
 }
 
-std::vector<std::byte> encode_ready(uint64_t request_id, const Result<RetrievalPath>& outcome) {
+std::vector<std::byte> encode_ready(uint64_t request_id, const Result<RetrievalPath>& outcome,
+                                    std::span<const TierSpan> objects) {
   Sink sink;
   Packer pk(sink);
-  pk.pack_map(3);
+  pk.pack_map(outcome.is_ok() ? 4 : 3);
   pack_str(pk, "event");
   pack_str(pk, "ready");
   pack_field(pk, "request_id", request_id);
   if (outcome.is_ok()) {
     pack_str(pk, "path");
     pack_str(pk, wire::path_name(*outcome));
+    pack_spans(pk, objects);
   } else {
     pack_str(pk, "error");
     pack_status(pk, outcome.status());

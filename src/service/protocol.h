@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -33,6 +34,10 @@ inline constexpr size_t kMaxStringBytes = 4096;  // any string field
 struct Hello {
   std::vector<uint32_t> versions;  // protocol versions the client speaks
   std::string client;              // free-form client name, for logs ("" when absent)
+  // Sessions naming the same runtime share its adapter and its claims (tensor-parallel ranks of
+  // one engine); "" gives the session a runtime of its own.
+  std::string runtime;
+  uint32_t max_active = 0;  // the runtime's slot limit when this hello creates it; 0: the default
 };
 struct Heartbeat {};
 struct AddRequest {
@@ -80,11 +85,29 @@ struct ObjectTransferred {
 struct Cancel {
   uint64_t request_id = 0;
 };
+struct Bye {};  // ends the session as a disconnect would, but at once
+struct Lookup {
+  std::vector<Key> keys;  // answered with each key's payload bytes in the store (0: absent)
+};
+struct ReserveWrite {
+  uint64_t bytes = 0;  // room in the shared write region for one object's payload
+};
+struct Put {
+  Key key;
+  TokenRange tokens;
+  uint64_t offset = 0;  // where the payload is in the write region (a reservation of the session)
+  uint64_t bytes = 0;   // payload length, at most the reservation's
+};
+struct AbortWrite {
+  uint64_t offset = 0;  // a reservation given back unused
+};
+struct GetStats {};
 
 // The order of alternatives is the order of kOpNames in protocol.cc.
 using Op = std::variant<Hello, Heartbeat, AddRequest, ReportHit, UpdateOrder, IterationStarted,
                         Admitted, PrefillDone, TokensGenerated, Finished, RequestRetrieval,
-                        BeginTransfer, EndTransfer, ObjectTransferred, Cancel>;
+                        BeginTransfer, EndTransfer, ObjectTransferred, Cancel, Bye, Lookup,
+                        ReserveWrite, Put, AbortWrite, GetStats>;
 
 struct Request {
   uint32_t version = kProtocolVersion;  // "v": the version the message is written in
@@ -108,14 +131,36 @@ struct HelloResult {
   std::string server;                   // server name and build version
   uint64_t max_message_bytes = kMaxMessageBytes;
   uint64_t max_manifest_entries = kMaxManifestEntries;
+  uint64_t session = 0;               // the daemon's id of this session (logs, metrics)
+  uint32_t runtime_id = 0;            // the runtime the session speaks for
+  uint64_t heartbeat_timeout_ms = 0;  // a session silent this long is ended
+  std::string tier_path;              // the fast tier's shared mapping: map it read-only
+  uint64_t tier_bytes = 0;
+  std::string write_path;  // the shared write region: map it read-write
+  uint64_t write_bytes = 0;
 };
+// Where one object's bytes are in the fast tier's mapping.
+struct TierSpan {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;  // the payload's length
+  bool operator==(const TierSpan&) const = default;
+};
+using StatList = std::vector<std::pair<std::string, double>>;
+
 std::vector<std::byte> encode_reply(uint64_t id);  // {id, ok: true, result: {}}
 std::vector<std::byte> encode_hello_reply(uint64_t id, const HelloResult& result);
-std::vector<std::byte> encode_retrieval_reply(uint64_t id, RetrievalAnswer answer);
+// `objects` (one per manifest entry, in manifest order) go with a ready or ordinary_ready answer.
+std::vector<std::byte> encode_retrieval_reply(uint64_t id, RetrievalAnswer answer,
+                                              std::span<const TierSpan> objects = {});
+std::vector<std::byte> encode_offset_reply(uint64_t id, uint64_t offset);       // reserve_write
+std::vector<std::byte> encode_lookup_reply(uint64_t id, std::span<const uint64_t> bytes);
+std::vector<std::byte> encode_stats_reply(uint64_t id, const StatList& stats);
 // {id (nil when unknown), ok: false, error: {code, message}}; `error` must not be OK.
 std::vector<std::byte> encode_error(std::optional<uint64_t> id, const Status& error);
-// A waiting claim may begin its transfer on `path`, or failed with `error`.
-std::vector<std::byte> encode_ready(uint64_t request_id, const Result<RetrievalPath>& outcome);
+// A waiting claim may begin its transfer on `path` (its objects are at `objects`), or failed
+// with `error`.
+std::vector<std::byte> encode_ready(uint64_t request_id, const Result<RetrievalPath>& outcome,
+                                    std::span<const TierSpan> objects = {});
 
 // The server's version choice: the highest version both sides speak.
 std::optional<uint32_t> pick_version(std::span<const uint32_t> offered);
@@ -125,6 +170,10 @@ struct Reply {
   uint64_t id = 0;
   std::optional<HelloResult> hello;       // set for a hello reply
   std::optional<RetrievalAnswer> answer;  // set for a request_retrieval reply
+  std::vector<TierSpan> objects;          // with a ready / ordinary_ready answer
+  std::optional<uint64_t> offset;         // set for a reserve_write reply
+  std::vector<uint64_t> bytes;            // a lookup reply's sizes
+  StatList stats;                         // a stats reply's counters
 };
 struct ErrorReply {
   std::optional<uint64_t> id;
@@ -133,6 +182,7 @@ struct ErrorReply {
 struct ReadyNotification {
   uint64_t request_id = 0;
   Result<RetrievalPath> outcome = RetrievalPath::kStaged;
+  std::vector<TierSpan> objects;  // with a path: where the claim's objects are
 };
 using ServerMessage = std::variant<Reply, ErrorReply, ReadyNotification>;
 Result<ServerMessage> decode_server_message(std::span<const std::byte> bytes);

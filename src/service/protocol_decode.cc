@@ -17,8 +17,9 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
   };
   switch (index) {
     case 0: {  // hello: unknown fields allowed, so later clients' hellos stay readable
-      TEMPOKV_ASSIGN_OR_RETURN(Fields f,
-                               Fields::read(args_obj, where, {"versions", "client"}, true));
+      TEMPOKV_ASSIGN_OR_RETURN(
+          Fields f,
+          Fields::read(args_obj, where, {"versions", "client", "runtime", "max_active"}, true));
       TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("versions", kMaxHelloVersions));
       Hello h;
       for (uint32_t i = 0; i < a->via.array.size; ++i) {
@@ -30,6 +31,12 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       if (h.versions.empty()) return bad(f.what("versions") + " is empty");
       if (f.get("client") != nullptr) {
         TEMPOKV_ASSIGN_OR_RETURN(h.client, f.str("client"));
+      }
+      if (f.get("runtime") != nullptr) {
+        TEMPOKV_ASSIGN_OR_RETURN(h.runtime, f.str("runtime"));
+      }
+      if (f.get("max_active") != nullptr) {
+        TEMPOKV_ASSIGN_OR_RETURN(h.max_active, f.u32("max_active"));
       }
       return Op{std::move(h)};
     }
@@ -119,14 +126,58 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       ObjectTransferred m;
       TEMPOKV_ASSIGN_OR_RETURN(m.request_id, f.u64("request_id"));
       TEMPOKV_ASSIGN_OR_RETURN(const object* k, f.need("key"));
-      uint64_t v[2];
-      TEMPOKV_RETURN_IF_ERROR(fixed_u64s(*k, f.what("key"), v, "[model, hash]"));
-      m.key = Key{v[0], v[1]};
+      TEMPOKV_ASSIGN_OR_RETURN(m.key, read_key(*k, f.what("key")));
       return Op{m};
     }
     case 14: {
       TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, id_only());
       return Op{Cancel{id}};
+    }
+    case 15:
+    case 20: {
+      TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {}));
+      if (index == 15) return Op{Bye{}};
+      return Op{GetStats{}};
+    }
+    case 16: {
+      TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"keys"}));
+      TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("keys", kMaxManifestEntries));
+      Lookup m;
+      m.keys.reserve(a->via.array.size);
+      for (uint32_t i = 0; i < a->via.array.size; ++i) {
+        TEMPOKV_ASSIGN_OR_RETURN(
+            Key k, read_key(a->via.array.ptr[i], f.what("keys") + "[" + std::to_string(i) + "]"));
+        m.keys.push_back(k);
+      }
+      return Op{std::move(m)};
+    }
+    case 17: {
+      TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"bytes"}));
+      ReserveWrite m;
+      TEMPOKV_ASSIGN_OR_RETURN(m.bytes, f.u64("bytes"));
+      return Op{m};
+    }
+    case 18: {
+      TEMPOKV_ASSIGN_OR_RETURN(
+          Fields f, Fields::read(args_obj, where,
+                                 {"key", "first_token", "end_token", "offset", "bytes"}));
+      Put m;
+      TEMPOKV_ASSIGN_OR_RETURN(const object* k, f.need("key"));
+      TEMPOKV_ASSIGN_OR_RETURN(m.key, read_key(*k, f.what("key")));
+      TEMPOKV_ASSIGN_OR_RETURN(m.tokens.begin, f.u32("first_token"));
+      TEMPOKV_ASSIGN_OR_RETURN(m.tokens.end, f.u32("end_token"));
+      if (m.tokens.end < m.tokens.begin) {
+        return bad(f.what("end_token") + " is below first_token");
+      }
+      TEMPOKV_ASSIGN_OR_RETURN(m.offset, f.u64("offset"));
+      TEMPOKV_ASSIGN_OR_RETURN(m.bytes, f.u64("bytes"));
+      return Op{m};
+    }
+    case 19: {
+      TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"offset"}));
+      AbortWrite m;
+      TEMPOKV_ASSIGN_OR_RETURN(m.offset, f.u64("offset"));
+      return Op{m};
     }
     default:
       return Status::internal("op index out of range");

@@ -16,12 +16,14 @@
 namespace tempokv::service::wire {
 
 // Indexed like the alternatives of Op.
-inline constexpr std::array<std::string_view, 15> kOpNames = {
+inline constexpr std::array<std::string_view, 21> kOpNames = {
     "hello",        "heartbeat",          "add_request",
     "report_hit",   "update_order",       "iteration_started",
     "admitted",     "prefill_done",       "tokens_generated",
     "finished",     "request_retrieval",  "begin_transfer",
-    "end_transfer", "object_transferred", "cancel"};
+    "end_transfer", "object_transferred", "cancel",
+    "bye",          "lookup",             "reserve_write",
+    "put",          "abort_write",        "stats"};
 static_assert(kOpNames.size() == std::variant_size_v<Op>);
 
 std::string_view answer_name(RetrievalAnswer answer);

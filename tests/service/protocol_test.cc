@@ -20,7 +20,7 @@ std::vector<Request> one_of_every_op() {
                    .cached_bytes = 123456789012ULL,
                    .max_output_tokens = 256};
   std::vector<Op> ops = {
-      Hello{{1, 2}, "vllm-rank0"},
+      Hello{{1, 2}, "vllm-rank0", "engine-a", 8},
       Heartbeat{},
       AddRequest{info},
       ReportHit{7, {{Key{1, 2}, 4096}, {Key{1, UINT64_MAX}, 1}}},
@@ -35,6 +35,12 @@ std::vector<Request> one_of_every_op() {
       EndTransfer{7},
       ObjectTransferred{7, Key{UINT64_MAX, 9}},
       Cancel{7},
+      Bye{},
+      Lookup{{Key{1, 2}, Key{3, UINT64_MAX}}},
+      ReserveWrite{1 << 20},
+      Put{Key{5, 6}, TokenRange{256, 512}, 4096, 1000},
+      AbortWrite{8192},
+      GetStats{},
   };
   std::vector<Request> out;
   uint64_t id = 100;
@@ -65,6 +71,8 @@ TEST(ProtocolTest, DecodedFieldsKeepTheirValues) {
   const auto hello = std::get<Hello>(decoded(0));
   EXPECT_EQ(hello.versions, (std::vector<uint32_t>{1, 2}));
   EXPECT_EQ(hello.client, "vllm-rank0");
+  EXPECT_EQ(hello.runtime, "engine-a");
+  EXPECT_EQ(hello.max_active, 8u);
   const auto add = std::get<AddRequest>(decoded(2));
   EXPECT_EQ(add.request.cached_bytes, 123456789012ULL);
   EXPECT_EQ(add.request.max_output_tokens, 256u);
@@ -78,6 +86,22 @@ TEST(ProtocolTest, DecodedFieldsKeepTheirValues) {
   EXPECT_EQ(std::get<IterationStarted>(decoded(5)).decoders, (std::vector<uint64_t>{3, 4}));
   EXPECT_EQ(std::get<Finished>(decoded(9)).output_tokens, UINT32_MAX);
   EXPECT_EQ(std::get<ObjectTransferred>(decoded(13)).key, (Key{UINT64_MAX, 9}));
+  EXPECT_EQ(std::get<Lookup>(decoded(16)).keys[1], (Key{3, UINT64_MAX}));
+  EXPECT_EQ(std::get<ReserveWrite>(decoded(17)).bytes, 1u << 20);
+  const auto put = std::get<Put>(decoded(18));
+  EXPECT_EQ(put.key, (Key{5, 6}));
+  EXPECT_EQ(put.tokens.begin, 256u);
+  EXPECT_EQ(put.tokens.end, 512u);
+  EXPECT_EQ(put.offset, 4096u);
+  EXPECT_EQ(put.bytes, 1000u);
+  EXPECT_EQ(std::get<AbortWrite>(decoded(19)).offset, 8192u);
+}
+
+TEST(ProtocolTest, PutWithEndBeforeFirstTokenIsRefused) {
+  Request r{kProtocolVersion, 1, Put{Key{1, 1}, TokenRange{10, 5}, 0, 4096}};
+  Result<Request> back = decode_request(encode_request(r));
+  ASSERT_FALSE(back.is_ok());
+  EXPECT_THAT(back.status().message(), HasSubstr("end_token"));
 }
 
 // Packs a message by hand, for the shapes encode_request never produces.
@@ -255,20 +279,47 @@ TEST(ProtocolTest, RepliesErrorsAndNotificationsDecodeOnTheClient) {
   const auto plain = std::get<Reply>(decode(encode_reply(3)));
   EXPECT_EQ(plain.id, 3u);
   EXPECT_FALSE(plain.hello || plain.answer);
-  const auto hello = std::get<Reply>(decode(encode_hello_reply(4, {1, "tempokvd 0.1.0"})));
+  HelloResult hr{1, "tempokvd 0.1.0"};
+  hr.session = 12;
+  hr.runtime_id = 3;
+  hr.heartbeat_timeout_ms = 5000;
+  hr.tier_path = "/dev/shm/tier";
+  hr.tier_bytes = 1 << 30;
+  hr.write_path = "/dev/shm/writes";
+  hr.write_bytes = 1 << 20;
+  const auto hello = std::get<Reply>(decode(encode_hello_reply(4, hr)));
   ASSERT_TRUE(hello.hello);
   EXPECT_EQ(hello.hello->server, "tempokvd 0.1.0");
   EXPECT_EQ(hello.hello->max_manifest_entries, kMaxManifestEntries);
+  EXPECT_EQ(hello.hello->session, 12u);
+  EXPECT_EQ(hello.hello->runtime_id, 3u);
+  EXPECT_EQ(hello.hello->heartbeat_timeout_ms, 5000u);
+  EXPECT_EQ(hello.hello->tier_path, "/dev/shm/tier");
+  EXPECT_EQ(hello.hello->tier_bytes, 1u << 30);
+  EXPECT_EQ(hello.hello->write_path, "/dev/shm/writes");
+  EXPECT_EQ(hello.hello->write_bytes, 1u << 20);
   EXPECT_EQ(std::get<Reply>(decode(encode_retrieval_reply(5, RetrievalAnswer::kWait))).answer,
             RetrievalAnswer::kWait);
+  const std::vector<TierSpan> spans = {{0, 4096}, {1 << 20, 100}};
+  const auto ready_now =
+      std::get<Reply>(decode(encode_retrieval_reply(5, RetrievalAnswer::kReady, spans)));
+  EXPECT_EQ(ready_now.answer, RetrievalAnswer::kReady);
+  EXPECT_EQ(ready_now.objects, spans);
+  EXPECT_EQ(std::get<Reply>(decode(encode_offset_reply(6, 8192))).offset, 8192u);
+  const std::vector<uint64_t> sizes = {0, 4096, 7};
+  EXPECT_EQ(std::get<Reply>(decode(encode_lookup_reply(6, sizes))).bytes, sizes);
+  const StatList stats = {{"claims", 3}, {"protected_gib_s", 0.25}};
+  EXPECT_EQ(std::get<Reply>(decode(encode_stats_reply(6, stats))).stats, stats);
   const auto err = std::get<ErrorReply>(decode(encode_error(6, Status::not_found("claim 6"))));
   EXPECT_EQ(err.id, 6u);
   EXPECT_EQ(err.error, Status::not_found("claim 6"));
   EXPECT_EQ(std::get<ErrorReply>(decode(encode_error(std::nullopt, Status::internal("x")))).id,
             std::nullopt);
-  const auto ready = std::get<ReadyNotification>(decode(encode_ready(8, RetrievalPath::kOrdinary)));
+  const auto ready =
+      std::get<ReadyNotification>(decode(encode_ready(8, RetrievalPath::kOrdinary, spans)));
   EXPECT_EQ(ready.request_id, 8u);
   EXPECT_EQ(ready.outcome.value(), RetrievalPath::kOrdinary);
+  EXPECT_EQ(ready.objects, spans);
   const auto failed =
       std::get<ReadyNotification>(decode(encode_ready(9, Status::io_error("read failed"))));
   EXPECT_EQ(failed.outcome.status(), Status::io_error("read failed"));
