@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 
 namespace tempokv {
 namespace {
@@ -25,10 +27,10 @@ RealExecutor::RealExecutor() : epoch_(std::chrono::steady_clock::now()) {
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (epoll_fd_ < 0 || event_fd_ < 0 || timer_fd_ < 0) die("creating epoll/eventfd/timerfd");
-  for (int fd : {event_fd_, timer_fd_}) {
+  for (auto [fd, token] : {std::pair{event_fd_, kEventToken}, std::pair{timer_fd_, kTimerToken}}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.fd = fd;
+    ev.data.u64 = token;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) die("epoll_ctl");
   }
 }
@@ -97,25 +99,97 @@ void RealExecutor::run_due_timers() {
   arm_timerfd();
 }
 
+Status RealExecutor::watch(int fd, uint32_t epoll_events, WatchFn cb) {
+  // Level-triggered only: run_until may return between two callbacks of one batch, and only
+  // level-triggered readiness is reported again on the next epoll_wait.
+  constexpr uint32_t kAllowed = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLERR | EPOLLHUP;
+  const std::string what = "RealExecutor::watch(fd " + std::to_string(fd) + ")";
+  if (fd < 0) return Status::invalid_argument(what + ": negative fd");
+  if (fd == epoll_fd_ || fd == event_fd_ || fd == timer_fd_) {
+    return Status::invalid_argument(what + ": the fd is the executor's own");
+  }
+  if (!cb) return Status::invalid_argument(what + ": empty callback");
+  if ((epoll_events & ~kAllowed) != 0) {
+    return Status::invalid_argument(what + ": events " + std::to_string(epoll_events) +
+                                    " are not a level-triggered set of EPOLLIN, EPOLLOUT, "
+                                    "EPOLLRDHUP, EPOLLPRI");
+  }
+  if (by_fd_.contains(fd)) return Status::invalid_argument(what + ": already watched");
+  const uint64_t id = next_watch_id_++;
+  epoll_event ev{};
+  ev.events = epoll_events;
+  ev.data.u64 = id;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) return Status::from_errno(errno, what);
+  watches_.emplace(id, Watch{fd, std::make_shared<WatchFn>(std::move(cb))});
+  by_fd_.emplace(fd, id);
+  return Status::ok();
+}
+
+Status RealExecutor::modify(int fd, uint32_t epoll_events) {
+  auto it = by_fd_.find(fd);
+  if (it == by_fd_.end()) {
+    return Status::not_found("RealExecutor::modify: fd " + std::to_string(fd) + " is not watched");
+  }
+  epoll_event ev{};
+  ev.events = epoll_events;
+  ev.data.u64 = it->second;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
+    return Status::from_errno(errno, "RealExecutor::modify(fd " + std::to_string(fd) + ")");
+  }
+  return Status::ok();
+}
+
+Status RealExecutor::unwatch(int fd) {
+  auto it = by_fd_.find(fd);
+  if (it == by_fd_.end()) {
+    return Status::not_found("RealExecutor::unwatch: fd " + std::to_string(fd) + " is not watched");
+  }
+  // Fails only when fd was already closed, which removed it from the set anyway.
+  [[maybe_unused]] int rc = epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  // Erasing the id is what stops a pending event of this batch: dispatch() finds nothing.
+  watches_.erase(it->second);
+  by_fd_.erase(it);
+  return Status::ok();
+}
+
+void RealExecutor::dispatch(uint64_t id, uint32_t revents) {
+  auto it = watches_.find(id);
+  if (it == watches_.end()) return;
+  std::shared_ptr<WatchFn> cb = it->second.cb;  // outlives an unwatch by the callback itself
+  (*cb)(revents);
+}
+
 void RealExecutor::run() {
   run_until([] { return false; });
 }
 
 bool RealExecutor::run_until(const std::function<bool()>& pred) {
   stop_.store(false);
+  constexpr int kBatch = 64;
+  epoll_event events[kBatch];
   while (!stop_.load()) {
     if (pred()) return true;
-    epoll_event events[2];
-    int n = epoll_wait(epoll_fd_, events, 2, -1);
+    int n = epoll_wait(epoll_fd_, events, kBatch, -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       die("epoll_wait");
     }
     uint64_t count;
-    [[maybe_unused]] ssize_t r1 = read(event_fd_, &count, sizeof count);
-    [[maybe_unused]] ssize_t r2 = read(timer_fd_, &count, sizeof count);
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.u64 == kEventToken) {
+        [[maybe_unused]] ssize_t r = read(event_fd_, &count, sizeof count);
+      } else if (events[i].data.u64 == kTimerToken) {
+        [[maybe_unused]] ssize_t r = read(timer_fd_, &count, sizeof count);
+      }
+    }
     drain_posted();
     if (pred()) return true;
+    for (int i = 0; i < n && !stop_.load(std::memory_order_relaxed); ++i) {
+      if (events[i].data.u64 <= kTimerToken) continue;
+      dispatch(events[i].data.u64, events[i].events);
+      // Returning mid-batch loses nothing: the rest are level-triggered and are reported again.
+      if (pred()) return true;
+    }
     run_due_timers();
   }
   return pred();
