@@ -6,6 +6,10 @@ find_package(CLI11 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+# ZeroMQ (libzmq3-dev; cppzmq-dev for the header-only <zmq.hpp>): tempokvd and its client.
+pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+# toml++ 3 (libtomlplusplus-dev, a compiled library): tempokvd's configuration file.
+find_package(tomlplusplus REQUIRED)
 # msgpack-c (C++, header-only, libmsgpack-cxx-dev). Its CMake package (msgpack-config.cmake under
 # cmake/msgpackc-cxx) requires Boost, which MSGPACK_NO_BOOST makes unnecessary, so the header is
 # found directly and wrapped in our own interface target.

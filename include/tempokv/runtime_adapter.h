@@ -28,6 +28,7 @@
 #include "adapter/output_predictor.h"
 #include "adapter/ttu_estimator.h"
 #include "controller/controller.h"
+#include "tempokv/runtime_api.h"
 #include "tempokv/runtime_snapshot.h"
 
 namespace tempokv {
@@ -42,15 +43,8 @@ struct AdapterOptions {
   Status validate() const;
 };
 
-struct RequestInfo {
-  uint64_t id = 0;
-  uint32_t prompt_tokens = 0;
-  uint32_t cached_tokens = 0;   // matched prefix (retrieved, not computed)
-  uint64_t cached_bytes = 0;    // KV bytes of the matched prefix
-  uint32_t max_output_tokens = 0;
-};
-
-class RuntimeAdapter {
+// RequestInfo is declared with RuntimeApi (runtime_api.h).
+class RuntimeAdapter : public RuntimeApi {
  public:
   // Estimates and times come from the controller (and its Executor); the adapter keeps none.
   static Result<std::unique_ptr<RuntimeAdapter>> create(Controller& controller,
@@ -59,31 +53,33 @@ class RuntimeAdapter {
 
   // A request entered the runtime's waiting queue. Every request, hit or not, so the projection
   // sees the whole queue.
-  Status add_request(const RequestInfo& request);
+  Status add_request(const RequestInfo& request) override;
   // The request's matched prefix KV, in retrieval order: becomes a PLANNED claim.
-  Status report_hit(uint64_t id, std::vector<ManifestEntry> manifest);
+  Status report_hit(uint64_t id, std::vector<ManifestEntry> manifest) override;
   // The runtime's waiting order after a scheduling iteration; reprojects every TTU.
   // `boundary_in` is the time until the iteration now running ends.
-  Status update_order(std::span<const uint64_t> waiting, Duration boundary_in = Duration::zero());
+  Status update_order(std::span<const uint64_t> waiting,
+                      Duration boundary_in = Duration::zero()) override;
 
   // An iteration started: at its end `prefills` will have produced their first token and
   // `decoders` one more token. An order update during the iteration (boundary_in > 0) then
   // projects from the state at its boundary instead of counting this work twice.
-  Status iteration_started(std::span<const uint64_t> prefills, std::span<const uint64_t> decoders);
-  Status admitted(uint64_t id);
-  Status prefill_done(uint64_t id);  // the prefill produced the first token
-  Status tokens_generated(uint64_t id, uint32_t total_generated);
-  Status finished(uint64_t id, uint32_t output_tokens);
+  Status iteration_started(std::span<const uint64_t> prefills,
+                           std::span<const uint64_t> decoders) override;
+  Status admitted(uint64_t id) override;
+  Status prefill_done(uint64_t id) override;  // the prefill produced the first token
+  Status tokens_generated(uint64_t id, uint32_t total_generated) override;
+  Status finished(uint64_t id, uint32_t output_tokens) override;
 
-  Result<RetrievalAnswer> request_retrieval(uint64_t id, RetrievalCallback on_ready);
-  Status begin_transfer(uint64_t id);
-  Status end_transfer(uint64_t id);
+  Result<RetrievalAnswer> request_retrieval(uint64_t id, RetrievalCallback on_ready) override;
+  Status begin_transfer(uint64_t id) override;
+  Status end_transfer(uint64_t id) override;
   // One object of the claim has been copied to the device (progressive release).
-  Status object_transferred(uint64_t id, const Key& key);
-  Status cancel(uint64_t id);
+  Status object_transferred(uint64_t id, const Key& key) override;
+  Status cancel(uint64_t id) override;
 
   // The last TTU projected for a waiting request (NotFound when none).
-  Result<Duration> last_ttu(uint64_t id) const;
+  Result<Duration> last_ttu(uint64_t id) const override;
   const OutputPredictor& predictor() const { return predictor_; }
   Controller& controller() { return controller_; }
 

@@ -89,6 +89,11 @@ struct ClaimInfo {
   bool refused = false;          // at least one commit attempt was refused
   Status failure;                // why it was released early (read error, missing object)
   ClaimTimeline timeline;
+  // What the controller expected when it committed: the projected use time (TTU at commit
+  // + commit time) and the provider's TTR then. Their errors are measured against
+  // timeline.retrieval_requested and timeline.ready.
+  std::optional<TimePoint> projected_use_at_commit;
+  std::optional<Duration> ttr_at_commit;
 };
 
 struct ControllerStats {

@@ -6,6 +6,7 @@ namespace tempokv {
 
 bool Controller::try_commit(Rec& r) {
   std::weak_ptr<int> alive = alive_;
+  const Duration ttr = provider_.ttr(r.claim);
   auto result = provider_.commit(r.claim, [this, alive](ClaimId id, Status st) {
     if (!alive.expired()) on_provider_ready(id, std::move(st));
   });
@@ -24,6 +25,8 @@ bool Controller::try_commit(Rec& r) {
     return true;
   }
   ++stats_.commits;
+  r.info.ttr_at_commit = ttr;
+  r.info.projected_use_at_commit = r.use_at;
   transition(r, *result == CommitState::kStageReady ? ClaimState::kStageReady
                                                      : ClaimState::kStaging);
   if (r.info.state == ClaimState::kStageReady && r.on_ready) {

@@ -184,14 +184,31 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
   }
 }
 
+// The first "id" key's value when it is an unsigned integer: what an error reply can echo.
+std::optional<uint64_t> first_id(const object& o) {
+  if (o.type != t::MAP) return std::nullopt;
+  for (uint32_t i = 0; i < o.via.map.size; ++i) {
+    const msgpack::object_kv& kv = o.via.map.ptr[i];
+    if (kv.key.type == t::STR && std::string_view(kv.key.via.str.ptr, kv.key.via.str.size) == "id")
+      return kv.val.type == t::POSITIVE_INTEGER ? std::optional<uint64_t>(kv.val.via.u64)
+                                                : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<Request> decode_request(std::span<const std::byte> bytes, std::optional<uint64_t>* id) {
   if (id != nullptr) id->reset();
   msgpack::object_handle handle;
   TEMPOKV_RETURN_IF_ERROR(unpack(bytes, handle));
-  TEMPOKV_ASSIGN_OR_RETURN(Fields f,
-                           Fields::read(handle.get(), "request", {"v", "id", "op", "args"}));
+  Result<Fields> envelope = Fields::read(handle.get(), "request", {"v", "id", "op", "args"});
+  if (!envelope.is_ok()) {
+    // The reply still carries the id when the first "id" field is readable.
+    if (id != nullptr) *id = first_id(handle.get());
+    return envelope.status();
+  }
+  const Fields& f = *envelope;
   Request r;
   TEMPOKV_ASSIGN_OR_RETURN(r.id, f.u64("id"));
   if (id != nullptr) *id = r.id;

@@ -332,5 +332,26 @@ TEST(ProtocolTest, EveryStatusCodeNameRoundTrips) {
   }
 }
 
+TEST(ProtocolTest, EnvelopeWithARepeatedFieldStillEchoesItsId) {
+  auto bytes = pack([](wire::Packer& pk) {
+    pk.pack_map(5);
+    wire::pack_str(pk, "v");
+    pk.pack(1);
+    wire::pack_str(pk, "id");
+    pk.pack(uint64_t{41});
+    wire::pack_str(pk, "op");
+    wire::pack_str(pk, "heartbeat");
+    wire::pack_str(pk, "op");
+    wire::pack_str(pk, "heartbeat");
+    wire::pack_str(pk, "args");
+    pk.pack_map(0);
+  });
+  std::optional<uint64_t> id;
+  Result<Request> r = decode_request(bytes, &id);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("twice"));
+  EXPECT_EQ(id, 41u);
+}
+
 }  // namespace
 }  // namespace tempokv::service

@@ -9,5 +9,6 @@ namespace tempokv::cli {
 void add_store_commands(CLI::App& app, int* exit_code);
 void add_restore_bench_command(CLI::App& app, int* exit_code);
 void add_eval_command(CLI::App& app, int* exit_code);
+void add_service_load_command(CLI::App& app, int* exit_code);
 
 }  // namespace tempokv::cli

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   tempokv::cli::add_store_commands(app, &exit_code);
   tempokv::cli::add_restore_bench_command(app, &exit_code);
   tempokv::cli::add_eval_command(app, &exit_code);
+  tempokv::cli::add_service_load_command(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

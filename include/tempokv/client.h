@@ -1,0 +1,156 @@
+// ServiceClient: the runtime adapter's calls carried to tempokvd (docs/protocol.md, version 1),
+// the out-of-process twin of RuntimeAdapter. A runtime written against RuntimeApi switches by
+// constructing this instead of an adapter.
+//
+// Each call is one request on a ZeroMQ DEALER socket and blocks until its reply (at most
+// ClientOptions::call_timeout; then Unavailable). An error reply comes back as the Status the
+// daemon's adapter returned (same code, same message). Ready notifications that arrive while a
+// call waits are queued, never lost, and delivered by dispatch(): a `wait` answer's callback
+// runs from dispatch(), never from inside another call. Claims answered ready (at once or by
+// notification) expose their objects' spans in the fast tier's shared mapping (objects(),
+// tier_data()) until end_transfer or cancel.
+//
+// Event loops: fd() is ZMQ_FD, which signals a change of the socket's state, not queued
+// messages; after it fires, or after any call, has_pending() says whether dispatch() has work.
+// attach() does all of that on a RealExecutor and sends heartbeats while the runtime is quiet.
+//
+// Ownership: owns its socket and its mappings of the daemon's files (not the files). The
+// destructor sends nothing: the daemon ends the session when it notices the disconnect or the
+// heartbeat timeout; bye() ends it at once.
+//
+// Threading: not thread-safe. One thread makes every call, runs dispatch() and destroys the
+// client; when attached, that is the executor's loop thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "service/client_mapping.h"
+#include "service/protocol.h"
+#include "tempokv/executor.h"
+#include "tempokv/runtime_api.h"
+
+namespace tempokv {
+
+class RealExecutor;
+namespace service {
+class ClientSocket;
+}
+
+struct ClientOptions {
+  std::string endpoint;  // the daemon's ZeroMQ endpoint ("ipc:///run/tempokvd.sock", "tcp://...")
+  std::string name;      // this client's name in the daemon's logs ("": none)
+  std::string runtime;   // the runtime to join (tensor-parallel ranks share one); "": its own
+  uint32_t max_active = 0;  // the runtime's slot limit if this hello creates it; 0: the default
+  Duration call_timeout = std::chrono::seconds(10);  // longest wait for one reply
+  bool map_shared_memory = true;  // map the fast tier (read-only) and the write region
+  Status validate() const;
+};
+
+class ServiceClient final : public RuntimeApi {
+ public:
+  // Connects, says hello and maps the daemon's shared files. Unavailable, naming the endpoint,
+  // when no hello reply comes within call_timeout.
+  static Result<std::unique_ptr<ServiceClient>> connect(const ClientOptions& options);
+  ~ServiceClient() override;
+  ServiceClient(const ServiceClient&) = delete;
+  ServiceClient& operator=(const ServiceClient&) = delete;
+
+  Status add_request(const RequestInfo& request) override;
+  Status report_hit(uint64_t id, std::vector<ManifestEntry> manifest) override;
+  Status update_order(std::span<const uint64_t> waiting,
+                      Duration boundary_in = Duration::zero()) override;
+  Status iteration_started(std::span<const uint64_t> prefills,
+                           std::span<const uint64_t> decoders) override;
+  Status admitted(uint64_t id) override;
+  Status prefill_done(uint64_t id) override;
+  Status tokens_generated(uint64_t id, uint32_t total_generated) override;
+  Status finished(uint64_t id, uint32_t output_tokens) override;
+  // With kWait, on_ready runs from dispatch() once the daemon's ready notification arrives.
+  Result<RetrievalAnswer> request_retrieval(uint64_t id, RetrievalCallback on_ready) override;
+  Status begin_transfer(uint64_t id) override;
+  Status end_transfer(uint64_t id) override;  // on success the claim's spans are forgotten
+  Status object_transferred(uint64_t id, const Key& key) override;
+  Status cancel(uint64_t id) override;  // the claim's spans are forgotten whatever the answer
+  // Always FailedPrecondition: the daemon keeps its estimates to itself.
+  Result<Duration> last_ttu(uint64_t id) const override;
+
+  Status heartbeat();
+  // Ends the session now. The client is closed afterwards (even when the bye failed): every
+  // later call is FailedPrecondition and pending callbacks are dropped.
+  Status bye();
+  // Each key's payload bytes in the store (0 when absent).
+  Result<std::vector<uint64_t>> lookup(std::span<const Key> keys);
+  // Stores a new object: reserves room in the write region, copies the payload there and puts
+  // it, returning once the daemon says it is durable. FailedPrecondition without a write region.
+  Status put(const Key& key, TokenRange tokens, std::span<const std::byte> payload);
+  Result<service::StatList> stats();
+
+  // A ready claim's objects, one span per manifest entry in manifest order, located in
+  // tier_data(). NotFound for a claim not answered here; FailedPrecondition while it waits.
+  Result<std::vector<service::TierSpan>> objects(uint64_t id) const;
+  const service::HelloResult& hello() const { return hello_; }
+  const std::byte* tier_data() const { return tier_.data(); }  // null when not mapped
+  uint64_t tier_bytes() const { return tier_.bytes(); }
+
+  int fd() const;
+  // Queued notifications, or messages readable on the socket.
+  bool has_pending() const;
+  // Reads every message already here without blocking, then runs the callbacks of the queued
+  // notifications (which may call back in, calls and dispatch() included).
+  void dispatch();
+  // Runs dispatch() from `executor` when fd() fires and after calls that leave work pending,
+  // and sends a heartbeat whenever no request went out for heartbeat_timeout_ms / 3.
+  // FailedPrecondition when already attached or closed. The executor must outlive the
+  // attachment (detach() or the destructor ends it).
+  Status attach(RealExecutor& executor);
+  void detach();  // the destructor detaches too
+
+ private:
+  struct Claim {
+    bool waiting = false;  // answered wait; its ready notification has not been delivered
+    bool ready = false;    // `objects` are valid
+    RetrievalCallback on_ready;
+    std::vector<service::TierSpan> objects;
+  };
+
+  ServiceClient(ClientOptions options, std::unique_ptr<service::ClientSocket> socket);
+  Status map_shared_memory();
+  // Sends one request and waits for its reply; notifications met meanwhile are queued.
+  Result<service::Reply> call(service::Op op);
+  Result<service::Reply> exchange(const service::Request& request);
+  Status call_status(service::Op op) { return call(std::move(op)).status(); }
+  void drain_socket();
+  void deliver(service::ReadyNotification notification);
+  void schedule_dispatch();
+  void arm_heartbeat();
+  void on_heartbeat_timer();
+  Duration heartbeat_interval() const;
+
+  ClientOptions options_;
+  std::unique_ptr<service::ClientSocket> socket_;
+  service::HelloResult hello_;
+  uint32_t version_ = service::kProtocolVersion;  // negotiated by the hello
+  uint64_t next_id_ = 1;
+  bool closed_ = false;  // after bye()
+  service::ClientMapping tier_;
+  service::ClientMapping write_;
+  std::unordered_map<uint64_t, Claim> claims_;            // by request id
+  std::deque<service::ReadyNotification> notifications_;  // received, not yet delivered
+
+  RealExecutor* executor_ = nullptr;  // while attached
+  TimerHandle heartbeat_timer_;
+  TimePoint last_sent_{};         // executor time of the last request sent, while attached
+  bool dispatch_posted_ = false;  // a dispatch task is queued on the executor
+  // Shared with posted tasks: false once they must not touch this client (detached, destroyed).
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace tempokv

@@ -1,0 +1,44 @@
+"""TempoKV's Python client: the wire protocol of tempokvd (docs/protocol.md, version 1).
+
+Needs only the standard library, pyzmq and msgpack (Debian: python3-zmq, python3-msgpack).
+
+    from tempokv import TempoKVClient, NotFound
+    with TempoKVClient("ipc:///path/to/tempokvd.sock", name="engine-0") as c:
+        print(c.stats()["tier_protected_bytes"])
+
+`tempokv.vllm_connector` is a skeleton of a vLLM KV connector built on the client.
+The error for the daemon's `IOError` code is `tempokv.IOError` (kept out of `__all__` so a star
+import never shadows the builtin).
+"""
+
+from . import errors
+from .client import PROTOCOL_VERSION, TempoKVClient
+from .errors import (
+    Cancelled,
+    Corruption,
+    FailedPrecondition,
+    Internal,
+    InvalidArgument,
+    IOError,  # noqa: A004 - the daemon's IOError code, not the builtin
+    NotFound,
+    ResourceExhausted,
+    TempoKVError,
+    Unavailable,
+    error_from_code,
+)
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "TempoKVClient",
+    "TempoKVError",
+    "NotFound",
+    "Corruption",
+    "InvalidArgument",
+    "ResourceExhausted",
+    "Unavailable",
+    "Cancelled",
+    "FailedPrecondition",
+    "Internal",
+    "error_from_code",
+    "errors",
+]

@@ -1,0 +1,642 @@
+"""TempoKVClient: the runtime adapter's calls carried to tempokvd.
+
+The Python twin of the C++ ``ServiceClient`` (include/tempokv/client.h). It
+speaks version 1 of the wire protocol (docs/protocol.md): one MessagePack map
+per ZeroMQ message on a DEALER socket, requests ``{v, id, op, args}``, replies
+``{id, ok, result | error}`` and ``ready`` notifications ``{event, request_id,
+path | error, objects}``.
+
+Each call sends one request and blocks until its reply, at most ``timeout_s``
+seconds (then :class:`Unavailable`). An error reply raises the
+:class:`TempoKVError` subclass named by its code. Ready notifications that
+arrive while a call waits are queued, never lost; :meth:`poll` delivers them
+to the ``on_ready`` callbacks given to :meth:`request_retrieval` (never from
+inside another call).
+
+Shared memory: after the hello the client maps the daemon's fast tier
+(``tier_path``) read-only and its write region (``write_path``) read-write.
+A ready claim's :meth:`objects` are ``(offset, bytes)`` spans in the tier
+mapping; :meth:`read_object` returns a zero-copy ``memoryview`` of one, valid
+(and unchanged) until the claim's ``end_transfer``, its ``object_transferred``
+for that object, or ``cancel``. :meth:`put` stores new KV through the write
+region.
+
+Heartbeats: the daemon ends a session after ``heartbeat_timeout_ms`` without
+any request. Any call counts; :meth:`poll` sends a heartbeat itself when no
+request went out for a third of that time, so a runtime that polls regularly
+stays alive. Nothing runs in the background.
+
+Threading: NOT thread-safe. One thread makes every call, runs :meth:`poll`
+(and so the callbacks) and closes the client. Callbacks may call back into
+the client. Use one client per thread (e.g. one per tensor-parallel rank,
+sharing a claim through the same ``runtime`` name).
+"""
+
+import collections
+import mmap
+import os
+import time
+
+import msgpack
+import zmq
+
+from . import errors
+from .errors import FailedPrecondition, Internal, InvalidArgument, NotFound, Unavailable
+
+__all__ = ["TempoKVClient", "PROTOCOL_VERSION"]
+
+PROTOCOL_VERSION = 1  # the versions this client speaks: 1..1
+
+_U32_MAX = (1 << 32) - 1
+_U64_MAX = (1 << 64) - 1
+_I64_MAX = (1 << 63) - 1
+
+_ANSWERS = ("ready", "ordinary_ready", "wait")
+
+
+def _uint(name, value, limit):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument("InvalidArgument", f"{name} must be an int, got {type(value).__name__}")
+    if value < 0 or value > limit:
+        raise InvalidArgument("InvalidArgument", f"{name} is {value}, outside 0..{limit}")
+    return value
+
+
+def _u32(name, value):
+    return _uint(name, value, _U32_MAX)
+
+
+def _u64(name, value):
+    return _uint(name, value, _U64_MAX)
+
+
+def _key(name, key):
+    try:
+        model, hash_ = key
+    except (TypeError, ValueError):
+        raise InvalidArgument("InvalidArgument", f"{name} must be a (model, hash) pair") from None
+    return [_u64(name + ".model", model), _u64(name + ".hash", hash_)]
+
+
+def _ids(name, ids):
+    return [_u64(f"{name}[{i}]", x) for i, x in enumerate(ids)]
+
+
+def _error_of(obj):
+    """The TempoKVError of an error map ``{code, message}`` (tolerating a malformed one)."""
+    if isinstance(obj, dict):
+        return errors.error_from_code(obj.get("code", "Unknown"), obj.get("message", ""))
+    return Internal("Internal", f"malformed error from tempokvd: {obj!r}")
+
+
+def _spans(objects):
+    """The ``objects`` field, ``[[offset, bytes], ...]``, as a list of (offset, bytes) tuples."""
+    if objects is None:
+        return None
+    out = []
+    for entry in objects:
+        if not isinstance(entry, (list, tuple)) or len(entry) != 2:
+            raise Internal("Internal", f"malformed object span from tempokvd: {entry!r}")
+        out.append((int(entry[0]), int(entry[1])))
+    return out
+
+
+class _Claim:
+    __slots__ = ("waiting", "ready", "on_ready", "objects", "path")
+
+    def __init__(self):
+        self.waiting = False  # answered wait; its notification has not been delivered
+        self.ready = False  # `objects` are valid
+        self.on_ready = None
+        self.objects = []
+        self.path = None  # "staged" | "ordinary" once ready
+
+
+class TempoKVClient:
+    """One session with tempokvd (see the module documentation). Not thread-safe."""
+
+    def __init__(self, endpoint, name="", runtime="", max_active=0, timeout_s=10.0,
+                 map_shared_memory=True):
+        if not endpoint:
+            raise InvalidArgument("InvalidArgument", "endpoint is empty")
+        if timeout_s <= 0:
+            raise InvalidArgument("InvalidArgument", "timeout_s must be positive")
+        self.endpoint = endpoint
+        self.timeout_s = float(timeout_s)
+        self._next_id = 1
+        self._version = PROTOCOL_VERSION
+        self._closed = False  # close() ran: nothing works any more
+        self._session_open = False  # the hello succeeded and no bye was sent
+        self._claims = {}
+        self._notifications = collections.deque()
+        self._tier = None
+        self._write = None
+        self._last_sent = time.monotonic()
+        self.hello = {}
+
+        self._context = zmq.Context()
+        self._socket = self._context.socket(zmq.DEALER)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        try:
+            self._socket.connect(endpoint)
+            args = {"versions": [PROTOCOL_VERSION], "client": str(name)}
+            if runtime:
+                args["runtime"] = str(runtime)
+            if max_active:
+                args["max_active"] = _u32("max_active", max_active)
+            # The hello is always written in version 1 (its envelope is frozen).
+            result = self._call("hello", args, version=1)
+            version = result.get("version")
+            if version != PROTOCOL_VERSION:
+                raise FailedPrecondition(
+                    "FailedPrecondition",
+                    f"tempokvd at {endpoint} picked protocol version {version}, "
+                    f"this client speaks {PROTOCOL_VERSION}")
+            self.hello = result
+            self._version = version
+            self._session_open = True
+            if map_shared_memory:
+                self._map_shared_memory()
+        except BaseException:
+            self.close()
+            raise
+
+    # ----------------------------------------------------------------------------------------
+    # Properties of the session.
+
+    @property
+    def session(self):
+        return self.hello.get("session")
+
+    @property
+    def runtime_id(self):
+        return self.hello.get("runtime_id")
+
+    @property
+    def heartbeat_timeout_s(self):
+        return self.hello.get("heartbeat_timeout_ms", 0) / 1000.0
+
+    @property
+    def tier(self):
+        """The read-only mmap of the fast tier (None when not mapped)."""
+        return self._tier
+
+    @property
+    def write_region(self):
+        """The read-write mmap of the write region (None when not mapped)."""
+        return self._write
+
+    @property
+    def closed(self):
+        return self._closed
+
+    # ----------------------------------------------------------------------------------------
+    # The adapter's calls.
+
+    def add_request(self, request_id, prompt_tokens, cached_tokens, cached_bytes,
+                    max_output_tokens):
+        self._call("add_request", {
+            "request_id": _u64("request_id", request_id),
+            "prompt_tokens": _u32("prompt_tokens", prompt_tokens),
+            "cached_tokens": _u32("cached_tokens", cached_tokens),
+            "cached_bytes": _u64("cached_bytes", cached_bytes),
+            "max_output_tokens": _u32("max_output_tokens", max_output_tokens),
+        })
+
+    def report_hit(self, request_id, manifest):
+        """``manifest``: [(model, hash, bytes), ...] in retrieval order."""
+        entries = []
+        for i, entry in enumerate(manifest):
+            try:
+                model, hash_, nbytes = entry
+            except (TypeError, ValueError):
+                raise InvalidArgument(
+                    "InvalidArgument", f"manifest[{i}] must be (model, hash, bytes)") from None
+            entries.append([_u64(f"manifest[{i}].model", model),
+                            _u64(f"manifest[{i}].hash", hash_),
+                            _u64(f"manifest[{i}].bytes", nbytes)])
+        self._call("report_hit", {"request_id": _u64("request_id", request_id),
+                                  "manifest": entries})
+
+    def update_order(self, waiting, boundary_in_ns=0):
+        """``waiting``: request ids, first to be scheduled first; ``boundary_in_ns``: time until
+        the running iteration ends (negative means 0, as for the adapter)."""
+        boundary = max(0, int(boundary_in_ns))
+        self._call("update_order", {"waiting": _ids("waiting", waiting),
+                                    "boundary_in_ns": _uint("boundary_in_ns", boundary, _I64_MAX)})
+
+    def iteration_started(self, prefills, decoders):
+        self._call("iteration_started", {"prefills": _ids("prefills", prefills),
+                                         "decoders": _ids("decoders", decoders)})
+
+    def admitted(self, request_id):
+        self._call("admitted", {"request_id": _u64("request_id", request_id)})
+
+    def prefill_done(self, request_id):
+        self._call("prefill_done", {"request_id": _u64("request_id", request_id)})
+
+    def tokens_generated(self, request_id, total_generated):
+        self._call("tokens_generated", {"request_id": _u64("request_id", request_id),
+                                        "total_generated": _u32("total_generated",
+                                                                total_generated)})
+
+    def finished(self, request_id, output_tokens):
+        self._call("finished", {"request_id": _u64("request_id", request_id),
+                                "output_tokens": _u32("output_tokens", output_tokens)})
+
+    def request_retrieval(self, request_id, on_ready=None):
+        """Returns "ready", "ordinary_ready" or "wait".
+
+        With "ready" / "ordinary_ready" the claim's :meth:`objects` are available now. With
+        "wait", :meth:`poll` later runs ``on_ready(request_id, path, error)``: ``path`` is
+        "staged" or "ordinary" (and :meth:`objects` are available) or None with ``error`` a
+        :class:`TempoKVError` saying why the claim failed (the daemon released it).
+        """
+        request_id = _u64("request_id", request_id)
+        result = self._call("request_retrieval", {"request_id": request_id})
+        answer = result.get("answer")
+        if answer not in _ANSWERS:
+            raise Internal("Internal", f"tempokvd answered request_retrieval({request_id}) "
+                                       f"with {answer!r}")
+        claim = _Claim()
+        if answer == "wait":
+            # A notification already queued for it is delivered by poll(), which finds it waiting.
+            claim.waiting = True
+            claim.on_ready = on_ready
+        else:
+            claim.ready = True
+            claim.path = "staged" if answer == "ready" else "ordinary"
+            claim.objects = _spans(result.get("objects")) or []
+        self._claims[request_id] = claim
+        return answer
+
+    def begin_transfer(self, request_id):
+        self._call("begin_transfer", {"request_id": _u64("request_id", request_id)})
+
+    def end_transfer(self, request_id):
+        """On success the claim's spans are forgotten: the daemon may reuse them from now on."""
+        request_id = _u64("request_id", request_id)
+        self._call("end_transfer", {"request_id": request_id})
+        self._claims.pop(request_id, None)
+
+    def object_transferred(self, request_id, key):
+        """One object (``key`` = (model, hash)) of the claim has been copied (progressive
+        release)."""
+        self._call("object_transferred", {"request_id": _u64("request_id", request_id),
+                                          "key": _key("key", key)})
+
+    def cancel(self, request_id):
+        """The claim is forgotten here whatever the daemon answers."""
+        request_id = _u64("request_id", request_id)
+        self._claims.pop(request_id, None)
+        self._call("cancel", {"request_id": request_id})
+
+    # ----------------------------------------------------------------------------------------
+    # Extras: session, store, stats.
+
+    def heartbeat(self):
+        self._call("heartbeat", {})
+
+    def bye(self):
+        """Ends the session now (its runtime's claims are cancelled when it was the last
+        session). The socket stays open until :meth:`close`, but every later call raises
+        FailedPrecondition and pending callbacks are dropped."""
+        try:
+            self._call("bye", {})
+        finally:
+            self._session_open = False
+            self._claims.clear()
+            self._notifications.clear()
+
+    def lookup(self, keys):
+        """Each key's payload bytes in the store (0 when absent), in the order of ``keys``."""
+        wire_keys = [_key(f"keys[{i}]", k) for i, k in enumerate(keys)]
+        result = self._call("lookup", {"keys": wire_keys})
+        sizes = result.get("bytes")
+        if not isinstance(sizes, list) or len(sizes) != len(wire_keys):
+            raise Internal("Internal", f"tempokvd answered a lookup of {len(wire_keys)} keys "
+                                       f"with {sizes!r}")
+        return [int(s) for s in sizes]
+
+    def put(self, key, first_token, end_token, payload):
+        """Stores ``payload`` (bytes-like) under ``key`` = (model, hash) for tokens
+        [first_token, end_token): reserve_write, copy into the write region, put. Returns once
+        the daemon says the object is durable. ResourceExhausted when the write region is full
+        now (retry after outstanding puts complete)."""
+        wire_key = _key("key", key)
+        first_token = _u32("first_token", first_token)
+        end_token = _u32("end_token", end_token)
+        if end_token < first_token:
+            raise InvalidArgument("InvalidArgument",
+                                  f"put: end_token {end_token} is below first_token {first_token}")
+        view = memoryview(payload).cast("B")
+        nbytes = view.nbytes
+        if nbytes == 0:
+            raise InvalidArgument("InvalidArgument", "put: empty payload")
+        if self._write is None:
+            self._check_open("put")
+            raise FailedPrecondition("FailedPrecondition", "put: no write region is mapped")
+        offset = self._call("reserve_write", {"bytes": nbytes}).get("offset")
+        try:
+            if not isinstance(offset, int) or offset < 0 or offset + nbytes > len(self._write):
+                raise Internal("Internal", f"tempokvd reserved {nbytes} bytes at offset "
+                                           f"{offset!r}, outside the write region of "
+                                           f"{len(self._write)} bytes")
+            self._write[offset:offset + nbytes] = view
+        except BaseException:
+            try:
+                if isinstance(offset, int) and offset >= 0:
+                    self._call("abort_write", {"offset": offset})
+            except errors.TempoKVError:
+                pass  # the session's end frees its reservations anyway
+            raise
+        # The daemon frees the reservation whatever the put's outcome: no abort_write after it.
+        self._call("put", {"key": wire_key, "first_token": first_token, "end_token": end_token,
+                           "offset": offset, "bytes": nbytes})
+
+    def stats(self):
+        """The daemon's counters: {name: value}, the /metrics names without ``tempokv_`` and
+        with label values appended by ``_`` (e.g. ``claims_stage_ready``)."""
+        result = self._call("stats", {})
+        out = {}
+        for entry in result.get("stats", []):
+            name, value = entry
+            out[name] = value
+        return out
+
+    # ----------------------------------------------------------------------------------------
+    # Claims' objects and the tier mapping.
+
+    def objects(self, request_id):
+        """A ready claim's objects: [(offset, bytes), ...], one per manifest entry in manifest
+        order, in the tier mapping. NotFound for a claim not answered on this client (or already
+        ended); FailedPrecondition while it waits for its notification."""
+        claim = self._claims.get(request_id)
+        if claim is None:
+            raise NotFound("NotFound", f"objects: request {request_id} has no claim answered "
+                                       "ready on this client")
+        if not claim.ready:
+            raise FailedPrecondition("FailedPrecondition", f"objects: request {request_id} is "
+                                                           "waiting for its ready notification")
+        return list(claim.objects)
+
+    def read_object(self, offset, nbytes):
+        """A read-only, zero-copy memoryview of ``nbytes`` at ``offset`` in the tier mapping.
+        Release it (or let it go) before :meth:`close` unmaps the tier."""
+        if self._tier is None:
+            raise FailedPrecondition("FailedPrecondition", "read_object: the tier is not mapped")
+        if offset < 0 or nbytes < 0 or offset + nbytes > len(self._tier):
+            raise InvalidArgument("InvalidArgument",
+                                  f"read_object: [{offset}, {offset}+{nbytes}) is outside the "
+                                  f"tier of {len(self._tier)} bytes")
+        return memoryview(self._tier)[offset:offset + nbytes]
+
+    # ----------------------------------------------------------------------------------------
+    # Notifications.
+
+    def pending(self):
+        """Whether :meth:`poll` has something to deliver now (queued or on the socket)."""
+        if self._notifications:
+            return True
+        return self._socket is not None and bool(self._socket.poll(0, zmq.POLLIN))
+
+    def poll(self, timeout_s=0):
+        """Receives the messages that arrive within ``timeout_s`` (0: only those already here;
+        it returns as soon as one notification is queued), then runs the callbacks of the
+        queued notifications. Sends a heartbeat first when none is due. Returns how many
+        notifications were delivered."""
+        self._check_open("poll")
+        self._heartbeat_if_due()
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        self._drain(0)
+        while not self._notifications:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._drain(left)
+        delivered = 0
+        # Drain before each delivery: a callback's own calls may have queued more.
+        while self._notifications:
+            self._deliver(self._notifications.popleft())
+            delivered += 1
+            self._drain(0)
+        return delivered
+
+    def wait_ready(self, request_id, timeout_s=None):
+        """Polls until a claim answered "wait" is ready (returns its path) or failed (raises its
+        error). ``timeout_s`` defaults to the client's timeout; then Unavailable."""
+        claim = self._claims.get(request_id)
+        if claim is None:
+            raise NotFound("NotFound", f"wait_ready: request {request_id} has no claim on this "
+                                       "client")
+        outcome = []
+        user_cb = claim.on_ready
+
+        def capture(rid, path, error):
+            outcome.append((path, error))
+            if user_cb is not None:
+                user_cb(rid, path, error)
+
+        if claim.waiting:
+            claim.on_ready = capture
+        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+        while claim.waiting and not outcome:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                claim.on_ready = user_cb
+                raise Unavailable("Unavailable", f"request {request_id} was not ready within "
+                                                 f"{timeout_s or self.timeout_s} s")
+            self.poll(min(left, max(self.heartbeat_timeout_s / 3, 0.05)))
+        if outcome and outcome[0][1] is not None:
+            raise outcome[0][1]
+        return claim.path
+
+    # ----------------------------------------------------------------------------------------
+    # Closing.
+
+    def close(self, send_bye=True):
+        """Ends the session (a bye with a short timeout, when ``send_bye`` and it is open),
+        closes the socket and unmaps the shared files. Idempotent. Memoryviews from
+        :meth:`read_object` still alive keep their mapping until they are released."""
+        if self._closed:
+            return
+        if send_bye and self._session_open and self._socket is not None:
+            saved = self.timeout_s
+            self.timeout_s = min(saved, 1.0)
+            try:
+                self.bye()
+            except errors.TempoKVError:
+                pass
+            finally:
+                self.timeout_s = saved
+        self._closed = True
+        self._session_open = False
+        self._claims.clear()
+        self._notifications.clear()
+        for attr in ("_tier", "_write"):
+            m = getattr(self, attr)
+            setattr(self, attr, None)
+            if m is not None:
+                try:
+                    m.close()
+                except BufferError:
+                    pass  # exported memoryviews keep it; it is unmapped when they go
+        if self._socket is not None:
+            self._socket.close(linger=0)
+            self._socket = None
+        if self._context is not None:
+            self._context.term()
+            self._context = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close(send_bye=False)
+        except Exception:
+            pass
+
+    # ----------------------------------------------------------------------------------------
+    # Internals.
+
+    def _check_open(self, op):
+        if self._closed:
+            raise FailedPrecondition("FailedPrecondition", f"{op}: the client is closed")
+        if not self._session_open and op != "hello":
+            raise FailedPrecondition("FailedPrecondition",
+                                     f"{op}: the session has ended (bye was sent)")
+
+    def _map_shared_memory(self):
+        self._tier = self._map(self.hello.get("tier_path", ""), self.hello.get("tier_bytes", 0),
+                               False, "the fast tier")
+        self._write = self._map(self.hello.get("write_path", ""),
+                                self.hello.get("write_bytes", 0), True, "the write region")
+
+    @staticmethod
+    def _map(path, nbytes, writable, what):
+        if not nbytes:
+            return None
+        try:
+            fd = os.open(path, (os.O_RDWR if writable else os.O_RDONLY) | os.O_CLOEXEC)
+        except OSError as e:
+            raise errors.error_from_code("IOError", f"mapping {what}: open {path}: {e}") from e
+        try:
+            size = os.fstat(fd).st_size
+            if size < nbytes:
+                # Mapping past the end would turn a short file into SIGBUS on first touch.
+                raise FailedPrecondition("FailedPrecondition",
+                                         f"mapping {what}: {path} is {size} bytes, the daemon "
+                                         f"announced {nbytes}")
+            access = mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ
+            return mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED, access=access)
+        except OSError as e:
+            raise errors.error_from_code("IOError", f"mapping {what}: mmap {path}: {e}") from e
+        finally:
+            os.close(fd)  # the mapping keeps the file referenced
+
+    def _heartbeat_if_due(self):
+        interval = self.heartbeat_timeout_s / 3
+        if interval > 0 and time.monotonic() - self._last_sent >= interval:
+            self.heartbeat()
+
+    def _call(self, op, args, version=None):
+        """Sends one request and waits for its reply; returns its ``result`` map or raises."""
+        self._check_open(op)
+        request_id = self._next_id
+        self._next_id += 1
+        message = msgpack.packb({"v": self._version if version is None else version,
+                                 "id": request_id, "op": op, "args": args}, use_bin_type=True)
+        limit = self.hello.get("max_message_bytes", 0)
+        if limit and len(message) > limit:
+            raise InvalidArgument("InvalidArgument",
+                                  f"{op}: message of {len(message)} bytes exceeds the daemon's "
+                                  f"limit of {limit} bytes")
+        try:
+            self._socket.send(message, copy=True)
+        except zmq.ZMQError as e:
+            raise Unavailable("Unavailable", f"{op}: sending to tempokvd at {self.endpoint}: "
+                                             f"{e}") from e
+        self._last_sent = time.monotonic()
+        deadline = self._last_sent + self.timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            if not self._socket.poll(max(1, int(left * 1000 + 0.999)), zmq.POLLIN):
+                continue
+            frame = self._socket.recv(zmq.NOBLOCK, copy=True)
+            msg = self._decode(frame)
+            if msg is None:
+                # With one request in flight this is most likely its reply; failing now beats
+                # waiting out the timeout. A late reply that follows is dropped as stale.
+                raise Internal("Internal", f"undecodable message from tempokvd at "
+                                           f"{self.endpoint} while waiting for {op}")
+            if "event" in msg:
+                self._notifications.append(msg)
+                continue
+            if "ok" not in msg:
+                continue  # neither reply nor notification: ignored
+            reply_id = msg.get("id")
+            if msg["ok"] is True:
+                if reply_id != request_id:
+                    continue  # a late reply to a call that timed out: nobody waits for it
+                result = msg.get("result", {})
+                return result if isinstance(result, dict) else {}
+            # A nil id means the daemon could not read the envelope: the request in flight.
+            if reply_id is None or reply_id == request_id:
+                raise _error_of(msg.get("error"))
+        raise Unavailable("Unavailable", f"tempokvd at {self.endpoint} did not answer {op} "
+                                         f"(id {request_id}) within {self.timeout_s:g} s")
+
+    @staticmethod
+    def _decode(frame):
+        try:
+            msg = msgpack.unpackb(frame, raw=False)
+        except Exception:  # msgpack raises several types for malformed input
+            return None
+        return msg if isinstance(msg, dict) else None
+
+    def _drain(self, timeout_s):
+        """Queues the notifications that arrive within timeout_s (stops at the first one after
+        waiting); stray replies are dropped."""
+        timeout_ms = int(timeout_s * 1000 + 0.999) if timeout_s > 0 else 0
+        while self._socket.poll(timeout_ms, zmq.POLLIN):
+            msg = self._decode(self._socket.recv(zmq.NOBLOCK, copy=True))
+            if msg is not None and msg.get("event") == "ready":
+                self._notifications.append(msg)
+                timeout_ms = 0
+            elif msg is not None and "event" in msg:
+                continue  # an event this version does not know: ignored
+            else:
+                timeout_ms = 0  # late replies and undecodable messages have nobody waiting
+
+    def _deliver(self, n):
+        if n.get("event") != "ready":
+            return
+        request_id = n.get("request_id")
+        claim = self._claims.get(request_id)
+        if claim is None or not claim.waiting:
+            return  # unknown or not waiting: ignored
+        claim.waiting = False
+        on_ready = claim.on_ready
+        claim.on_ready = None
+        path, error = n.get("path"), None
+        if path is not None:
+            claim.ready = True
+            claim.path = path
+            try:
+                claim.objects = _spans(n.get("objects")) or []
+            except errors.TempoKVError as e:
+                path, error = None, e
+                self._claims.pop(request_id, None)
+        else:
+            error = _error_of(n.get("error"))
+            self._claims.pop(request_id, None)  # the daemon released the failed claim
+        # Last: the callback may call back in and change the claims.
+        if on_ready is not None:
+            on_ready(request_id, path, error)

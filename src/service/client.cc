@@ -1,0 +1,208 @@
+// ServiceClient: connecting, the request/reply exchange, and delivering notifications. The ops
+// themselves are in client_ops.cc, the event-loop glue in client_loop.cc.
+#include "tempokv/client.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "executor/real_executor.h"
+#include "service/client_socket.h"
+
+namespace tempokv {
+
+using service::ReadyNotification;
+using service::Reply;
+
+Status ClientOptions::validate() const {
+  if (endpoint.empty()) return Status::invalid_argument("ClientOptions.endpoint is empty");
+  if (call_timeout <= Duration::zero()) {
+    return Status::invalid_argument("ClientOptions.call_timeout must be positive");
+  }
+  if (name.size() > service::kMaxStringBytes || runtime.size() > service::kMaxStringBytes) {
+    return Status::invalid_argument("ClientOptions.name and .runtime must be at most " +
+                                    std::to_string(service::kMaxStringBytes) + " bytes");
+  }
+  return Status::ok();
+}
+
+ServiceClient::ServiceClient(ClientOptions options, std::unique_ptr<service::ClientSocket> socket)
+    : options_(std::move(options)), socket_(std::move(socket)) {}
+
+ServiceClient::~ServiceClient() {
+  detach();
+  *alive_ = false;
+}
+
+Result<std::unique_ptr<ServiceClient>> ServiceClient::connect(const ClientOptions& options) {
+  TEMPOKV_RETURN_IF_ERROR(options.validate());
+  TEMPOKV_ASSIGN_OR_RETURN(auto socket, service::ClientSocket::open(options.endpoint));
+  std::unique_ptr<ServiceClient> client(new ServiceClient(options, std::move(socket)));
+
+  service::Hello hello{
+      .client = options.name, .runtime = options.runtime, .max_active = options.max_active};
+  for (uint32_t v = service::kMinProtocolVersion; v <= service::kProtocolVersion; ++v) {
+    hello.versions.push_back(v);
+  }
+  // The hello is always written in version 1 (docs/protocol.md: the envelope and hello are
+  // frozen), whatever is negotiated.
+  TEMPOKV_ASSIGN_OR_RETURN(Reply reply, client->exchange(service::Request{
+                                            .version = 1, .id = client->next_id_++, .op = hello}));
+  if (!reply.hello) {
+    return Status::internal("tempokvd at " + options.endpoint +
+                            " answered hello without a hello result");
+  }
+  const uint32_t v = reply.hello->version;
+  if (v < service::kMinProtocolVersion || v > service::kProtocolVersion) {
+    return Status::failed_precondition("tempokvd at " + options.endpoint + " picked version " +
+                                       std::to_string(v) + ", which this client does not speak");
+  }
+  client->hello_ = std::move(*reply.hello);
+  client->version_ = v;
+  if (options.map_shared_memory) {
+    Status mapped = client->map_shared_memory();
+    if (!mapped.is_ok()) {
+      // The session exists on the daemon: end it now rather than at its heartbeat timeout.
+      static_cast<void>(client->bye());
+      return mapped;
+    }
+  }
+  return client;
+}
+
+Status ServiceClient::map_shared_memory() {
+  auto tier = service::ClientMapping::map(hello_.tier_path, hello_.tier_bytes, false);
+  if (!tier.is_ok()) {
+    return Status(tier.status().code(), "mapping the fast tier: " + tier.status().message());
+  }
+  auto write = service::ClientMapping::map(hello_.write_path, hello_.write_bytes, true);
+  if (!write.is_ok()) {
+    return Status(write.status().code(), "mapping the write region: " + write.status().message());
+  }
+  tier_ = std::move(tier).value();
+  write_ = std::move(write).value();
+  return Status::ok();
+}
+
+Result<Reply> ServiceClient::call(service::Op op) {
+  if (closed_) {
+    return Status::failed_precondition(std::string(service::op_name(op)) +
+                                       ": the client is closed (bye was sent)");
+  }
+  Result<Reply> reply =
+      exchange(service::Request{.version = version_, .id = next_id_++, .op = std::move(op)});
+  // fd() may not fire for messages that came in behind the reply: the wait consumed the signal.
+  schedule_dispatch();
+  return reply;
+}
+
+Result<Reply> ServiceClient::exchange(const service::Request& request) {
+  const std::string op(service::op_name(request.op));
+  const std::vector<std::byte> bytes = service::encode_request(request);
+  if (hello_.max_message_bytes != 0 && bytes.size() > hello_.max_message_bytes) {
+    return Status::invalid_argument(op + ": message of " + std::to_string(bytes.size()) +
+                                    " bytes exceeds the daemon's limit of " +
+                                    std::to_string(hello_.max_message_bytes) + " bytes");
+  }
+  TEMPOKV_RETURN_IF_ERROR(socket_->send(bytes));
+  if (executor_ != nullptr) last_sent_ = executor_->now();
+
+  // Wall-clock time, not an Executor's: this wait blocks the calling thread on a socket, and a
+  // client need not have an executor at all.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + options_.call_timeout;
+  for (;;) {
+    const Clock::duration left = deadline - Clock::now();
+    if (left <= Clock::duration::zero()) break;
+    TEMPOKV_ASSIGN_OR_RETURN(auto frame,
+                             socket_->receive(std::chrono::ceil<std::chrono::milliseconds>(left)));
+    if (!frame) continue;
+    Result<service::ServerMessage> msg = service::decode_server_message(*frame);
+    if (!msg.is_ok()) {
+      // With one request in flight this is most likely its reply; failing now beats waiting out
+      // the timeout. A late reply that follows is dropped as stale.
+      return Status::internal("undecodable message from tempokvd at " + options_.endpoint +
+                              " while waiting for " + op + ": " + msg.status().to_string());
+    }
+    if (auto* n = std::get_if<ReadyNotification>(&*msg)) {
+      notifications_.push_back(std::move(*n));
+      continue;
+    }
+    if (auto* e = std::get_if<service::ErrorReply>(&*msg)) {
+      // A nil id means the daemon could not read the envelope: that is the request in flight.
+      if (!e->id || *e->id == request.id) return std::move(e->error);
+      continue;
+    }
+    Reply& r = std::get<Reply>(*msg);
+    if (r.id == request.id) return std::move(r);
+    // Otherwise a late reply to a call that timed out: nobody waits for it.
+  }
+  return Status::unavailable(
+      "tempokvd at " + options_.endpoint + " did not answer " + op + " (id " +
+      std::to_string(request.id) + ") within " +
+      std::to_string(
+          std::chrono::duration_cast<std::chrono::milliseconds>(options_.call_timeout).count()) +
+      " ms");
+}
+
+int ServiceClient::fd() const { return socket_->fd(); }
+
+bool ServiceClient::has_pending() const { return !notifications_.empty() || socket_->readable(); }
+
+void ServiceClient::drain_socket() {
+  while (socket_->readable()) {
+    auto frame = socket_->receive(std::chrono::milliseconds::zero());
+    if (!frame.is_ok()) {
+      if (frame.status().code() == StatusCode::kInvalidArgument) continue;  // a bad message, gone
+      return;  // the socket failed; the next call reports it
+    }
+    if (!*frame) return;
+    Result<service::ServerMessage> msg = service::decode_server_message(**frame);
+    // Undecodable messages and late replies have nobody waiting for them here.
+    if (!msg.is_ok()) continue;
+    if (auto* n = std::get_if<ReadyNotification>(&*msg)) notifications_.push_back(std::move(*n));
+  }
+}
+
+void ServiceClient::dispatch() {
+  // Drain before each delivery and once more at the end: the last ZMQ_EVENTS read that finds
+  // nothing is what re-arms fd(), and a callback's own calls may have queued more.
+  for (;;) {
+    drain_socket();
+    if (notifications_.empty()) return;
+    ReadyNotification n = std::move(notifications_.front());
+    notifications_.pop_front();
+    deliver(std::move(n));
+  }
+}
+
+void ServiceClient::deliver(ReadyNotification notification) {
+  auto it = claims_.find(notification.request_id);
+  if (it == claims_.end() || !it->second.waiting) return;  // unknown or not waiting: ignored
+  Claim& claim = it->second;
+  claim.waiting = false;
+  RetrievalCallback on_ready = std::move(claim.on_ready);
+  claim.on_ready = nullptr;
+  if (notification.outcome.is_ok()) {
+    claim.ready = true;
+    claim.objects = std::move(notification.objects);
+  } else {
+    claims_.erase(it);  // the daemon released the failed claim
+  }
+  // Last: the callback may call back in and change claims_.
+  if (on_ready) on_ready(notification.request_id, std::move(notification.outcome));
+}
+
+Result<std::vector<service::TierSpan>> ServiceClient::objects(uint64_t id) const {
+  auto it = claims_.find(id);
+  if (it == claims_.end()) {
+    return Status::not_found("objects: request " + std::to_string(id) +
+                             " has no claim answered ready on this client");
+  }
+  if (!it->second.ready) {
+    return Status::failed_precondition("objects: request " + std::to_string(id) +
+                                       " is waiting for its ready notification");
+  }
+  return it->second.objects;
+}
+
+}  // namespace tempokv

@@ -1,0 +1,132 @@
+// ServiceClient's ops: each builds its protocol op and makes one call (put makes three). What the
+// daemon answers is the adapter's answer; the client adds only its own bookkeeping of claims.
+#include <algorithm>
+#include <cstring>
+
+#include "tempokv/client.h"
+
+namespace tempokv {
+
+namespace s = service;
+
+Status ServiceClient::add_request(const RequestInfo& request) {
+  return call_status(s::AddRequest{request});
+}
+
+Status ServiceClient::report_hit(uint64_t id, std::vector<ManifestEntry> manifest) {
+  return call_status(s::ReportHit{id, std::move(manifest)});
+}
+
+Status ServiceClient::update_order(std::span<const uint64_t> waiting, Duration boundary_in) {
+  // A negative boundary means the same as zero to the adapter; the wire field is unsigned.
+  return call_status(s::UpdateOrder{{waiting.begin(), waiting.end()},
+                                    std::max(Duration::zero(), boundary_in).count()});
+}
+
+Status ServiceClient::iteration_started(std::span<const uint64_t> prefills,
+                                        std::span<const uint64_t> decoders) {
+  return call_status(
+      s::IterationStarted{{prefills.begin(), prefills.end()}, {decoders.begin(), decoders.end()}});
+}
+
+Status ServiceClient::admitted(uint64_t id) { return call_status(s::Admitted{id}); }
+
+Status ServiceClient::prefill_done(uint64_t id) { return call_status(s::PrefillDone{id}); }
+
+Status ServiceClient::tokens_generated(uint64_t id, uint32_t total_generated) {
+  return call_status(s::TokensGenerated{id, total_generated});
+}
+
+Status ServiceClient::finished(uint64_t id, uint32_t output_tokens) {
+  return call_status(s::Finished{id, output_tokens});
+}
+
+Result<RetrievalAnswer> ServiceClient::request_retrieval(uint64_t id, RetrievalCallback on_ready) {
+  TEMPOKV_ASSIGN_OR_RETURN(s::Reply reply, call(s::RequestRetrieval{id}));
+  if (!reply.answer) {
+    return Status::internal("tempokvd answered request_retrieval(" + std::to_string(id) +
+                            ") without an answer");
+  }
+  Claim& claim = claims_[id];
+  claim = Claim{};
+  if (*reply.answer == RetrievalAnswer::kWait) {
+    // A notification already queued for it is delivered by dispatch(), which finds it waiting.
+    claim.waiting = true;
+    claim.on_ready = std::move(on_ready);
+  } else {
+    claim.ready = true;
+    claim.objects = std::move(reply.objects);
+  }
+  return *reply.answer;
+}
+
+Status ServiceClient::begin_transfer(uint64_t id) { return call_status(s::BeginTransfer{id}); }
+
+Status ServiceClient::end_transfer(uint64_t id) {
+  TEMPOKV_RETURN_IF_ERROR(call_status(s::EndTransfer{id}));
+  claims_.erase(id);  // its spans may be reused by the daemon from now on
+  return Status::ok();
+}
+
+Status ServiceClient::object_transferred(uint64_t id, const Key& key) {
+  return call_status(s::ObjectTransferred{id, key});
+}
+
+Status ServiceClient::cancel(uint64_t id) {
+  // Forgotten whatever the daemon says: the runtime has given the claim up either way.
+  claims_.erase(id);
+  return call_status(s::Cancel{id});
+}
+
+Result<Duration> ServiceClient::last_ttu(uint64_t /*id*/) const {
+  return Status::failed_precondition("last_ttu is not available through the service");
+}
+
+Status ServiceClient::heartbeat() { return call_status(s::Heartbeat{}); }
+
+Status ServiceClient::bye() {
+  Status st = call_status(s::Bye{});
+  closed_ = true;
+  detach();
+  claims_.clear();
+  notifications_.clear();
+  return st;
+}
+
+Result<std::vector<uint64_t>> ServiceClient::lookup(std::span<const Key> keys) {
+  TEMPOKV_ASSIGN_OR_RETURN(s::Reply reply, call(s::Lookup{{keys.begin(), keys.end()}}));
+  if (reply.bytes.size() != keys.size()) {
+    return Status::internal("tempokvd answered a lookup of " + std::to_string(keys.size()) +
+                            " keys with " + std::to_string(reply.bytes.size()) + " sizes");
+  }
+  return std::move(reply.bytes);
+}
+
+Status ServiceClient::put(const Key& key, TokenRange tokens, std::span<const std::byte> payload) {
+  if (payload.empty()) return Status::invalid_argument("put: empty payload");
+  if (write_.data() == nullptr) {
+    return Status::failed_precondition("put: no write region is mapped");
+  }
+  const uint64_t bytes = payload.size();
+  TEMPOKV_ASSIGN_OR_RETURN(s::Reply reserved, call(s::ReserveWrite{bytes}));
+  if (!reserved.offset) {
+    return Status::internal("tempokvd answered reserve_write without an offset");
+  }
+  const uint64_t offset = *reserved.offset;
+  if (offset > write_.bytes() || bytes > write_.bytes() - offset) {
+    static_cast<void>(call_status(s::AbortWrite{offset}));
+    return Status::internal("tempokvd reserved " + std::to_string(bytes) + " bytes at offset " +
+                            std::to_string(offset) + ", outside the write region of " +
+                            std::to_string(write_.bytes()) + " bytes");
+  }
+  std::memcpy(write_.data() + offset, payload.data(), bytes);
+  // The daemon frees the reservation whatever the put's outcome: no abort_write after it.
+  return call_status(s::Put{key, tokens, offset, bytes});
+}
+
+Result<service::StatList> ServiceClient::stats() {
+  TEMPOKV_ASSIGN_OR_RETURN(s::Reply reply, call(s::GetStats{}));
+  return std::move(reply.stats);
+}
+
+}  // namespace tempokv

@@ -1,0 +1,53 @@
+// ClientSocket: ServiceClient's transport, one ZeroMQ DEALER socket connected to tempokvd's
+// ROUTER. One message is one frame holding one MessagePack map (docs/protocol.md, Framing); the
+// ROUTER adds and strips the identity frame, so this side sends and receives bare payloads.
+//
+// It keeps libzmq out of the public client header and turns cppzmq's exceptions into Status at
+// this boundary. Sends never block (a full send queue is Unavailable). The socket closes with
+// ZMQ_LINGER 0: messages not yet sent are dropped, closing never waits for the daemon.
+//
+// Ownership: owns its context and socket. Threading: one thread at a time (ZeroMQ sockets are
+// not thread-safe).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tempokv/status.h"
+
+namespace tempokv::service {
+
+class ClientSocket {
+ public:
+  // Connects asynchronously: a daemon that is not there yet is found when it binds.
+  static Result<std::unique_ptr<ClientSocket>> open(const std::string& endpoint);
+  ~ClientSocket();
+  ClientSocket(const ClientSocket&) = delete;
+  ClientSocket& operator=(const ClientSocket&) = delete;
+
+  Status send(std::span<const std::byte> payload);
+  // One message, waiting up to `timeout` (zero: only what is already here); nullopt when none
+  // came. A multi-frame message is refused (after its frames are drained).
+  Result<std::optional<std::vector<std::byte>>> receive(std::chrono::milliseconds timeout);
+  // Whether a message can be received now (ZMQ_EVENTS). Reading ZMQ_EVENTS is also what re-arms
+  // fd(): it signals again only after a call here found nothing left.
+  bool readable();
+  // ZMQ_FD: readable when the socket's state changed, not while messages are queued.
+  int fd() const { return fd_; }
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  struct Zmq;  // context and socket
+  ClientSocket(std::unique_ptr<Zmq> zmq, std::string endpoint, int fd);
+
+  std::unique_ptr<Zmq> zmq_;
+  std::string endpoint_;
+  int fd_ = -1;
+};
+
+}  // namespace tempokv::service

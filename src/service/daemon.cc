@@ -1,0 +1,102 @@
+#include "service/daemon.h"
+
+#include <filesystem>
+
+#include "service/service_metrics.h"
+
+namespace tempokv::service {
+
+Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profiles_dir) {
+  TEMPOKV_RETURN_IF_ERROR(c.validate());
+  CoreOptions o;
+  o.store_dir = c.resolved_store_dir();
+  o.segment_bytes = c.store.segment_bytes;
+  o.store_capacity_bytes = c.store.capacity_bytes;
+  o.max_object_bytes = c.store.max_object_bytes;
+  o.ssd = c.store.engine == "threads" ? SsdEngineKind::kThreadPool : SsdEngineKind::kUring;
+  o.queue_depth = c.store.queue_depth;
+  o.tier_bytes = c.tier.capacity_bytes;
+  o.budget_bytes = c.tier.budget_bytes;
+  o.slot_bytes = c.tier.slot_bytes;
+  o.tier_is_device = c.tier.backing == "dax";
+  o.tier_path = c.tier.path.empty() ? default_shm_path("tier") : c.tier.path;
+  o.write_path = default_shm_path("writes");
+  o.write_bytes = c.writes.region_bytes;
+  o.policy = c.controller.policy;
+  o.tick = std::chrono::milliseconds(c.controller.tick_ms);
+  o.max_reads_in_flight = c.controller.max_reads_in_flight;
+  o.prior_read_bytes_per_s = c.controller.prior_read_bytes_per_s;
+  o.max_active = c.controller.max_active;
+  o.prior_output_tokens = c.controller.prior_output_tokens;
+  o.heartbeat_timeout = std::chrono::milliseconds(c.server.heartbeat_timeout_ms);
+  o.server_name = "tempokvd 0.1.0";
+  std::string profile = c.controller.profile;
+  const bool is_path = profile.find('/') != std::string::npos ||
+                       std::filesystem::path(profile).extension() == ".json";
+  if (!is_path) profile = profiles_dir + "/" + profile + ".json";
+  Result<CostProfile> p = CostProfile::load(profile);
+  if (!p.is_ok()) {
+    return Status::invalid_argument("controller.profile: " + p.status().to_string());
+  }
+  o.profile = *p;
+  return o;
+}
+
+Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const DaemonConfig& config,
+                                              const std::string& profiles_dir) {
+  TEMPOKV_ASSIGN_OR_RETURN(CoreOptions options, core_options(config, profiles_dir));
+  std::error_code ec;
+  std::filesystem::create_directories(config.data_dir, ec);
+  if (ec) return Status::io_error("create data_dir " + config.data_dir + ": " + ec.message());
+  std::unique_ptr<Daemon> d(new Daemon());
+  ServerOptions so;
+  so.endpoint = config.resolved_endpoint();
+  so.heartbeat_timeout = options.heartbeat_timeout;
+  so.max_sessions = config.server.max_sessions;
+  TEMPOKV_ASSIGN_OR_RETURN(d->server_, Server::start(executor, so));
+  Server* server = d->server_.get();
+  TEMPOKV_ASSIGN_OR_RETURN(
+      d->core_, ServiceCore::open(executor, options,
+                                  [server](uint64_t session, std::vector<std::byte> message) {
+                                    server->send(session, message);
+                                  }));
+  d->core_->set_transport_metrics([server](std::vector<Metric>& m) {
+    const ServerStats s = server->stats();
+    m.push_back({"messages_total", "Messages received", MetricType::kCounter, {},
+                 double(s.messages)});
+    m.push_back({"bad_messages_total", "Messages refused (undecodable or out of order)",
+                 MetricType::kCounter, {}, double(s.bad_messages)});
+    m.push_back({"sessions_timed_out_total", "Sessions ended for silence", MetricType::kCounter,
+                 {}, double(s.sessions_timed_out)});
+    m.push_back({"sessions_disconnected_total", "Sessions ended by a disconnect",
+                 MetricType::kCounter, {}, double(s.sessions_disconnected)});
+    m.push_back({"sessions_refused_total", "Sessions refused over max_sessions",
+                 MetricType::kCounter, {}, double(s.sessions_refused)});
+    for (double q : {0.5, 0.99, 0.999}) {
+      m.push_back({"reply_latency_seconds", "Request receipt to reply, recent replies",
+                   MetricType::kGauge, {{"quantile", format_metric_value(q)}},
+                   server->latency_quantile(q)});
+    }
+  });
+  if (!config.server.metrics_address.empty()) {
+    ServiceCore* core = d->core_.get();
+    TEMPOKV_ASSIGN_OR_RETURN(d->metrics_,
+                             MetricsHttpServer::start(executor, config.server.metrics_address,
+                                                      [core] { return core->metrics_text(); }));
+  }
+  d->server_->attach(*d->core_);
+  return d;
+}
+
+Daemon::~Daemon() {
+  metrics_.reset();
+  server_.reset();  // before the core: nothing may reach it any more
+  core_.reset();
+}
+
+void Daemon::shutdown(std::function<void(Status)> done) {
+  server_->stop_reading();
+  core_->shutdown(std::move(done));
+}
+
+}  // namespace tempokv::service

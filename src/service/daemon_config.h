@@ -1,0 +1,86 @@
+// DaemonConfig: everything tempokvd is told at start, read from a TOML file
+// (docs/tempokvd-config.md) and adjusted by `--set table.key=value` flags. A plain value;
+// validate() before use.
+//
+// Every field is declared once more in daemon_config_fields.cc (name, type, accessor, doc): the
+// parser, the --set overrides, to_toml() and the reference table in the docs all walk that one
+// list, so a new field is one line there plus its member here. Pure functions; thread-safe as
+// values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tempokv/status.h"
+
+namespace tempokv::service {
+
+struct DaemonConfig {
+  struct Server {
+    std::string endpoint;  // ZMQ endpoint clients connect to; "" = ipc://<data_dir>/tempokvd.sock
+    bool allow_remote = false;  // accept a tcp:// endpoint on a non-loopback host
+    std::string metrics_address = "127.0.0.1:9464";  // Prometheus host:port; "" off; port 0 = any
+    uint64_t heartbeat_timeout_ms = 10000;           // a session silent this long is ended
+    uint32_t max_sessions = 1024;                    // client sessions open at once
+  };
+  struct Store {
+    std::string dir;                           // segment files; "" = <data_dir>/store
+    uint64_t segment_bytes = 1ULL << 30;       // size each segment file is preallocated to
+    uint64_t capacity_bytes = 64ULL << 30;     // bound on the bytes of all segments
+    uint64_t max_object_bytes = 256ULL << 20;  // largest KV object a client may put
+    std::string engine = "uring";              // SSD engine: "uring" or "threads"
+    uint32_t queue_depth = 32;                 // SSD requests in flight (io_uring SQ entries)
+  };
+  struct Tier {
+    uint64_t capacity_bytes = 4ULL << 30;  // size of the fast tier (host memory) arena
+    uint64_t budget_bytes = 2ULL << 30;    // protected + reserved bytes; below capacity_bytes
+    uint64_t slot_bytes = 4096;            // allocation unit, a multiple of 4 KiB
+    std::string backing = "shm";           // "shm" (POSIX shared memory), "file" or "dax"
+    std::string path;  // file/dax: the file or /dev/daxX.Y; shm: "" = /dev/shm/tempokvd-<pid>-tier
+    bool huge_pages = false;  // shm: back the arena with huge pages when the system has them
+  };
+  struct Writes {
+    uint64_t region_bytes = 1ULL << 30;  // shared write region clients stage new KV in
+  };
+  struct Controller {
+    std::string policy = "tempokv";     // demand, immediate, queue-K, tempokv-static, tempokv, ...
+    uint64_t tick_ms = 50;              // period of the controller's re-evaluation
+    uint32_t max_reads_in_flight = 16;  // SSD → fast tier reads outstanding at once
+    double prior_read_bytes_per_s = 2e9;  // read rate assumed before one is measured
+    std::string profile = "cpu-small";    // cost profile: a name in profiles/ or a .json path
+    uint32_t max_active = 4;              // slot limit a runtime's adapter assumes by default
+    uint32_t prior_output_tokens = 128;   // output length assumed before one is predicted
+  };
+
+  std::string data_dir = "./tempokvd-data";  // the daemon's directory: socket, store, state
+  Server server;
+  Store store;
+  Tier tier;
+  Writes writes;
+  Controller controller;
+
+  // server.endpoint, or the ipc socket in data_dir when it is empty.
+  std::string resolved_endpoint() const;
+  // store.dir, or data_dir/store when it is empty.
+  std::string resolved_store_dir() const;
+  // Rejects nonsense with a message naming the field as `table.key`.
+  Status validate() const;
+  // Every field, with its doc as a comment; parse_daemon_config() of it gives this config back.
+  std::string to_toml() const;
+};
+
+// Parses a TOML document. Absent fields keep their defaults. Errors: TOML syntax as
+// origin:line:col, unknown tables and keys as `table.key`, wrong types naming the field and the
+// type expected. Does not validate().
+Result<DaemonConfig> parse_daemon_config(std::string_view toml_text, std::string_view origin);
+// Reads and parses the file at path (origin is the path).
+Result<DaemonConfig> load_daemon_config(const std::string& path);
+// Applies one `table.key=value` (`data_dir=value` at top level), the value read by the field's
+// type: strings verbatim, true/false, integers (byte sizes also as "4KiB", "1GiB"), numbers.
+Status apply_override(DaemonConfig& config, std::string_view assignment);
+// The markdown reference table of every field (name, type, default, meaning), as in
+// docs/tempokvd-config.md; a test keeps the two equal.
+std::string daemon_config_reference();
+
+}  // namespace tempokv::service

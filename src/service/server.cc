@@ -1,0 +1,316 @@
+#include "service/server.h"
+
+#include <sys/epoll.h>
+#include <zmq.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "service/service_core.h"
+
+namespace tempokv::service {
+namespace {
+
+Status zmq_error(const std::string& what) {
+  return Status::io_error(what + ": " + zmq_strerror(zmq_errno()));
+}
+
+int socket_fd(void* socket) {
+  int fd = -1;
+  size_t len = sizeof(fd);
+  zmq_getsockopt(socket, ZMQ_FD, &fd, &len);
+  return fd;
+}
+
+bool readable(void* socket) {
+  int events = 0;
+  size_t len = sizeof(events);
+  return zmq_getsockopt(socket, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN) != 0;
+}
+
+// Receives one frame without blocking; false when none is waiting.
+bool recv_frame(void* socket, zmq_msg_t* msg) {
+  zmq_msg_init(msg);
+  if (zmq_msg_recv(msg, socket, ZMQ_DONTWAIT) >= 0) return true;
+  zmq_msg_close(msg);
+  return false;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::start(RealExecutor& executor, const ServerOptions& options) {
+  std::unique_ptr<Server> s(new Server(executor, options));
+  s->context_ = zmq_ctx_new();
+  if (!s->context_) return zmq_error("zmq_ctx_new");
+  s->router_ = zmq_socket(s->context_, ZMQ_ROUTER);
+  if (!s->router_) return zmq_error("zmq_socket(ROUTER)");
+  const int linger = 0;
+  zmq_setsockopt(s->router_, ZMQ_LINGER, &linger, sizeof(linger));
+  // Oversized messages get a typed error from the decoder; only absurd ones are cut off here.
+  const int64_t max_msg = 64LL << 20;
+  zmq_setsockopt(s->router_, ZMQ_MAXMSGSIZE, &max_msg, sizeof(max_msg));
+  const int hwm = 100000;
+  zmq_setsockopt(s->router_, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+  zmq_setsockopt(s->router_, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+  const std::string monitor_endpoint = "inproc://tempokvd-monitor";
+  if (zmq_socket_monitor(s->router_, monitor_endpoint.c_str(), ZMQ_EVENT_DISCONNECTED) != 0) {
+    return zmq_error("zmq_socket_monitor");
+  }
+  s->monitor_ = zmq_socket(s->context_, ZMQ_PAIR);
+  if (!s->monitor_ || zmq_connect(s->monitor_, monitor_endpoint.c_str()) != 0) {
+    return zmq_error("connect monitor");
+  }
+  if (zmq_bind(s->router_, options.endpoint.c_str()) != 0) {
+    return zmq_error("bind " + options.endpoint);
+  }
+  char last[512] = {};
+  size_t len = sizeof(last);
+  zmq_getsockopt(s->router_, ZMQ_LAST_ENDPOINT, last, &len);
+  s->endpoint_ = last;
+  s->router_fd_ = socket_fd(s->router_);
+  s->monitor_fd_ = socket_fd(s->monitor_);
+  std::weak_ptr<int> alive = s->alive_;
+  Server* self = s.get();
+  auto on_ready = [self, alive](uint32_t) {
+    if (!alive.expired()) self->drain();
+  };
+  TEMPOKV_RETURN_IF_ERROR(executor.watch(s->router_fd_, EPOLLIN, on_ready));
+  TEMPOKV_RETURN_IF_ERROR(executor.watch(s->monitor_fd_, EPOLLIN, on_ready));
+  s->latencies_.reserve(kLatencySamples);
+  return s;
+}
+
+Server::~Server() {
+  if (router_fd_ >= 0) (void)executor_.unwatch(router_fd_);
+  if (monitor_fd_ >= 0) (void)executor_.unwatch(monitor_fd_);
+  sweep_timer_.cancel();
+  if (router_) {
+    zmq_socket_monitor(router_, nullptr, 0);
+    zmq_close(router_);
+  }
+  if (monitor_) zmq_close(monitor_);
+  if (context_) zmq_ctx_term(context_);
+}
+
+void Server::attach(ServiceCore& core) {
+  core_ = &core;
+  sweep();
+  post_drain();
+}
+
+void Server::stop_reading() { reading_ = false; }
+
+void Server::post_drain() {
+  if (drain_posted_) return;
+  drain_posted_ = true;
+  std::weak_ptr<int> alive = alive_;
+  executor_.post([this, alive] {
+    if (alive.expired()) return;
+    drain_posted_ = false;
+    drain();
+  });
+}
+
+void Server::drain() {
+  if (!core_) return;
+  // Disconnects first: a descriptor number reused by a new connection must not end the new
+  // session, and its messages can only be behind the old connection's disconnect event.
+  drain_monitor();
+  for (int n = 0; n < kBatch && reading_ && readable(router_); ++n) {
+    zmq_msg_t frame;
+    if (!recv_frame(router_, &frame)) break;
+    std::string identity(static_cast<const char*>(zmq_msg_data(&frame)), zmq_msg_size(&frame));
+    zmq_msg_close(&frame);
+    // The payload frames; a well-formed client sends exactly one.
+    std::vector<std::byte> payload;
+    int frames = 0;
+    int fd = -1;
+    int more = 1;
+    size_t more_len = sizeof(more);
+    zmq_getsockopt(router_, ZMQ_RCVMORE, &more, &more_len);
+    while (more) {
+      if (!recv_frame(router_, &frame)) break;
+      ++frames;
+      if (frames == 1) {
+        const auto* p = static_cast<const std::byte*>(zmq_msg_data(&frame));
+        payload.assign(p, p + zmq_msg_size(&frame));
+        fd = zmq_msg_get(&frame, ZMQ_SRCFD);
+      }
+      more = zmq_msg_more(&frame);
+      zmq_msg_close(&frame);
+    }
+    ++stats_.messages;
+    if (frames != 1) {
+      ++stats_.bad_messages;
+      reply_error(identity, std::nullopt,
+                  Status::invalid_argument("a message must be exactly one frame, got " +
+                                           std::to_string(frames)));
+      continue;
+    }
+    on_message(std::move(identity), payload, fd);
+  }
+  // ZMQ_FD signals edges: if anything is left, come back after the loop's other work.
+  if (reading_ && readable(router_)) post_drain();
+}
+
+void Server::drain_monitor() {
+  while (readable(monitor_)) {
+    zmq_msg_t frame;
+    if (!recv_frame(monitor_, &frame)) return;
+    uint16_t event = 0;
+    int32_t value = -1;
+    if (zmq_msg_size(&frame) >= 6) {
+      std::memcpy(&event, zmq_msg_data(&frame), 2);
+      std::memcpy(&value, static_cast<const char*>(zmq_msg_data(&frame)) + 2, 4);
+    }
+    const bool more = zmq_msg_more(&frame);
+    zmq_msg_close(&frame);
+    if (more && recv_frame(monitor_, &frame)) zmq_msg_close(&frame);  // the endpoint frame
+    if (event != ZMQ_EVENT_DISCONNECTED) continue;
+    std::vector<std::string> gone;
+    for (const auto& [identity, peer] : by_identity_)
+      if (peer.fd == value) gone.push_back(identity);
+    for (const std::string& identity : gone) {
+      ++stats_.sessions_disconnected;
+      end_peer(identity);
+    }
+  }
+}
+
+void Server::on_message(std::string identity, const std::vector<std::byte>& payload, int fd) {
+  auto it = by_identity_.find(identity);
+  if (it == by_identity_.end()) {
+    if (by_identity_.size() >= options_.max_sessions) {
+      ++stats_.sessions_refused;
+      reply_error(identity, std::nullopt,
+                  Status::resource_exhausted("tempokvd serves at most " +
+                                             std::to_string(options_.max_sessions) + " sessions"));
+      return;
+    }
+    Peer peer;
+    peer.session = next_session_++;
+    peer.identity = identity;
+    by_session_[peer.session] = identity;
+    it = by_identity_.emplace(identity, std::move(peer)).first;
+  }
+  Peer& peer = it->second;
+  peer.last_seen = executor_.now();
+  if (fd >= 0) peer.fd = fd;
+  std::optional<uint64_t> id;
+  Result<Request> request = decode_request(payload, &id);
+  handling_since_ = peer.last_seen;
+  handling_ = true;
+  if (!request.is_ok()) {
+    ++stats_.bad_messages;
+    reply_error(identity, id, request.status());
+  } else {
+    on_request(peer, *request);
+  }
+  handling_ = false;
+}
+
+void Server::on_request(Peer& peer, const Request& r) {
+  const std::string identity = peer.identity;
+  auto refuse = [&](const std::string& why) {
+    ++stats_.bad_messages;
+    reply_error(identity, r.id, Status::failed_precondition(why));
+  };
+  if (const auto* hello = std::get_if<Hello>(&r.op)) {
+    if (peer.open) return refuse("hello: this session already said hello");
+    std::optional<uint32_t> v = pick_version(hello->versions);
+    if (!v) {
+      ++stats_.bad_messages;
+      return reply_error(identity, r.id,
+                         Status::invalid_argument(
+                             "hello: no common protocol version (this server speaks " +
+                             std::to_string(kMinProtocolVersion) + ".." +
+                             std::to_string(kProtocolVersion) + ")"));
+    }
+    Result<HelloResult> result = core_->open_session(peer.session, *hello, *v);
+    if (!result.is_ok()) return reply_error(identity, r.id, result.status());
+    peer.open = true;
+    peer.version = *v;
+    peer.last_id = r.id;
+    return send_raw(identity, encode_hello_reply(r.id, *result));
+  }
+  if (!peer.open) return refuse(std::string(op_name(r.op)) + ": the session has not said hello");
+  if (r.version != peer.version) {
+    return refuse("message in protocol version " + std::to_string(r.version) +
+                  ", but the session negotiated " + std::to_string(peer.version));
+  }
+  if (r.id <= peer.last_id) {
+    return refuse("request id " + std::to_string(r.id) + " is not above the previous id " +
+                  std::to_string(peer.last_id));
+  }
+  peer.last_id = r.id;
+  if (std::holds_alternative<Bye>(r.op)) {
+    send_raw(identity, encode_reply(r.id));
+    return end_peer(identity);
+  }
+  core_->handle(peer.session, r.id, r.op);
+}
+
+void Server::reply_error(const std::string& identity, std::optional<uint64_t> id,
+                         const Status& st) {
+  send_raw(identity, encode_error(id, st));
+}
+
+void Server::send(uint64_t session, const std::vector<std::byte>& message) {
+  auto it = by_session_.find(session);
+  if (it != by_session_.end()) send_raw(it->second, message);
+}
+
+void Server::send_raw(const std::string& identity, const std::vector<std::byte>& message) {
+  // A gone peer's messages are dropped by the ROUTER (not mandatory routing).
+  zmq_send(router_, identity.data(), identity.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+  zmq_send(router_, message.data(), message.size(), ZMQ_DONTWAIT);
+  ++stats_.replies;
+  if (handling_) {
+    const double s = to_seconds(executor_.now() - handling_since_);
+    if (latencies_.size() < kLatencySamples) {
+      latencies_.push_back(s);
+    } else {
+      latencies_[latency_next_] = s;
+    }
+    latency_next_ = (latency_next_ + 1) % kLatencySamples;
+  }
+  // Sending may consume the descriptor's edge for messages that arrived meanwhile.
+  if (readable(router_)) post_drain();
+}
+
+double Server::latency_quantile(double q) const {
+  if (latencies_.empty()) return 0;
+  std::vector<double> v = latencies_;
+  const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+void Server::end_peer(const std::string& identity) {
+  auto it = by_identity_.find(identity);
+  if (it == by_identity_.end()) return;
+  const uint64_t session = it->second.session;
+  const bool open = it->second.open;
+  by_identity_.erase(it);
+  by_session_.erase(session);
+  if (open) core_->close_session(session);
+}
+
+void Server::sweep() {
+  const TimePoint now = executor_.now();
+  std::vector<std::string> gone;
+  for (const auto& [identity, peer] : by_identity_)
+    if (now - peer.last_seen > options_.heartbeat_timeout) gone.push_back(identity);
+  for (const std::string& identity : gone) {
+    ++stats_.sessions_timed_out;
+    end_peer(identity);
+  }
+  const Duration period = std::max<Duration>(options_.heartbeat_timeout / 8,
+                                             std::chrono::milliseconds(5));
+  std::weak_ptr<int> alive = alive_;
+  sweep_timer_ = executor_.after(period, [this, alive] {
+    if (!alive.expired()) sweep();
+  });
+}
+
+}  // namespace tempokv::service

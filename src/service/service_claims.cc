@@ -1,0 +1,182 @@
+// ServiceCore: retrieval of claims shared by the sessions of a runtime (readiness, transfer
+// brackets, progressive release, cancel) and where their objects are in the shared tier.
+#include "service/service_core.h"
+#include "service/service_metrics.h"
+#include "service/service_state.h"
+
+namespace tempokv::service {
+
+Status ServiceCore::claim_op(Session& s, uint64_t id, const Op& op) {
+  Status st;
+  if (const auto* m = std::get_if<RequestRetrieval>(&op)) return retrieval(s, id, m->request_id);
+  if (const auto* b = std::get_if<BeginTransfer>(&op)) {
+    st = begin_transfer(s, b->request_id);
+  } else if (const auto* e = std::get_if<EndTransfer>(&op)) {
+    st = end_transfer(s, e->request_id);
+  } else if (const auto* o = std::get_if<ObjectTransferred>(&op)) {
+    st = object_transferred(s, o->request_id, o->key);
+  } else if (const auto* c = std::get_if<Cancel>(&op)) {
+    st = cancel(s, c->request_id);
+  } else {
+    return Status::internal("op " + std::string(op_name(op)) + " reached the claim handler");
+  }
+  if (st.is_ok()) send_(s.id, encode_reply(id));
+  return st;
+}
+
+std::vector<TierSpan> ServiceCore::spans(const ClaimShare& share) const {
+  std::vector<TierSpan> out;
+  out.reserve(share.manifest.size());
+  for (const ManifestEntry& e : share.manifest) {
+    const FastObject* o = tier_->find(e.key);
+    // Ready means resident and protected or held; anything else is a bug worth seeing.
+    out.push_back(o && o->residency == Residency::kResident ? TierSpan{o->offset, e.bytes}
+                                                             : TierSpan{UINT64_MAX, 0});
+  }
+  return out;
+}
+
+Status ServiceCore::retrieval(Session& s, uint64_t id, uint64_t request_id) {
+  TEMPOKV_RETURN_IF_ERROR(owned(s, request_id, "request_retrieval"));
+  auto it = shares_.find(request_id);
+  if (it == shares_.end()) {
+    return Status::failed_precondition("request_retrieval: request " +
+                                       std::to_string(request_id) + " has no reported hit");
+  }
+  ClaimShare& share = it->second;
+  if (share.participants.count(s.id)) {
+    return Status::failed_precondition("request_retrieval: this session already requested "
+                                       "request " + std::to_string(request_id));
+  }
+  if (!share.requested) {
+    std::weak_ptr<int> alive = alive_;
+    Result<RetrievalAnswer> result = s.runtime->adapter->request_retrieval(
+        request_id, [this, alive](ClaimId cid, Result<RetrievalPath> outcome) {
+          if (!alive.expired()) on_ready(cid, std::move(outcome));
+        });
+    if (!result.is_ok()) {
+      // The claim failed at once (an object left the store): it is released, and so is its
+      // share, so the request id is free again after finished or cancel.
+      record_claim_end(request_id);
+      end_share(request_id);
+      return result.status();
+    }
+    const RetrievalAnswer answer = *result;
+    share.requested = true;
+    if (answer == RetrievalAnswer::kReady) share.ready = RetrievalPath::kStaged;
+    if (answer == RetrievalAnswer::kOrdinaryReady) share.ready = RetrievalPath::kOrdinary;
+  }
+  share.participants[s.id] = false;
+  if (!share.ready) {
+    share.waiting.insert(s.id);
+    send_(s.id, encode_retrieval_reply(id, RetrievalAnswer::kWait));
+    return Status::ok();
+  }
+  const RetrievalAnswer answer = *share.ready == RetrievalPath::kStaged
+                                     ? RetrievalAnswer::kReady
+                                     : RetrievalAnswer::kOrdinaryReady;
+  send_(s.id, encode_retrieval_reply(id, answer, spans(share)));
+  return Status::ok();
+}
+
+void ServiceCore::on_ready(uint64_t request_id, Result<RetrievalPath> outcome) {
+  auto it = shares_.find(request_id);
+  if (it == shares_.end()) return;
+  ClaimShare& share = it->second;
+  if (outcome.is_ok()) {
+    share.ready = *outcome;
+    const std::vector<TierSpan> where = spans(share);
+    for (uint64_t session : share.waiting) send_(session, encode_ready(request_id, outcome, where));
+    share.waiting.clear();
+    return;
+  }
+  // The claim failed and is released: every session that asked is told why.
+  for (uint64_t session : share.waiting) send_(session, encode_ready(request_id, outcome));
+  record_claim_end(request_id);
+  end_share(request_id);
+}
+
+Status ServiceCore::begin_transfer(Session& s, uint64_t request_id) {
+  TEMPOKV_RETURN_IF_ERROR(owned(s, request_id, "begin_transfer"));
+  auto it = shares_.find(request_id);
+  const std::string what = "begin_transfer: request " + std::to_string(request_id);
+  if (it == shares_.end() || !it->second.participants.count(s.id)) {
+    return Status::failed_precondition(what + ": this session did not request its retrieval");
+  }
+  ClaimShare& share = it->second;
+  if (!share.ready) return Status::failed_precondition(what + " is not ready yet");
+  if (share.copying.count(s.id) || share.participants[s.id]) {
+    return Status::failed_precondition(what + ": this session's transfer already began");
+  }
+  if (!share.in_transfer) {
+    TEMPOKV_RETURN_IF_ERROR(s.runtime->adapter->begin_transfer(request_id));
+    share.in_transfer = true;
+  }
+  share.copying.insert(s.id);
+  return Status::ok();
+}
+
+Status ServiceCore::end_transfer(Session& s, uint64_t request_id) {
+  TEMPOKV_RETURN_IF_ERROR(owned(s, request_id, "end_transfer"));
+  auto it = shares_.find(request_id);
+  if (it == shares_.end() || !it->second.copying.count(s.id)) {
+    return Status::failed_precondition("end_transfer: no transfer of request " +
+                                       std::to_string(request_id) + " began in this session");
+  }
+  it->second.copying.erase(s.id);
+  it->second.participants[s.id] = true;
+  maybe_end_transfer(request_id);
+  return Status::ok();
+}
+
+void ServiceCore::maybe_end_transfer(uint64_t request_id) {
+  auto it = shares_.find(request_id);
+  if (it == shares_.end() || !it->second.in_transfer) return;
+  for (const auto& [session, done] : it->second.participants)
+    if (!done) return;
+  // Every session that asked has copied (or left): the claim's transfer ends and it is released.
+  (void)it->second.runtime->adapter->end_transfer(request_id);
+  record_claim_end(request_id);
+  end_share(request_id);
+}
+
+Status ServiceCore::object_transferred(Session& s, uint64_t request_id, const Key& key) {
+  TEMPOKV_RETURN_IF_ERROR(owned(s, request_id, "object_transferred"));
+  auto it = shares_.find(request_id);
+  if (it == shares_.end() || !it->second.copying.count(s.id)) {
+    return Status::failed_precondition("object_transferred: no transfer of request " +
+                                       std::to_string(request_id) + " began in this session");
+  }
+  ClaimShare& share = it->second;
+  // The object's protection may end only when every participant has copied it.
+  if (++share.objects_done[key] == share.participants.size()) {
+    return s.runtime->adapter->object_transferred(request_id, key);
+  }
+  return Status::ok();
+}
+
+Status ServiceCore::cancel(Session& s, uint64_t request_id) {
+  TEMPOKV_RETURN_IF_ERROR(owned(s, request_id, "cancel"));
+  Status st = s.runtime->adapter->cancel(request_id);
+  auto it = shares_.find(request_id);
+  if (it != shares_.end()) {
+    const Status why = Status::cancelled("request " + std::to_string(request_id) +
+                                         " was cancelled by session " + std::to_string(s.id));
+    for (uint64_t session : it->second.waiting) send_(session, encode_ready(request_id, why));
+    record_claim_end(request_id);
+  }
+  shares_.erase(request_id);
+  s.runtime->requests.erase(request_id);
+  owner_.erase(request_id);
+  return st;
+}
+
+void ServiceCore::end_share(uint64_t request_id) {
+  auto it = shares_.find(request_id);
+  if (it == shares_.end()) return;
+  Runtime* rt = it->second.runtime;
+  shares_.erase(it);
+  if (!rt->requests.count(request_id)) owner_.erase(request_id);
+}
+
+}  // namespace tempokv::service

@@ -1,0 +1,195 @@
+// ServiceCore: assembly, sessions and runtimes, shutdown.
+#include "service/service_core.h"
+
+#include <unistd.h>
+
+#include "service/service_metrics.h"
+#include "service/service_state.h"
+
+namespace tempokv::service {
+
+std::string default_shm_path(std::string_view what) {
+  return "/dev/shm/tempokvd-" + std::to_string(getpid()) + "-" + std::string(what);
+}
+
+ServiceCore::ServiceCore(Executor& executor, const CoreOptions& options, SendFn send)
+    : executor_(executor), options_(options), send_(std::move(send)) {}
+
+ServiceCore::~ServiceCore() {
+  housekeeping_timer_.cancel();
+  // Without shutdown(): the executor no longer runs, so nothing can drain; the components are
+  // destroyed in reverse order of creation. The tier's file is removed like the write region.
+  controller_.reset();
+  provider_.reset();
+  tier_.reset();
+  if (!options_.tier_is_device && !options_.tier_path.empty()) unlink(options_.tier_path.c_str());
+}
+
+Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
+                                                       const CoreOptions& options, SendFn send) {
+  TEMPOKV_RETURN_IF_ERROR(options.profile.validate());
+  std::unique_ptr<ServiceCore> c(new ServiceCore(executor, options, std::move(send)));
+  c->histograms_ = std::make_unique<Histograms>();
+  SsdEngineOptions eo;
+  eo.kind = options.ssd;
+  eo.direct = true;
+  eo.queue_depth = options.queue_depth;
+  eo.threads = options.queue_depth;
+  TEMPOKV_ASSIGN_OR_RETURN(c->ssd_, make_ssd_engine(executor, eo));
+  StoreOptions so;
+  so.dir = options.store_dir;
+  so.segment_bytes = options.segment_bytes;
+  so.capacity_bytes = options.store_capacity_bytes;
+  so.max_object_bytes = options.max_object_bytes;
+  TEMPOKV_ASSIGN_OR_RETURN(c->store_, Store::open(executor, *c->ssd_, so));
+
+  FastTierOptions to;
+  to.capacity_bytes = options.tier_bytes;
+  to.protected_budget_bytes = options.budget_bytes;
+  to.slot_bytes = options.slot_bytes;
+  to.backing = BackingKind::kFile;
+  to.path = options.tier_path;
+  if (!options.tier_is_device) (void)unlink(options.tier_path.c_str());  // a stale tier
+  TEMPOKV_ASSIGN_OR_RETURN(c->tier_, FastTier::create(to));
+  ProviderOptions po;
+  po.max_reads_in_flight = options.max_reads_in_flight;
+  po.prior_read_bytes_per_s = options.prior_read_bytes_per_s;
+  po.static_read_bytes_per_s = options.prior_read_bytes_per_s;
+  TEMPOKV_ASSIGN_OR_RETURN(c->provider_,
+                           StagingProvider::create(executor, *c->store_, *c->tier_, po));
+  const bool progressive = options.policy == "tempokv-progressive";
+  TEMPOKV_ASSIGN_OR_RETURN(auto policy,
+                           make_commit_policy(progressive ? "tempokv" : options.policy));
+  ControllerOptions co;
+  co.tick = options.tick;
+  co.progressive_release = progressive;
+  c->controller_ = std::make_unique<Controller>(executor, *c->provider_, std::move(policy), co);
+  TEMPOKV_ASSIGN_OR_RETURN(c->writes_,
+                           WriteRegion::create(options.write_path, options.write_bytes));
+  c->housekeeping();
+  return c;
+}
+
+Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hello,
+                                              uint32_t version) {
+  if (shutting_down_) return Status::unavailable("tempokvd is shutting down");
+  if (sessions_.count(session)) {
+    return Status::failed_precondition("session " + std::to_string(session) + " is already open");
+  }
+  // A named runtime is shared; an unnamed one is the session's own.
+  const std::string name =
+      hello.runtime.empty() ? "session-" + std::to_string(session) : "rt:" + hello.runtime;
+  auto it = runtimes_.find(name);
+  if (it == runtimes_.end()) {
+    auto rt = std::make_unique<Runtime>();
+    rt->name = name;
+    rt->id = next_runtime_id_++;
+    AdapterOptions ao;
+    ao.max_active = hello.max_active != 0 ? hello.max_active : options_.max_active;
+    ao.prior_output_tokens = options_.prior_output_tokens;
+    ao.runtime_id = rt->id;
+    TEMPOKV_ASSIGN_OR_RETURN(rt->adapter,
+                             RuntimeAdapter::create(*controller_, options_.profile, ao));
+    it = runtimes_.emplace(name, std::move(rt)).first;
+  }
+  Runtime& rt = *it->second;
+  auto s = std::make_unique<Session>();
+  s->id = session;
+  s->client = hello.client;
+  s->runtime = &rt;
+  rt.sessions.insert(session);
+  sessions_.emplace(session, std::move(s));
+  ++counters_.sessions_opened;
+
+  HelloResult r;
+  r.version = version;
+  r.server = options_.server_name;
+  r.session = session;
+  r.runtime_id = rt.id;
+  r.heartbeat_timeout_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.heartbeat_timeout).count());
+  r.tier_path = options_.tier_path;
+  r.tier_bytes = tier_->options().capacity_bytes;
+  r.write_path = writes_->path();
+  r.write_bytes = writes_->bytes();
+  return r;
+}
+
+void ServiceCore::close_session(uint64_t session) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return;
+  std::unique_ptr<Session> s = std::move(it->second);
+  sessions_.erase(it);
+  ++counters_.sessions_closed;
+  for (uint64_t offset : s->writes) writes_->release(offset);
+  Runtime& rt = *s->runtime;
+  rt.sessions.erase(session);
+  if (rt.sessions.empty()) {
+    end_runtime(rt);
+  } else {
+    // Other ranks carry on: this session's part of each shared claim ends here.
+    std::vector<uint64_t> ids;
+    for (auto& [id, share] : shares_)
+      if (share.participants.count(session)) ids.push_back(id);
+    for (uint64_t id : ids) {
+      ClaimShare& share = shares_.at(id);
+      share.participants.erase(session);
+      share.waiting.erase(session);
+      share.copying.erase(session);
+      maybe_end_transfer(id);
+    }
+  }
+  check_shutdown();
+}
+
+void ServiceCore::end_runtime(Runtime& rt) {
+  // Every claim of the runtime is cancelled: the adapter's for requests it still knows, the
+  // controller's for claims that outlived their request (finished before their transfer ended).
+  std::set<uint64_t> ids(rt.requests.begin(), rt.requests.end());
+  for (const auto& [id, share] : shares_)
+    if (share.runtime == &rt) ids.insert(id);
+  for (uint64_t id : ids) {
+    if (shares_.count(id)) ++counters_.claims_abandoned;
+    (void)rt.adapter->cancel(id);
+    record_claim_end(id);
+    shares_.erase(id);
+    owner_.erase(id);
+  }
+  (void)rt.adapter->update_order({});  // the runtime's order leaves the controller empty
+  ++counters_.runtimes_ended;
+  runtimes_.erase(rt.name);
+}
+
+void ServiceCore::housekeeping() {
+  // A long-running daemon forgets released claims; their errors are already in the histograms.
+  controller_->forget_released();
+  std::weak_ptr<int> alive = alive_;
+  housekeeping_timer_ = executor_.after(std::chrono::seconds(1), [this, alive] {
+    if (!alive.expired()) housekeeping();
+  });
+}
+
+void ServiceCore::shutdown(std::function<void(Status)> done) {
+  shutting_down_ = true;
+  shutdown_done_ = std::move(done);
+  std::vector<uint64_t> ids;
+  for (const auto& [id, s] : sessions_) ids.push_back(id);
+  for (uint64_t id : ids) close_session(id);
+  check_shutdown();
+}
+
+void ServiceCore::check_shutdown() {
+  if (!shutting_down_ || !shutdown_done_ || !sessions_.empty()) return;
+  if (puts_in_flight_ > 0 || provider_->stats().in_flight_reads > 0) {
+    std::weak_ptr<int> alive = alive_;
+    executor_.after(std::chrono::milliseconds(5), [this, alive] {
+      if (!alive.expired()) check_shutdown();
+    });
+    return;
+  }
+  auto done = std::move(shutdown_done_);
+  shutdown_done_ = nullptr;
+  store_->close([done = std::move(done)](Status st) { done(st); });
+}
+
+}  // namespace tempokv::service

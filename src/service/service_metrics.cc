@@ -1,0 +1,145 @@
+// ServiceCore: counters for the stats op and /metrics, and the projection-error histograms.
+#include "service/service_metrics.h"
+
+#include <cctype>
+#include <map>
+
+#include "service/service_state.h"
+
+namespace tempokv::service {
+
+std::vector<double> ServiceCore::Histograms::error_bounds() {
+  std::vector<double> b;
+  for (double v : {10.0, 5.0, 2.0, 1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01}) b.push_back(-v);
+  b.push_back(0);
+  for (double v : {0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0}) b.push_back(v);
+  return b;
+}
+
+void ServiceCore::record_claim_end(uint64_t request_id) {
+  Result<ClaimInfo> info = controller_->info(request_id);
+  if (!info.is_ok()) return;
+  const ClaimTimeline& t = info->timeline;
+  if (t.committed && t.ready && info->ttr_at_commit) {
+    histograms_->ttr_error.observe(to_seconds(*t.ready - *t.committed - *info->ttr_at_commit));
+  }
+  if (t.retrieval_requested && info->projected_use_at_commit) {
+    histograms_->ttu_error.observe(to_seconds(*t.retrieval_requested -
+                                              *info->projected_use_at_commit));
+  }
+}
+
+namespace {
+
+std::vector<Metric> core_metrics(const ServiceCore& core_const, const auto& counters,
+                                 size_t sessions, size_t runtimes, const WriteRegion& writes) {
+  auto& core = const_cast<ServiceCore&>(core_const);  // read-only views only
+  std::vector<Metric> m;
+  auto add = [&](std::string name, std::string help, MetricType type, double value,
+                 Labels labels = {}) {
+    m.push_back(Metric{std::move(name), std::move(help), type, std::move(labels), value});
+  };
+  constexpr auto kC = MetricType::kCounter;
+  constexpr auto kG = MetricType::kGauge;
+  // Live claims by state (released ones are forgotten; they are in the counters below).
+  auto state_label = [](ClaimState s) {
+    std::string name(claim_state_name(s));
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return name;
+  };
+  std::map<std::string, double> by_state;
+  for (ClaimState s : {ClaimState::kPlanned, ClaimState::kStaging, ClaimState::kStageReady,
+                       ClaimState::kTransferring, ClaimState::kOrdinary})
+    by_state[state_label(s)] = 0;
+  for (const ClaimInfo& c : core.controller().claims()) {
+    if (c.state != ClaimState::kReleased) by_state[state_label(c.state)] += 1;
+  }
+  for (const auto& [state, n] : by_state)
+    add("claims", "Live claims, by state", kG, n, {{"state", state}});
+  const ControllerStats cs = core.controller().stats();
+  add("claims_reported_total", "Claims reported (hits)", kC, double(cs.reported));
+  add("commits_total", "Commits that succeeded", kC, double(cs.commits));
+  add("commits_refused_total", "Commit attempts refused for budget or capacity", kC,
+      double(cs.refused_attempts));
+  add("claims_ordinary_total", "Claims that took the ordinary path", kC, double(cs.ordinary));
+  add("claims_cancelled_total", "Claims cancelled", kC, double(cs.cancelled));
+  add("claims_failed_total", "Claims failed by a read error", kC, double(cs.failed));
+  add("protected_gib_seconds_total", "C: integral of protected + reserved GiB over time", kC,
+      cs.protected_gib_s);
+  const FastTierStats ts = core.tier().stats();
+  add("tier_capacity_bytes", "Fast tier size", kG, double(ts.capacity_bytes));
+  add("tier_budget_bytes", "Protected budget", kG, double(ts.budget_bytes));
+  add("tier_protected_bytes", "Fast tier bytes protected for committed claims", kG,
+      double(ts.protected_bytes));
+  add("tier_reserved_bytes", "Fast tier bytes reserved for staging on its way", kG,
+      double(ts.reserved_bytes));
+  add("tier_resident_bytes", "Fast tier bytes resident", kG, double(ts.resident_bytes));
+  add("tier_filling_bytes", "Fast tier bytes an SSD read is writing", kG, double(ts.filling_bytes));
+  add("tier_evictions_total", "Objects evicted from the fast tier", kC, double(ts.evictions));
+  const ProviderStats ps = core.provider().stats();
+  add("staging_rate_bytes_per_second", "Calibrated aggregate SSD -> tier rate", kG,
+      ps.read_bytes_per_s);
+  add("ssd_read_bytes_total", "Payload bytes read from the SSD into the tier", kC,
+      double(ps.bytes_read));
+  add("ssd_reads_total", "Reads issued to the store", kC, double(ps.reads_issued));
+  add("ssd_read_errors_total", "Reads that failed", kC, double(ps.read_errors));
+  add("reads_in_flight", "Store reads in flight", kG, double(ps.in_flight_reads));
+  add("reads_queued", "Store reads queued", kG, double(ps.queued_reads));
+  const StoreStats ss = core.store().stats();
+  add("store_objects", "Objects in the store", kG, double(ss.objects));
+  add("store_live_bytes", "Payload bytes in the store", kG, double(ss.live_bytes));
+  add("store_puts_total", "Objects written to the store", kC, double(ss.puts));
+  add("sessions", "Open sessions", kG, double(sessions));
+  add("runtimes", "Runtimes with at least one session", kG, double(runtimes));
+  add("sessions_opened_total", "Sessions opened", kC, double(counters.sessions_opened));
+  add("sessions_closed_total", "Sessions ended (bye, disconnect, timeout)", kC,
+      double(counters.sessions_closed));
+  add("requests_total", "Requests of open sessions", kC, double(counters.requests));
+  add("request_errors_total", "Requests answered with an error", kC, double(counters.errors));
+  add("puts_total", "Puts through the write region", kC, double(counters.puts));
+  add("put_bytes_total", "Bytes put through the write region", kC, double(counters.put_bytes));
+  add("puts_failed_total", "Puts that failed", kC, double(counters.failed_puts));
+  add("claims_abandoned_total", "Claims cancelled because their runtime's last session ended",
+      kC, double(counters.claims_abandoned));
+  add("write_region_used_bytes", "Write region bytes reserved", kG, double(writes.used_bytes()));
+  return m;
+}
+
+}  // namespace
+
+StatList ServiceCore::stats() const {
+  std::vector<Metric> m =
+      core_metrics(*this, counters_, sessions_.size(), runtimes_.size(), *writes_);
+  if (transport_metrics_) transport_metrics_(m);
+  StatList out;
+  out.reserve(m.size());
+  for (const Metric& x : m) {
+    std::string name = x.name;
+    for (const auto& [k, v] : x.labels) name += "_" + v;
+    out.emplace_back(std::move(name), x.value);
+  }
+  return out;
+}
+
+std::string ServiceCore::metrics_text() const {
+  std::vector<Metric> m =
+      core_metrics(*this, counters_, sessions_.size(), runtimes_.size(), *writes_);
+  if (transport_metrics_) transport_metrics_(m);
+  PrometheusWriter w;
+  std::string last;
+  for (const Metric& x : m) {
+    const std::string name = "tempokv_" + x.name;
+    if (name != last) w.family(name, x.help, x.type);
+    last = name;
+    w.sample(name, x.labels, x.value);
+  }
+  w.histogram("tempokv_ttr_error_seconds",
+              "Staging finished this much later than the TTR projected at commit",
+              histograms_->ttr_error);
+  w.histogram("tempokv_ttu_error_seconds",
+              "Retrieval was requested this much later than the use time projected at commit",
+              histograms_->ttu_error);
+  return w.take();
+}
+
+}  // namespace tempokv::service

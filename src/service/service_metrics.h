@@ -1,0 +1,31 @@
+// What ServiceCore reports: one list of metrics (name, help, type, labels, value) that the stats
+// op flattens and /metrics renders in the Prometheus text format, and the histograms of how far
+// the controller's projections were off (TTR: ready - committed - TTR at commit; TTU: retrieval
+// requested - the use time projected at commit; seconds, positive = later than projected).
+// Internal to the service; the Executor's thread only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "service/prometheus.h"
+#include "service/service_core.h"
+
+namespace tempokv::service {
+
+struct Metric {
+  std::string name;  // Prometheus name without the tempokv_ prefix
+  std::string help;
+  MetricType type = MetricType::kGauge;
+  Labels labels;
+  double value = 0;
+};
+
+struct ServiceCore::Histograms {
+  // Signed errors in seconds, from 10 ms to 10 s either way.
+  static std::vector<double> error_bounds();
+  Histogram ttr_error{error_bounds()};
+  Histogram ttu_error{error_bounds()};
+};
+
+}  // namespace tempokv::service

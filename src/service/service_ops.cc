@@ -1,0 +1,165 @@
+// ServiceCore: one request of an open session, op by op.
+#include <algorithm>
+
+#include "service/service_core.h"
+#include "service/service_metrics.h"
+#include "service/service_state.h"
+
+namespace tempokv::service {
+
+void ServiceCore::handle(uint64_t session, uint64_t id, const Op& op) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) {
+    send_(session, encode_error(id, Status::failed_precondition("no open session")));
+    return;
+  }
+  ++counters_.requests;
+  Status st = shutting_down_ ? Status::unavailable("tempokvd is shutting down")
+                             : run_op(*it->second, id, op);
+  // run_op sends its own successful replies (some of them later); errors are answered here.
+  if (!st.is_ok()) {
+    ++counters_.errors;
+    send_(session, encode_error(id, st));
+  }
+}
+
+Status ServiceCore::owned(const Session& s, uint64_t request_id, const char* op) const {
+  auto it = owner_.find(request_id);
+  if (it == owner_.end() || it->second != s.runtime) {
+    return Status::not_found(std::string(op) + ": request " + std::to_string(request_id) +
+                             " is not known to this session's runtime");
+  }
+  return Status::ok();
+}
+
+Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
+  RuntimeAdapter& a = *s.runtime->adapter;
+  auto reply = [&](Status st) {
+    if (st.is_ok()) send_(s.id, encode_reply(id));
+    return st;
+  };
+  if (const auto* m = std::get_if<AddRequest>(&op)) {
+    const uint64_t rid = m->request.id;
+    if (owner_.count(rid)) {
+      return Status::failed_precondition("add_request: request id " + std::to_string(rid) +
+                                         " is in use (ids are unique across the daemon)");
+    }
+    TEMPOKV_RETURN_IF_ERROR(a.add_request(m->request));
+    owner_[rid] = s.runtime;
+    s.runtime->requests.insert(rid);
+    return reply(Status::ok());
+  }
+  if (const auto* m = std::get_if<ReportHit>(&op)) {
+    TEMPOKV_RETURN_IF_ERROR(owned(s, m->request_id, "report_hit"));
+    TEMPOKV_RETURN_IF_ERROR(a.report_hit(m->request_id, m->manifest));
+    ClaimShare share;
+    share.runtime = s.runtime;
+    share.manifest = m->manifest;
+    shares_[m->request_id] = std::move(share);
+    return reply(Status::ok());
+  }
+  if (const auto* m = std::get_if<UpdateOrder>(&op)) {
+    for (uint64_t rid : m->waiting) TEMPOKV_RETURN_IF_ERROR(owned(s, rid, "update_order"));
+    return reply(a.update_order(m->waiting, Duration(m->boundary_in_ns)));
+  }
+  if (const auto* m = std::get_if<IterationStarted>(&op)) {
+    for (uint64_t rid : m->prefills) TEMPOKV_RETURN_IF_ERROR(owned(s, rid, "iteration_started"));
+    for (uint64_t rid : m->decoders) TEMPOKV_RETURN_IF_ERROR(owned(s, rid, "iteration_started"));
+    return reply(a.iteration_started(m->prefills, m->decoders));
+  }
+  if (const auto* m = std::get_if<Admitted>(&op)) {
+    TEMPOKV_RETURN_IF_ERROR(owned(s, m->request_id, "admitted"));
+    return reply(a.admitted(m->request_id));
+  }
+  if (const auto* m = std::get_if<PrefillDone>(&op)) {
+    TEMPOKV_RETURN_IF_ERROR(owned(s, m->request_id, "prefill_done"));
+    return reply(a.prefill_done(m->request_id));
+  }
+  if (const auto* m = std::get_if<TokensGenerated>(&op)) {
+    TEMPOKV_RETURN_IF_ERROR(owned(s, m->request_id, "tokens_generated"));
+    return reply(a.tokens_generated(m->request_id, m->total_generated));
+  }
+  if (const auto* m = std::get_if<Finished>(&op)) {
+    TEMPOKV_RETURN_IF_ERROR(owned(s, m->request_id, "finished"));
+    TEMPOKV_RETURN_IF_ERROR(a.finished(m->request_id, m->output_tokens));
+    s.runtime->requests.erase(m->request_id);
+    if (!shares_.count(m->request_id)) owner_.erase(m->request_id);
+    return reply(Status::ok());
+  }
+  if (std::holds_alternative<Heartbeat>(op)) return reply(Status::ok());
+  if (std::holds_alternative<GetStats>(op)) {
+    send_(s.id, encode_stats_reply(id, stats()));
+    return Status::ok();
+  }
+  if (const auto* m = std::get_if<Lookup>(&op)) {
+    std::vector<uint64_t> bytes;
+    bytes.reserve(m->keys.size());
+    for (const Key& k : m->keys) {
+      std::optional<ObjectInfo> info = store_->lookup(k);
+      bytes.push_back(info ? info->payload_bytes : 0);
+    }
+    send_(s.id, encode_lookup_reply(id, bytes));
+    return Status::ok();
+  }
+  if (const auto* m = std::get_if<ReserveWrite>(&op)) {
+    if (m->bytes > options_.max_object_bytes) {
+      return Status::invalid_argument(
+          "reserve_write: " + std::to_string(m->bytes) + " bytes exceed the largest object (" +
+          std::to_string(options_.max_object_bytes) + " bytes)");
+    }
+    TEMPOKV_ASSIGN_OR_RETURN(uint64_t offset, writes_->reserve(m->bytes));
+    s.writes.insert(offset);
+    send_(s.id, encode_offset_reply(id, offset));
+    return Status::ok();
+  }
+  if (const auto* m = std::get_if<AbortWrite>(&op)) {
+    if (!s.writes.erase(m->offset)) {
+      return Status::invalid_argument("abort_write: offset " + std::to_string(m->offset) +
+                                      " is not a write reservation of this session");
+    }
+    writes_->release(m->offset);
+    return reply(Status::ok());
+  }
+  if (const auto* m = std::get_if<Put>(&op)) return put(s, id, *m);
+  return claim_op(s, id, op);
+}
+
+Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
+  std::optional<uint64_t> reserved = writes_->reserved(m.offset);
+  if (!s.writes.count(m.offset) || !reserved) {
+    return Status::invalid_argument("put: offset " + std::to_string(m.offset) +
+                                    " is not a write reservation of this session");
+  }
+  if (m.bytes == 0 || m.bytes > *reserved) {
+    return Status::invalid_argument("put: bytes " + std::to_string(m.bytes) +
+                                    " must be in 1.." + std::to_string(*reserved) +
+                                    " (the reservation at offset " + std::to_string(m.offset) +
+                                    ")");
+  }
+  // The reservation now belongs to the put: it is freed when the store is done with the bytes,
+  // even if the session ends first.
+  s.writes.erase(m.offset);
+  ++puts_in_flight_;
+  const uint64_t session = s.id;
+  const uint64_t bytes = m.bytes;
+  std::weak_ptr<int> alive = alive_;
+  store_->put(m.key, m.tokens, writes_->data(m.offset), m.bytes,
+              [this, alive, session, id, offset = m.offset, bytes](Status st) {
+                if (alive.expired()) return;
+                writes_->release(offset);
+                --puts_in_flight_;
+                if (st.is_ok()) {
+                  ++counters_.puts;
+                  counters_.put_bytes += bytes;
+                  if (sessions_.count(session)) send_(session, encode_reply(id));
+                } else {
+                  ++counters_.failed_puts;
+                  ++counters_.errors;
+                  if (sessions_.count(session)) send_(session, encode_error(id, st));
+                }
+                check_shutdown();
+              });
+  return Status::ok();
+}
+
+}  // namespace tempokv::service

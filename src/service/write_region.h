@@ -1,0 +1,56 @@
+// WriteRegion: the shared file clients stage new KV in before a put (docs/protocol.md, "Shared
+// memory"). The daemon maps it read-write, hands out 4 KiB-aligned reservations, and writes a
+// reservation's bytes into the store from where the client put them.
+//
+// Invariants: reservations never overlap (SlotAllocator with 4 KiB slots); live_ holds exactly
+// the reservations not yet released; used_bytes() is their total charge.
+//
+// Ownership: owns the mapping and the file, which it removes on destruction. Threading: the
+// daemon's Executor thread only (clients write the bytes from their own processes).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "fasttier/slot_allocator.h"
+#include "tempokv/status.h"
+
+namespace tempokv::service {
+
+class WriteRegion {
+ public:
+  // Creates (replacing any stale one) and maps `path`, `bytes` long (a multiple of 4 KiB).
+  static Result<std::unique_ptr<WriteRegion>> create(const std::string& path, uint64_t bytes);
+  ~WriteRegion();
+  WriteRegion(const WriteRegion&) = delete;
+  WriteRegion& operator=(const WriteRegion&) = delete;
+
+  // A reservation of `bytes` (> 0): its offset. ResourceExhausted when no free run fits now.
+  Result<uint64_t> reserve(uint64_t bytes);
+  // Ends the reservation at offset (no-op when there is none).
+  void release(uint64_t offset);
+  // The bytes reserved at offset, nullopt when offset is not a reservation.
+  std::optional<uint64_t> reserved(uint64_t offset) const;
+  std::byte* data(uint64_t offset) { return base_ + offset; }
+
+  const std::string& path() const { return path_; }
+  uint64_t bytes() const { return bytes_; }
+  uint64_t used_bytes() const { return bytes_ - alloc_.free_bytes(); }
+  uint64_t reservations() const { return live_.size(); }
+
+ private:
+  WriteRegion(std::string path, uint64_t bytes, std::byte* base)
+      : path_(std::move(path)), bytes_(bytes), base_(base), alloc_(bytes, 4096) {}
+
+  std::string path_;
+  uint64_t bytes_;
+  std::byte* base_;
+  SlotAllocator alloc_;
+  std::unordered_map<uint64_t, uint64_t> live_;  // offset -> reserved bytes
+};
+
+}  // namespace tempokv::service

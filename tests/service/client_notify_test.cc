@@ -1,0 +1,142 @@
+// ServiceClient's retrieval: ready answers, wait answers and their notifications, dispatch().
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "service/client_test_util.h"
+
+namespace tempokv {
+namespace {
+
+using service::Request;
+using service::TierSpan;
+
+const std::vector<TierSpan> kSpans{{0, 4096}, {8192, 100}};
+
+// What a RetrievalCallback was called with.
+struct Seen {
+  int calls = 0;
+  uint64_t id = 0;
+  std::optional<Result<RetrievalPath>> outcome;
+  RetrievalCallback callback() {
+    return [this](uint64_t claim, Result<RetrievalPath> r) {
+      ++calls;
+      id = claim;
+      outcome = std::move(r);
+    };
+  }
+};
+
+TEST(ServiceClientRetrieval, ReadyAnswerExposesObjectsUntilEndTransfer) {
+  FakeDaemon daemon({}, [](FakeDaemon& d, const Request& r) {
+    if (!std::holds_alternative<service::RequestRetrieval>(r.op)) return false;
+    d.send(service::encode_retrieval_reply(r.id, RetrievalAnswer::kReady, kSpans));
+    return true;
+  });
+  auto client = connect_to(options_for(daemon));
+  ASSERT_NE(client, nullptr);
+  Seen seen;
+  auto answer = client->request_retrieval(5, seen.callback());
+  ASSERT_TRUE(answer.is_ok());
+  EXPECT_EQ(*answer, RetrievalAnswer::kReady);
+  auto objects = client->objects(5);
+  ASSERT_TRUE(objects.is_ok());
+  EXPECT_EQ(*objects, kSpans);
+  ASSERT_TRUE(client->begin_transfer(5).is_ok());
+  ASSERT_TRUE(client->end_transfer(5).is_ok());
+  EXPECT_EQ(client->objects(5).status().code(), StatusCode::kNotFound);
+  client->dispatch();
+  EXPECT_EQ(seen.calls, 0);  // a ready answer needs no callback
+}
+
+TEST(ServiceClientRetrieval, WaitAnswerRunsTheCallbackFromDispatchOnTheReadyNotification) {
+  FakeDaemon daemon({}, answer_wait);
+  auto client = connect_to(options_for(daemon));
+  ASSERT_NE(client, nullptr);
+  Seen seen;
+  auto answer = client->request_retrieval(5, seen.callback());
+  ASSERT_TRUE(answer.is_ok());
+  EXPECT_EQ(*answer, RetrievalAnswer::kWait);
+  EXPECT_EQ(client->objects(5).status().code(), StatusCode::kFailedPrecondition);
+
+  daemon.push(service::encode_ready(5, RetrievalPath::kOrdinary, kSpans));
+  ASSERT_TRUE(dispatch_until(*client, [&] { return seen.calls > 0; }));
+  EXPECT_EQ(seen.calls, 1);
+  EXPECT_EQ(seen.id, 5u);
+  ASSERT_TRUE(seen.outcome->is_ok());
+  EXPECT_EQ(seen.outcome->value(), RetrievalPath::kOrdinary);
+  auto objects = client->objects(5);
+  ASSERT_TRUE(objects.is_ok());
+  EXPECT_EQ(*objects, kSpans);
+  ASSERT_TRUE(client->cancel(5).is_ok());
+  EXPECT_EQ(client->objects(5).status().code(), StatusCode::kNotFound);
+}
+
+TEST(ServiceClientRetrieval, FailedClaimNotificationPassesTheError) {
+  FakeDaemon daemon({}, answer_wait);
+  auto client = connect_to(options_for(daemon));
+  ASSERT_NE(client, nullptr);
+  Seen seen;
+  ASSERT_TRUE(client->request_retrieval(5, seen.callback()).is_ok());
+  const Status failure = Status::io_error("read of object 2 failed");
+  daemon.push(service::encode_ready(5, failure));
+  ASSERT_TRUE(dispatch_until(*client, [&] { return seen.calls > 0; }));
+  EXPECT_EQ(seen.outcome->status(), failure);
+  EXPECT_EQ(client->objects(5).status().code(), StatusCode::kNotFound);
+}
+
+TEST(ServiceClientRetrieval, NotificationArrivingDuringACallIsQueuedAndDispatchedLater) {
+  FakeDaemon daemon({}, [](FakeDaemon& d, const Request& r) {
+    if (answer_wait(d, r)) return true;
+    if (!std::holds_alternative<service::Heartbeat>(r.op)) return false;
+    d.send(service::encode_ready(5, RetrievalPath::kStaged, kSpans));  // before the reply
+    d.send(service::encode_reply(r.id));
+    return true;
+  });
+  auto client = connect_to(options_for(daemon));
+  ASSERT_NE(client, nullptr);
+  Seen seen;
+  ASSERT_TRUE(client->request_retrieval(5, seen.callback()).is_ok());
+  ASSERT_TRUE(client->heartbeat().is_ok());
+  EXPECT_EQ(seen.calls, 0);  // never from inside another call
+  EXPECT_TRUE(client->has_pending());
+  client->dispatch();
+  EXPECT_EQ(seen.calls, 1);
+  EXPECT_FALSE(client->has_pending());
+  auto objects = client->objects(5);
+  ASSERT_TRUE(objects.is_ok());
+  EXPECT_EQ(*objects, kSpans);
+}
+
+TEST(ServiceClientRetrieval, CallbackMayCallBackIn) {
+  FakeDaemon daemon({}, answer_wait);
+  auto client = connect_to(options_for(daemon));
+  ASSERT_NE(client, nullptr);
+  Status begun = Status::internal("not called");
+  ASSERT_TRUE(client
+                  ->request_retrieval(5,
+                                      [&](uint64_t id, Result<RetrievalPath>) {
+                                        begun = client->begin_transfer(id);
+                                        client->dispatch();
+                                      })
+                  .is_ok());
+  daemon.push(service::encode_ready(5, RetrievalPath::kStaged, kSpans));
+  ASSERT_TRUE(dispatch_until(*client, [&] { return begun.is_ok(); }));
+  EXPECT_TRUE(std::holds_alternative<service::BeginTransfer>(daemon.requests().back().op));
+}
+
+TEST(ServiceClientRetrieval, NotificationForAnUnknownIdIsIgnored) {
+  FakeDaemon daemon({}, answer_wait);
+  auto client = connect_to(options_for(daemon));
+  ASSERT_NE(client, nullptr);
+  Seen seen;
+  ASSERT_TRUE(client->request_retrieval(5, seen.callback()).is_ok());
+  daemon.push(service::encode_ready(99, RetrievalPath::kStaged, kSpans));
+  daemon.push(service::encode_ready(5, RetrievalPath::kStaged, kSpans));
+  ASSERT_TRUE(dispatch_until(*client, [&] { return seen.calls > 0; }));
+  EXPECT_EQ(seen.id, 5u);
+  EXPECT_EQ(client->objects(99).status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace tempokv

@@ -1,0 +1,348 @@
+// tempokvd as a process: every call through the C++ client, claims shared by two sessions of
+// one runtime, a killed client, bad messages, and a restart that finds the store again.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <zmq.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "service/daemon_process.h"
+#include "service/protocol.h"
+#include "service/wire.h"
+
+namespace tempokv::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using std::chrono::milliseconds;
+
+constexpr uint64_t kObject = 1 << 20;
+
+std::vector<std::byte> payload(uint64_t seed, size_t bytes = kObject) {
+  std::vector<std::byte> p(bytes);
+  for (size_t i = 0; i < bytes; ++i) p[i] = std::byte((seed * 131 + i * 7) & 0xff);
+  return p;
+}
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "tkvd-" + std::to_string(getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    daemon_ = std::make_unique<DaemonProcess>(dir_);
+    ASSERT_TRUE(daemon_->start()) << "tempokvd did not start";
+  }
+  void TearDown() override {
+    if (daemon_) {
+      EXPECT_EQ(daemon_->stop(), 0) << "tempokvd did not stop cleanly";
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  std::unique_ptr<ServiceClient> client(std::string runtime = "") {
+    auto c = daemon_->connect(std::move(runtime));
+    EXPECT_TRUE(c.is_ok()) << c.status().to_string();
+    return c.is_ok() ? std::move(c).value() : nullptr;
+  }
+  // Puts n objects of model 1 and returns their manifest.
+  std::vector<ManifestEntry> put_objects(ServiceClient& c, uint64_t first, int n) {
+    std::vector<ManifestEntry> m;
+    for (int i = 0; i < n; ++i) {
+      const Key key{1, first + uint64_t(i)};
+      auto bytes = payload(first + uint64_t(i));
+      Status st = c.put(key, TokenRange{uint32_t(i) * 256, uint32_t(i + 1) * 256}, bytes);
+      EXPECT_TRUE(st.is_ok()) << st.to_string();
+      m.push_back({key, kObject});
+    }
+    return m;
+  }
+  // Waits (dispatching) until pred() holds; false after 5 s.
+  static bool wait_for(ServiceClient& c, const std::function<bool()>& pred) {
+    for (int i = 0; i < 500; ++i) {
+      c.dispatch();
+      if (pred()) return true;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
+  }
+  static double stat_of(ServiceClient& c, const std::string& name) {
+    auto s = c.stats();
+    return s.is_ok() ? stat(*s, name) : std::nan("");
+  }
+  // Checks the claim's spans against what was put.
+  static void expect_bytes(ServiceClient& c, uint64_t id, const std::vector<ManifestEntry>& m) {
+    auto spans = c.objects(id);
+    ASSERT_TRUE(spans.is_ok()) << spans.status().to_string();
+    ASSERT_EQ(spans->size(), m.size());
+    for (size_t i = 0; i < m.size(); ++i) {
+      ASSERT_EQ((*spans)[i].bytes, m[i].bytes);
+      ASSERT_LE((*spans)[i].offset + m[i].bytes, c.tier_bytes());
+      auto want = payload(m[i].key.hash);
+      EXPECT_EQ(std::memcmp(c.tier_data() + (*spans)[i].offset, want.data(), want.size()), 0)
+          << "object " << i;
+    }
+  }
+  // Request `id` through add, hit, order and retrieval until the transfer may begin.
+  static void stage(ServiceClient& c, uint64_t id, const std::vector<ManifestEntry>& m) {
+    ASSERT_TRUE(c.add_request({id, 2048, 1024, m.size() * kObject, 16}).is_ok());
+    ASSERT_TRUE(c.report_hit(id, m).is_ok());
+    ASSERT_TRUE(c.update_order(std::vector<uint64_t>{id}).is_ok());
+    ASSERT_TRUE(c.admitted(id).is_ok());
+    bool ready = false;
+    auto answer = c.request_retrieval(id, [&](ClaimId, Result<RetrievalPath> p) {
+      EXPECT_TRUE(p.is_ok()) << p.status().to_string();
+      ready = true;
+    });
+    ASSERT_TRUE(answer.is_ok()) << answer.status().to_string();
+    if (*answer == RetrievalAnswer::kWait) {
+      ASSERT_TRUE(wait_for(c, [&] { return ready; }));
+    }
+  }
+
+  std::string dir_;
+  std::unique_ptr<DaemonProcess> daemon_;
+};
+
+TEST_F(DaemonTest, EveryCallWorksAndTheClaimsBytesAreInTheSharedTier) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->hello().version, 1u);
+  EXPECT_EQ(c->hello().tier_bytes, 64u << 20);
+  ASSERT_NE(c->tier_data(), nullptr);
+  auto m = put_objects(*c, 100, 4);
+  std::vector<Key> keys = {m[0].key, m[3].key, Key{1, 999}};
+  auto sizes = c->lookup(keys);
+  ASSERT_TRUE(sizes.is_ok());
+  EXPECT_EQ(*sizes, (std::vector<uint64_t>{kObject, kObject, 0}));
+  ASSERT_TRUE(c->heartbeat().is_ok());
+  stage(*c, 7, m);
+  expect_bytes(*c, 7, m);
+  EXPECT_GT(stat_of(*c, "tier_protected_bytes") + stat_of(*c, "tier_resident_bytes"), 0);
+  ASSERT_TRUE(c->iteration_started(std::vector<uint64_t>{7}, {}).is_ok());
+  ASSERT_TRUE(c->begin_transfer(7).is_ok());
+  ASSERT_TRUE(c->object_transferred(7, m[0].key).is_ok());
+  ASSERT_TRUE(c->end_transfer(7).is_ok());
+  ASSERT_TRUE(c->prefill_done(7).is_ok());
+  ASSERT_TRUE(c->tokens_generated(7, 2).is_ok());
+  ASSERT_TRUE(c->finished(7, 3).is_ok());
+  // A second request cancelled before its retrieval.
+  ASSERT_TRUE(c->add_request({8, 2048, 1024, 4 * kObject, 16}).is_ok());
+  ASSERT_TRUE(c->report_hit(8, m).is_ok());
+  ASSERT_TRUE(c->cancel(8).is_ok());
+  EXPECT_EQ(stat_of(*c, "tier_protected_bytes"), 0);
+  EXPECT_EQ(stat_of(*c, "tier_reserved_bytes"), 0);
+  EXPECT_EQ(stat_of(*c, "claims_stage_ready"), 0);
+  EXPECT_EQ(stat_of(*c, "puts_total"), 4);
+  EXPECT_EQ(stat_of(*c, "write_region_used_bytes"), 0);
+  ASSERT_TRUE(c->bye().is_ok());
+}
+
+TEST_F(DaemonTest, AdapterErrorsComeBackTyped) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->admitted(42).code(), StatusCode::kNotFound);
+  auto m = put_objects(*c, 200, 1);
+  ASSERT_TRUE(c->add_request({1, 2048, 256, kObject, 16}).is_ok());
+  EXPECT_EQ(c->add_request({1, 2048, 256, kObject, 16}).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(c->report_hit(1, m).is_ok());
+  EXPECT_EQ(c->begin_transfer(1).code(), StatusCode::kFailedPrecondition);
+  // A manifest naming an object the store does not have fails the claim, not the daemon.
+  ASSERT_TRUE(c->add_request({2, 2048, 256, kObject, 16}).is_ok());
+  ASSERT_TRUE(c->report_hit(2, {{Key{1, 12345}, kObject}}).is_ok());
+  Status failure;
+  bool told = false;
+  auto answer = c->request_retrieval(2, [&](ClaimId, Result<RetrievalPath> p) {
+    told = true;
+    failure = p.status();
+  });
+  if (answer.is_ok()) {
+    ASSERT_TRUE(wait_for(*c, [&] { return told; }));
+    EXPECT_FALSE(failure.is_ok());
+  } else {
+    EXPECT_EQ(answer.status().code(), StatusCode::kNotFound);
+  }
+  // The failed claim frees its id once the request is finished.
+  ASSERT_TRUE(c->finished(2, 0).is_ok());
+  EXPECT_TRUE(c->add_request({2, 2048, 0, 0, 16}).is_ok());
+  // Another runtime's request ids are not this session's to name.
+  auto other = client();
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->cancel(1).code(), StatusCode::kNotFound);
+  EXPECT_TRUE(c->cancel(1).is_ok());
+}
+
+TEST_F(DaemonTest, TwoRanksShareAClaimUntilBothEndTheirTransfer) {
+  auto rank0 = client("engine-a");
+  auto rank1 = client("engine-a");
+  ASSERT_TRUE(rank0 && rank1);
+  EXPECT_EQ(rank0->hello().runtime_id, rank1->hello().runtime_id);
+  auto m = put_objects(*rank0, 300, 3);
+  stage(*rank0, 11, m);
+  // Rank 1 joins the same claim: no add_request of its own.
+  bool ready1 = false;
+  auto answer = rank1->request_retrieval(11, [&](ClaimId, Result<RetrievalPath>) {
+    ready1 = true;
+  });
+  ASSERT_TRUE(answer.is_ok()) << answer.status().to_string();
+  if (*answer == RetrievalAnswer::kWait) {
+    ASSERT_TRUE(wait_for(*rank1, [&] { return ready1; }));
+  }
+  expect_bytes(*rank0, 11, m);
+  expect_bytes(*rank1, 11, m);
+  ASSERT_TRUE(rank0->begin_transfer(11).is_ok());
+  ASSERT_TRUE(rank0->end_transfer(11).is_ok());
+  EXPECT_GT(stat_of(*rank0, "tier_protected_bytes"), 0) << "released before rank 1 copied";
+  EXPECT_EQ(stat_of(*rank0, "claims_transferring"), 1);
+  ASSERT_TRUE(rank1->begin_transfer(11).is_ok());
+  ASSERT_TRUE(rank1->end_transfer(11).is_ok());
+  EXPECT_EQ(stat_of(*rank0, "tier_protected_bytes"), 0);
+  EXPECT_EQ(stat_of(*rank0, "claims_stage_ready") + stat_of(*rank0, "claims_transferring"), 0);
+}
+
+TEST_F(DaemonTest, AKilledClientLeavesNoProtectionBehind) {
+  {
+    auto c = client();
+    ASSERT_TRUE(c);
+    put_objects(*c, 400, 8);
+    ASSERT_TRUE(c->bye().is_ok());
+  }
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child stages a claim and dies without a word.
+    auto c = daemon_->connect();
+    if (!c.is_ok()) _exit(2);
+    std::vector<ManifestEntry> m;
+    for (uint64_t i = 0; i < 8; ++i) m.push_back({Key{1, 400 + i}, kObject});
+    if (!(*c)->add_request({5, 4096, 2048, 8 * kObject, 16}).is_ok()) _exit(3);
+    if (!(*c)->report_hit(5, m).is_ok()) _exit(4);
+    (void)(*c)->update_order(std::vector<uint64_t>{5});
+    (void)(*c)->request_retrieval(5, nullptr);
+    raise(SIGKILL);
+    _exit(5);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exit " << WEXITSTATUS(status);
+  auto c = client();
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(wait_for(*c, [&] {
+    return stat_of(*c, "tier_protected_bytes") == 0 && stat_of(*c, "tier_reserved_bytes") == 0 &&
+           stat_of(*c, "claims_staging") == 0 && stat_of(*c, "claims_stage_ready") == 0 &&
+           stat_of(*c, "sessions") == 1;
+  })) << "protected " << stat_of(*c, "tier_protected_bytes");
+  EXPECT_EQ(stat_of(*c, "claims_abandoned_total"), 1);
+}
+
+// A raw DEALER speaking bytes the client library would never send.
+class RawPeer {
+ public:
+  explicit RawPeer(const std::string& endpoint) {
+    ctx_ = zmq_ctx_new();
+    sock_ = zmq_socket(ctx_, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(sock_, ZMQ_LINGER, &linger, sizeof(linger));
+    int timeout = 5000;
+    zmq_setsockopt(sock_, ZMQ_RCVTIMEO, &timeout, sizeof(timeout));
+    zmq_connect(sock_, endpoint.c_str());
+  }
+  ~RawPeer() {
+    zmq_close(sock_);
+    zmq_ctx_term(ctx_);
+  }
+  // Sends frames and returns the decoded answer.
+  Result<service::ServerMessage> ask(const std::vector<std::vector<std::byte>>& frames) {
+    for (size_t i = 0; i < frames.size(); ++i) {
+      zmq_send(sock_, frames[i].data(), frames[i].size(), i + 1 < frames.size() ? ZMQ_SNDMORE : 0);
+    }
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    if (zmq_msg_recv(&msg, sock_, 0) < 0) return Status::unavailable("no answer");
+    const auto* p = static_cast<const std::byte*>(zmq_msg_data(&msg));
+    std::vector<std::byte> bytes(p, p + zmq_msg_size(&msg));
+    zmq_msg_close(&msg);
+    return service::decode_server_message(bytes);
+  }
+  Result<service::ServerMessage> ask(const std::vector<std::byte>& one) {
+    return ask(std::vector<std::vector<std::byte>>{one});
+  }
+
+ private:
+  void* ctx_;
+  void* sock_;
+};
+
+void expect_error(const Result<service::ServerMessage>& m, StatusCode code,
+                  const std::string& text) {
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  const auto* e = std::get_if<service::ErrorReply>(&*m);
+  ASSERT_NE(e, nullptr) << "not an error reply";
+  EXPECT_EQ(e->error.code(), code) << e->error.to_string();
+  EXPECT_THAT(e->error.message(), HasSubstr(text));
+}
+
+std::vector<std::byte> request(uint64_t id, service::Op op, uint32_t v = 1) {
+  return service::encode_request(service::Request{v, id, std::move(op)});
+}
+
+TEST_F(DaemonTest, BadMessagesGetTypedErrorsAndOthersKeepBeingServed) {
+  auto good = client();
+  ASSERT_TRUE(good);
+  RawPeer raw(daemon_->endpoint());
+  const std::vector<std::byte> garbage = {std::byte{0xc1}, std::byte{0x00}};
+  expect_error(raw.ask(garbage), StatusCode::kInvalidArgument, "malformed");
+  auto hello = request(1, service::Hello{{1}, "raw"});
+  expect_error(raw.ask(std::vector<std::byte>(hello.begin(), hello.end() - 3)),
+               StatusCode::kInvalidArgument, "truncated");
+  expect_error(raw.ask(std::vector<std::byte>((2u << 20), std::byte{0x90})),
+               StatusCode::kInvalidArgument, "exceeds the limit");
+  expect_error(raw.ask(std::vector<std::vector<std::byte>>{hello, hello}),
+               StatusCode::kInvalidArgument, "one frame");
+  expect_error(raw.ask(request(2, service::Heartbeat{})), StatusCode::kFailedPrecondition,
+               "hello");
+  ASSERT_TRUE(good->heartbeat().is_ok());
+  auto hi = raw.ask(hello);
+  ASSERT_TRUE(hi.is_ok() && std::holds_alternative<service::Reply>(*hi));
+  expect_error(raw.ask(request(1, service::Heartbeat{})), StatusCode::kFailedPrecondition,
+               "not above");
+  expect_error(raw.ask(request(5, service::Hello{{1}, "again"})), StatusCode::kFailedPrecondition,
+               "already said hello");
+  expect_error(raw.ask(request(6, service::Admitted{77})), StatusCode::kNotFound, "77");
+  expect_error(raw.ask(request(7, service::Put{Key{1, 1}, {0, 1}, 4096, 10})),
+               StatusCode::kInvalidArgument, "not a write reservation");
+  expect_error(raw.ask(request(8, service::ReserveWrite{1ULL << 40})),
+               StatusCode::kInvalidArgument, "largest object");
+  auto ok = raw.ask(request(9, service::Heartbeat{}));
+  ASSERT_TRUE(ok.is_ok() && std::holds_alternative<service::Reply>(*ok));
+  ASSERT_TRUE(good->heartbeat().is_ok());
+  EXPECT_GE(stat_of(*good, "bad_messages_total"), 7);
+}
+
+TEST_F(DaemonTest, RestartFindsTheStoresKvAgain) {
+  std::vector<ManifestEntry> m;
+  {
+    auto c = client();
+    ASSERT_TRUE(c);
+    m = put_objects(*c, 500, 3);
+    ASSERT_TRUE(c->bye().is_ok());
+  }
+  ASSERT_EQ(daemon_->stop(), 0);
+  daemon_ = std::make_unique<DaemonProcess>(dir_);
+  ASSERT_TRUE(daemon_->start());
+  auto c = client();
+  ASSERT_TRUE(c);
+  std::vector<Key> keys;
+  for (const auto& e : m) keys.push_back(e.key);
+  auto sizes = c->lookup(keys);
+  ASSERT_TRUE(sizes.is_ok());
+  EXPECT_EQ(*sizes, (std::vector<uint64_t>{kObject, kObject, kObject}));
+  stage(*c, 1, m);
+  expect_bytes(*c, 1, m);
+  ASSERT_TRUE(c->begin_transfer(1).is_ok());
+  ASSERT_TRUE(c->end_transfer(1).is_ok());
+}
+
+}  // namespace
+}  // namespace tempokv::testing
