@@ -1,5 +1,8 @@
 #include "service/daemon.h"
 
+#include <signal.h>
+
+#include <cerrno>
 #include <filesystem>
 
 #include "service/service_metrics.h"
@@ -42,12 +45,33 @@ Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profi
   return o;
 }
 
+namespace {
+
+// Shared files of daemons that died without cleaning up (SIGKILL, crash): their pid is gone.
+void remove_stale_shared_files() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator("/dev/shm", ec)) {
+    const std::string name = e.path().filename().string();
+    const std::string prefix = "tempokvd-";
+    if (name.rfind(prefix, 0) != 0) continue;
+    const size_t dash = name.find('-', prefix.size());
+    if (dash == std::string::npos) continue;
+    const std::string pid = name.substr(prefix.size(), dash - prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove(e.path(), ec);
+  }
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const DaemonConfig& config,
                                               const std::string& profiles_dir) {
   TEMPOKV_ASSIGN_OR_RETURN(CoreOptions options, core_options(config, profiles_dir));
   std::error_code ec;
   std::filesystem::create_directories(config.data_dir, ec);
   if (ec) return Status::io_error("create data_dir " + config.data_dir + ": " + ec.message());
+  remove_stale_shared_files();
   std::unique_ptr<Daemon> d(new Daemon());
   ServerOptions so;
   so.endpoint = config.resolved_endpoint();
