@@ -10,6 +10,12 @@
 // notification) expose their objects' spans in the fast tier's shared mapping (objects(),
 // tier_data()) until end_transfer or cancel.
 //
+// Pipelined reports (ClientOptions::pipeline_reports): the progress reports a runtime makes
+// every iteration (update_order, iteration_started, admitted, prefill_done, tokens_generated,
+// finished, object_transferred) return once sent, without waiting for their replies. The daemon
+// handles a session's requests in order, so the next call that waits sees their effects; an error
+// they are answered with is counted in late_errors() when it arrives, not returned.
+//
 // Event loops: fd() is ZMQ_FD, which signals a change of the socket's state, not queued
 // messages; after it fires, or after any call, has_pending() says whether dispatch() has work.
 // attach() does all of that on a RealExecutor and sends heartbeats while the runtime is quiet.
@@ -51,6 +57,7 @@ struct ClientOptions {
   uint32_t max_active = 0;  // the runtime's slot limit if this hello creates it; 0: the default
   Duration call_timeout = std::chrono::seconds(10);  // longest wait for one reply
   bool map_shared_memory = true;  // map the fast tier (read-only) and the write region
+  bool pipeline_reports = false;  // progress reports do not wait for their replies (see above)
   Status validate() const;
 };
 
@@ -100,6 +107,16 @@ class ServiceClient final : public RuntimeApi {
   const std::byte* tier_data() const { return tier_.data(); }  // null when not mapped
   uint64_t tier_bytes() const { return tier_.bytes(); }
 
+  // Requests sent (the hello, each of put's steps and pipelined reports included) and the
+  // wall-clock seconds from sending each to its reply or failure (a pipelined report: to its
+  // send): what the service costs the calling thread.
+  uint64_t calls() const { return calls_; }
+  double call_seconds() const { return call_seconds_; }
+  // Error replies that arrived after nobody waited for them (pipelined reports, calls that timed
+  // out), and the last of them.
+  uint64_t late_errors() const { return late_errors_; }
+  const Status& last_late_error() const { return last_late_error_; }
+
   int fd() const;
   // Queued notifications, or messages readable on the socket.
   bool has_pending() const;
@@ -125,8 +142,13 @@ class ServiceClient final : public RuntimeApi {
   Status map_shared_memory();
   // Sends one request and waits for its reply; notifications met meanwhile are queued.
   Result<service::Reply> call(service::Op op);
-  Result<service::Reply> exchange(const service::Request& request);
+  Result<service::Reply> exchange(const service::Request& request);  // counted in calls()
+  Result<service::Reply> exchange_once(const service::Request& request);
   Status call_status(service::Op op) { return call(std::move(op)).status(); }
+  // A progress report: call_status, or sent without waiting with pipeline_reports.
+  Status report(service::Op op);
+  Status send_request(const service::Request& request);
+  void note_unawaited(const service::ServerMessage& message);
   void drain_socket();
   void deliver(service::ReadyNotification notification);
   void schedule_dispatch();
@@ -140,6 +162,10 @@ class ServiceClient final : public RuntimeApi {
   uint32_t version_ = service::kProtocolVersion;  // negotiated by the hello
   uint64_t next_id_ = 1;
   bool closed_ = false;  // after bye()
+  uint64_t calls_ = 0;
+  double call_seconds_ = 0;
+  uint64_t late_errors_ = 0;
+  Status last_late_error_;
   service::ClientMapping tier_;
   service::ClientMapping write_;
   std::unordered_map<uint64_t, Claim> claims_;            // by request id

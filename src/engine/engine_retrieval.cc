@@ -1,13 +1,48 @@
-// The retrieval half of ServingEngine: readiness answers, the fast tier -> device copies of one
-// admitted request, byte verification in real mode, and the fallback to recompute.
+// The retrieval half of ServingEngine: the prefix lookup at arrival, readiness answers, the fast
+// tier -> device copies of one admitted request, byte verification in real mode, and the
+// fallback to recompute.
 #include <xxhash.h>
 
 #include <vector>
 
 #include "engine/serving_engine.h"
+#include "tempokv/client.h"
 #include "workload/tokens.h"
 
 namespace tempokv {
+
+void ServingEngine::lookup_prefix(Live& r) {
+  const Request& q = r.req;
+  if (!service_) {
+    // Prefix lookup in whole chunks, stopping at the first miss.
+    for (const CachedChunk& c : q.chunks) {
+      std::optional<ObjectInfo> info = store_->lookup(c.key);
+      if (!info || c.tokens.end > q.prompt_tokens) break;
+      r.manifest.push_back({c.key, info->payload_bytes});
+      r.rec.cached_tokens = c.tokens.end;
+      r.rec.cached_bytes += info->payload_bytes;
+    }
+    return;
+  }
+  // One round trip for every chunk of the prompt, then the same walk to the first miss.
+  std::vector<Key> keys;
+  for (const CachedChunk& c : q.chunks) {
+    if (c.tokens.end > q.prompt_tokens) break;
+    keys.push_back(c.key);
+  }
+  if (keys.empty()) return;
+  Result<std::vector<uint64_t>> sizes = service_->lookup(keys);
+  if (!sizes.is_ok()) {
+    // Served as a miss: the whole prompt is prefilled, and the record says why.
+    r.rec.failure = "lookup: " + sizes.status().to_string();
+    return;
+  }
+  for (size_t i = 0; i < keys.size() && (*sizes)[i] != 0; ++i) {
+    r.manifest.push_back({keys[i], (*sizes)[i]});
+    r.rec.cached_tokens = q.chunks[i].tokens.end;
+    r.rec.cached_bytes += (*sizes)[i];
+  }
+}
 
 void ServingEngine::on_retrieval_answer(uint64_t id, Result<RetrievalPath> path) {
   auto it = live_.find(id);
@@ -35,8 +70,11 @@ void ServingEngine::fall_back(Live& r, const Status& why) {
   r.has_claim = false;
   // A claim that is still live lets go of what it holds (one already failed answers an error).
   if (had_claim && r.stage != Stage::kWaiting) {
+    // In-process the controller cancels the claim and the adapter keeps the request (its later
+    // calls stay valid); the service offers only the adapter's cancel.
+    if (service_) (void)api_->cancel(r.rec.id);
     if (controller_ && !options_.baseline) (void)controller_->cancel(r.rec.id);
-    if (options_.baseline) (void)provider_.cancel(r.rec.id);
+    if (options_.baseline) (void)provider_->cancel(r.rec.id);
   }
   // Waiting: admitted later without a claim. In an iteration: it continues without retrieval.
   if (r.stage == Stage::kRetrievalWait) mark_ready(r, RequestPath::kRecompute);
@@ -81,19 +119,37 @@ void ServingEngine::start_copies(uint64_t id) {
     }
     device_ = std::move(buf).value();
   }
-  FastTier& tier = provider_.tier();
+  std::vector<service::TierSpan> spans;
+  if (service_) {
+    Result<std::vector<service::TierSpan>> got = service_->objects(id);
+    if (got.is_ok() && got->size() != r.manifest.size()) {
+      got = Status::internal("retrieval: tempokvd gave " + std::to_string(got->size()) +
+                             " spans for " + std::to_string(r.manifest.size()) + " objects");
+    }
+    if (!got.is_ok()) {
+      it.copy_status = got.status();
+      return copies_done(id);
+    }
+    spans = std::move(got).value();
+  }
   const bool need_bytes = !executor_.simulated();
   it.pending_copies = static_cast<uint32_t>(r.manifest.size());
   std::weak_ptr<int> alive = alive_;
   uint64_t offset = 0;
-  for (const ManifestEntry& e : r.manifest) {
-    tier.use(e.key);
-    const std::byte* src = tier.data(e.key);
+  for (size_t i = 0; i < r.manifest.size(); ++i) {
+    const ManifestEntry& e = r.manifest[i];
+    const std::byte* src = nullptr;
+    if (service_) {
+      src = service_span(spans[i], e.bytes);
+    } else {
+      provider_->tier().use(e.key);
+      src = provider_->tier().data(e.key);
+    }
     auto done = [this, alive, id, key = e.key](Status st) {
       if (alive.expired()) return;
       Iteration& cur = *iter_;
       if (!st.is_ok() && cur.copy_status.is_ok()) cur.copy_status = st;
-      if (st.is_ok() && adapter_) (void)adapter_->object_transferred(id, key);
+      if (st.is_ok() && api_ && options_.report_objects) (void)api_->object_transferred(id, key);
       if (--cur.pending_copies == 0) copies_done(id);
     };
     if (need_bytes && src == nullptr) {
@@ -130,7 +186,6 @@ void ServingEngine::copies_done(uint64_t id) {
 
 void ServingEngine::verify(Live& r) {
   std::vector<std::byte> host;
-  std::vector<std::byte> want;
   uint64_t offset = 0;
   for (const ManifestEntry& e : r.manifest) {
     const std::byte* p = nullptr;
@@ -143,14 +198,15 @@ void ServingEngine::verify(Live& r) {
     offset += e.bytes;
     if (p == nullptr) continue;  // simulated: no bytes
     bool good;
-    if (std::optional<ObjectInfo> info = store_.lookup(e.key)) {
+    std::optional<ObjectInfo> info;
+    if (store_) info = store_->lookup(e.key);
+    if (info) {
       XXH128_hash_t h = XXH3_128bits(p, e.bytes);
       good = h.low64 == info->checksum_lo && h.high64 == info->checksum_hi;
     } else {
-      // Reclaimed from the store since: compare with the content it was written with.
-      want.resize(e.bytes);
-      fill_chunk_bytes(e.key, want);
-      good = std::equal(want.begin(), want.end(), p);
+      // Reclaimed from the store since, or no local store (service): compare with the content it
+      // was written with.
+      good = chunk_bytes_match(e.key, {p, e.bytes});
     }
     ++r.rec.verified_chunks;
     ++stats_.verified_chunks;
@@ -162,14 +218,24 @@ void ServingEngine::verify(Live& r) {
 }
 
 Status ServingEngine::begin_transfer(uint64_t id) {
-  if (adapter_) return adapter_->begin_transfer(id);
-  return provider_.begin_transfer(id);
+  if (api_) return api_->begin_transfer(id);
+  return provider_->begin_transfer(id);
 }
 
 Status ServingEngine::end_transfer(uint64_t id) {
-  if (adapter_) return adapter_->end_transfer(id);
-  TEMPOKV_RETURN_IF_ERROR(provider_.end_transfer(id));
-  return provider_.release(id);
+  if (api_) return api_->end_transfer(id);
+  TEMPOKV_RETURN_IF_ERROR(provider_->end_transfer(id));
+  return provider_->release(id);
+}
+
+const std::byte* ServingEngine::service_span(const service::TierSpan& span, uint64_t bytes) const {
+  // A span outside the mapping (or of another size) is reported like an absent object.
+  const std::byte* tier = service_->tier_data();
+  if (tier == nullptr || span.bytes != bytes || span.offset > service_->tier_bytes() ||
+      bytes > service_->tier_bytes() - span.offset) {
+    return nullptr;
+  }
+  return tier + span.offset;
 }
 
 void ServingEngine::fill_claim_timeline(Live& r) {

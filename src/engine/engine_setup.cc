@@ -1,6 +1,8 @@
 // ServingEngine construction and its options; record and path names.
 #include "engine/serving_engine.h"
 
+#include "tempokv/client.h"
+
 namespace tempokv {
 
 std::string_view request_path_name(RequestPath path) {
@@ -42,14 +44,25 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(const EngineContext
                                                              const EngineOptions& options) {
   TEMPOKV_RETURN_IF_ERROR(options.validate());
   TEMPOKV_RETURN_IF_ERROR(profile.validate());
-  if (!c.executor || !c.store || !c.provider || !c.transfer) {
+  if (c.service) {
+    if (!c.executor || !c.transfer) {
+      return Status::invalid_argument("EngineContext needs an executor and a transfer engine");
+    }
+    // Baseline engines read through a provider of their own; the writer puts into a local store.
+    if (options.baseline || c.writer) {
+      return Status::invalid_argument(
+          "EngineContext.service: baseline engines and produced-KV writes need the in-process "
+          "stack");
+    }
+  } else if (!c.executor || !c.store || !c.provider || !c.transfer) {
     return Status::invalid_argument("EngineContext needs an executor, store, provider, transfer");
-  }
-  if (!options.baseline && !c.controller) {
+  } else if (!options.baseline && !c.controller) {
     return Status::invalid_argument("EngineContext.controller is required unless baseline");
   }
   std::unique_ptr<ServingEngine> e(new ServingEngine(c, profile, options));
-  if (!options.baseline) {
+  if (c.service) {
+    e->api_ = c.service;
+  } else if (!options.baseline) {
     AdapterOptions ao;
     ao.max_active = options.max_active;
     ao.prior_output_tokens = options.prior_output_tokens;
@@ -57,6 +70,7 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(const EngineContext
     ao.runtime_id = options.engine_id;  // engines sharing the controller keep separate orders
     TEMPOKV_ASSIGN_OR_RETURN(e->adapter_,
                              RuntimeAdapter::create(*c.controller, profile, ao));
+    e->api_ = e->adapter_.get();
   }
   return e;
 }
@@ -64,9 +78,10 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(const EngineContext
 ServingEngine::ServingEngine(const EngineContext& c, const CostProfile& profile,
                              const EngineOptions& options)
     : executor_(*c.executor),
-      store_(*c.store),
-      provider_(*c.provider),
-      controller_(c.controller),
+      store_(c.service ? nullptr : c.store),
+      provider_(c.service ? nullptr : c.provider),
+      controller_(c.service ? nullptr : c.controller),
+      service_(c.service),
       transfer_(*c.transfer),
       writer_(c.writer),
       profile_(profile),

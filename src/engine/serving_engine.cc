@@ -40,23 +40,16 @@ void ServingEngine::arrive(uint64_t id) {
   r.rec.prompt_tokens = q.prompt_tokens;
   r.rec.max_output_tokens = q.max_output_tokens;
   r.rec.arrival = executor_.now();
-  // Prefix lookup in whole chunks, stopping at the first miss.
-  for (const CachedChunk& c : q.chunks) {
-    std::optional<ObjectInfo> info = store_.lookup(c.key);
-    if (!info || c.tokens.end > q.prompt_tokens) break;
-    r.manifest.push_back({c.key, info->payload_bytes});
-    r.rec.cached_tokens = c.tokens.end;
-    r.rec.cached_bytes += info->payload_bytes;
-  }
+  lookup_prefix(r);
   r.rec.hit_chunks = static_cast<uint32_t>(r.manifest.size());
   r.has_claim = !r.manifest.empty();
   r.rec.path = r.has_claim ? RequestPath::kStaged : RequestPath::kNoHit;
   r.rec.prefill_tokens = std::max<uint32_t>(1, q.prompt_tokens - r.rec.cached_tokens);
-  if (adapter_) {
-    Status st = adapter_->add_request(
+  if (api_) {
+    Status st = api_->add_request(
         {id, q.prompt_tokens, r.rec.cached_tokens, r.rec.cached_bytes, q.max_output_tokens});
     if (st.is_ok() && r.has_claim) {
-      st = adapter_->report_hit(id, r.manifest);
+      st = api_->report_hit(id, r.manifest);
       if (st.is_ok()) r.rec.claim_reported = executor_.now();
     }
     if (!st.is_ok()) fall_back(r, st);
@@ -82,14 +75,14 @@ void ServingEngine::kick() {
 }
 
 void ServingEngine::update_order(Duration boundary_in) {
-  if (!adapter_) return;
+  if (!api_) return;
   std::vector<uint64_t> waiting(waiting_.begin(), waiting_.end());
-  Status st = adapter_->update_order(waiting, boundary_in);
+  Status st = api_->update_order(waiting, boundary_in);
   if (!st.is_ok()) return;  // only unknown ids fail it, which the engine never passes
   for (uint64_t id : waiting) {
     Live& r = live_.at(id);
     if (r.rec.first_ttu) continue;
-    Result<Duration> ttu = adapter_->last_ttu(id);
+    Result<Duration> ttu = api_->last_ttu(id);
     if (ttu.is_ok()) {
       r.rec.first_ttu = *ttu;
       r.rec.first_ttu_at = executor_.now();
@@ -140,7 +133,7 @@ void ServingEngine::boundary() {
   if (!it.decoders.empty()) compute += profile_.decode_step(context, it.decoders.size());
   it.compute_start = now + retrievals;
   it.end = it.compute_start + compute;
-  if (adapter_) (void)adapter_->iteration_started(it.admits, it.decoders);  // all running
+  if (api_) (void)api_->iteration_started(it.admits, it.decoders);  // all running
   iter_ = std::move(it);
   next_retrieval();
 }
@@ -149,7 +142,7 @@ void ServingEngine::admit(uint64_t id) {
   Live& r = live_.at(id);
   running_.push_back(id);
   r.rec.admitted = executor_.now();
-  if (adapter_) (void)adapter_->admitted(id);  // known and waiting: cannot fail
+  if (api_) (void)api_->admitted(id);  // known and waiting: cannot fail
   if (!r.has_claim) {
     mark_ready(r, r.rec.path);
     return;
@@ -157,22 +150,21 @@ void ServingEngine::admit(uint64_t id) {
   r.stage = Stage::kRetrievalWait;
   std::weak_ptr<int> alive = alive_;
   if (options_.baseline) {
-    auto phase = provider_.start_ordinary(StagingClaim{id, r.manifest},
-                                          [this, alive](ClaimId cid, Status st) {
-                                            if (alive.expired()) return;
-                                            if (st.is_ok())
-                                              on_retrieval_answer(cid, RetrievalPath::kOrdinary);
-                                            else
-                                              on_retrieval_answer(cid, st);
-                                          });
+    auto phase = provider_->start_ordinary(StagingClaim{id, r.manifest},
+                                           [this, alive](ClaimId cid, Status st) {
+                                             if (alive.expired()) return;
+                                             if (st.is_ok())
+                                               on_retrieval_answer(cid, RetrievalPath::kOrdinary);
+                                             else
+                                               on_retrieval_answer(cid, st);
+                                           });
     if (!phase.is_ok()) return fall_back(r, phase.status());
     if (*phase == ClaimPhase::kOrdinaryReady) mark_ready(r, RequestPath::kOrdinary);
     return;
   }
-  auto answer =
-      adapter_->request_retrieval(id, [this, alive](ClaimId cid, Result<RetrievalPath> p) {
-        if (!alive.expired()) on_retrieval_answer(cid, std::move(p));
-      });
+  auto answer = api_->request_retrieval(id, [this, alive](ClaimId cid, Result<RetrievalPath> p) {
+    if (!alive.expired()) on_retrieval_answer(cid, std::move(p));
+  });
   if (!answer.is_ok()) return fall_back(r, answer.status());
   if (*answer == RetrievalAnswer::kReady) mark_ready(r, RequestPath::kStaged);
   if (*answer == RetrievalAnswer::kOrdinaryReady) mark_ready(r, RequestPath::kOrdinary);
@@ -210,14 +202,14 @@ void ServingEngine::end_iteration() {
     r.rec.first_token = now;
     r.generated = 1;
     r.stage = Stage::kDecoding;
-    if (adapter_) (void)adapter_->prefill_done(id);
+    if (api_) (void)api_->prefill_done(id);
     if (writer_ && r.req.writes_kv) writer_->write_produced(r.req, r.rec.hit_chunks);
     if (r.generated >= r.req.true_output_tokens()) finish(r);
   }
   for (uint64_t id : it.decoders) {
     Live& r = live_.at(id);
     ++r.generated;
-    if (adapter_) (void)adapter_->tokens_generated(id, r.generated);
+    if (api_) (void)api_->tokens_generated(id, r.generated);
     if (r.generated >= r.req.true_output_tokens()) finish(r);
   }
   boundary();
@@ -243,7 +235,7 @@ void ServingEngine::finish(Live& r) {
       ++stats_.recomputes;
       break;
   }
-  if (adapter_) (void)adapter_->finished(r.rec.id, r.generated);
+  if (api_) (void)api_->finished(r.rec.id, r.generated);
   std::erase(running_, r.rec.id);
 }
 

@@ -28,9 +28,18 @@
 // Real mode: with verify_bytes, each restored chunk in the device buffer is checked against the
 // store's XXH3-128 checksum; mismatches are counted (and must stay 0).
 //
-// Ownership: the shared components in EngineContext are borrowed and must outlive the engine;
-// several engines may share one store, fast tier, provider, controller and writer. Request ids
-// must be unique across engines sharing a controller or provider.
+// Service mode (EngineContext.service): the same engine against tempokvd. Every runtime call
+// goes to the ServiceClient instead of an own RuntimeAdapter (both are RuntimeApi); the prefix
+// lookup at arrival is one lookup call for the request's chunk keys; copies read the claim's
+// spans in the daemon's shared fast tier (ServiceClient::objects); verification compares with the
+// content the KV was written with (fill_chunk_bytes: there is no local store); a fallback cancels
+// through the client; records have no claim timeline (the controller is the daemon's). The
+// client must be attached to the executor (its ready callbacks and heartbeats run on the loop).
+//
+// Ownership: the shared components in EngineContext (the client included) are borrowed and must
+// outlive the engine; several engines may share one store, fast tier, provider, controller and
+// writer, never one client. Request ids must be unique across engines sharing a controller,
+// provider or daemon.
 // Threading: the Executor's thread only; every callback runs there.
 #pragma once
 
@@ -49,19 +58,26 @@
 #include "provider/staging_provider.h"
 #include "store/store.h"
 #include "tempokv/runtime_adapter.h"
+#include "tempokv/runtime_api.h"
 #include "transfer/transfer_engine.h"
 #include "workload/request.h"
 
 namespace tempokv {
 
+class ServiceClient;
+namespace service {
+struct TierSpan;
+}
+
 // Shared components an engine borrows.
 struct EngineContext {
   Executor* executor = nullptr;
-  Store* store = nullptr;
+  Store* store = nullptr;               // null with service
   StagingProvider* provider = nullptr;  // its tier is the fast tier retrievals copy from
-  Controller* controller = nullptr;     // required unless options.baseline
+  Controller* controller = nullptr;     // required unless options.baseline or service
   TransferEngine* transfer = nullptr;   // this engine's device link
-  KvWriter* writer = nullptr;           // null: produced KV is not written
+  KvWriter* writer = nullptr;           // null: produced KV is not written (always, with service)
+  ServiceClient* service = nullptr;     // set: the engine runs against tempokvd (not baseline)
 };
 
 struct EngineOptions {
@@ -73,6 +89,10 @@ struct EngineOptions {
   bool verify_bytes = false;           // real mode: check restored bytes against the store
   uint32_t prior_output_tokens = 128;  // adapter's output prior before any completion
   uint32_t predictor_window = 256;     // completions the output predictor remembers
+  // object_transferred after each object's copy. Only progressive release acts on it, so a
+  // runtime that knows its policy is not progressive may skip the calls (through the service,
+  // one round trip per object).
+  bool report_objects = true;
   Status validate() const;
 };
 
@@ -108,7 +128,7 @@ class ServingEngine {
   // One record per arrived request, in arrival order.
   std::vector<RequestRecord> records() const;
   EngineStats stats() const { return stats_; }
-  RuntimeAdapter* adapter() { return adapter_.get(); }  // null in baseline mode
+  RuntimeAdapter* adapter() { return adapter_.get(); }  // null in baseline and service mode
 
  private:
   enum class Stage : uint8_t { kWaiting, kRetrievalWait, kReady, kInIteration, kDecoding, kDone };
@@ -144,7 +164,9 @@ class ServingEngine {
   void finish(Live& r);
   void update_order(Duration boundary_in);
   Duration boundary_in_now() const;
-  // engine_retrieval.cc: the retrieval of one admitted request, and its fallbacks.
+  // engine_retrieval.cc: the prefix lookup, the retrieval of one admitted request, and its
+  // fallbacks.
+  void lookup_prefix(Live& r);
   void on_retrieval_answer(uint64_t id, Result<RetrievalPath> path);
   void mark_ready(Live& r, RequestPath path);
   void fall_back(Live& r, const Status& why);
@@ -155,17 +177,21 @@ class ServingEngine {
   Status begin_transfer(uint64_t id);
   Status end_transfer(uint64_t id);
   void fill_claim_timeline(Live& r);
+  // The bytes of a ready claim's object in the daemon's shared tier; null when out of range.
+  const std::byte* service_span(const service::TierSpan& span, uint64_t bytes) const;
 
   Executor& executor_;
-  Store& store_;
-  StagingProvider& provider_;
-  Controller* controller_;
+  Store* store_;               // null with service
+  StagingProvider* provider_;  // null with service
+  Controller* controller_;     // null in baseline and service mode
+  ServiceClient* service_;     // null in-process
   TransferEngine& transfer_;
   KvWriter* writer_;
   CostProfile profile_;
   EngineOptions options_;
   StepJitter jitter_;
-  std::unique_ptr<RuntimeAdapter> adapter_;
+  std::unique_ptr<RuntimeAdapter> adapter_;  // in-process claims
+  RuntimeApi* api_ = nullptr;                // adapter_ or service_; null in baseline mode
 
   std::unordered_map<uint64_t, Live> live_;
   std::vector<uint64_t> arrival_order_;

@@ -21,6 +21,34 @@ std::vector<std::string> eval_scenarios() {
   return {"fig4-policies", "fig5-capacity", "fig6-rate", "trace", "fig1-lead", "fig2-rank"};
 }
 
+namespace {
+
+// Service mode runs what a runtime can do through the protocol: the policy scenarios, with
+// claims, on this machine.
+Status validate_service_options(const EvalOptions& o) {
+  if (o.mode != EvalMode::kReal) {
+    return Status::invalid_argument(
+        "--via-service runs real mode only: simulated time cannot pass through a daemon");
+  }
+  if (o.scenario != "fig4-policies" && o.scenario != "fig5-capacity" && o.scenario != "fig6-rate") {
+    return Status::invalid_argument(
+        "--via-service runs fig4-policies, fig5-capacity and "
+        "fig6-rate; " +
+        o.scenario + " reaches into the in-process stack");
+  }
+  const bool lmcache =
+      std::find(o.policies.begin(), o.policies.end(), "lmcache-dax") != o.policies.end();
+  // fig6-rate's default policies include lmcache-dax.
+  if (lmcache || (o.policies.empty() && o.scenario == "fig6-rate")) {
+    return Status::invalid_argument(
+        "--via-service: policy lmcache-dax runs baseline engines without claims, which the "
+        "service does not serve; pass --policies without it");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status validate_eval_options(const EvalOptions& o) {
   auto names = eval_scenarios();
   if (std::find(names.begin(), names.end(), o.scenario) == names.end()) {
@@ -43,6 +71,7 @@ Status validate_eval_options(const EvalOptions& o) {
   if (o.mode == EvalMode::kReal && o.dir.empty()) {
     return Status::invalid_argument("--dir is required in real mode");
   }
+  if (!o.tempokvd.empty()) TEMPOKV_RETURN_IF_ERROR(validate_service_options(o));
   if (!(o.time_scale > 0)) return Status::invalid_argument("--time-scale must be > 0");
   if (o.window_s && !(*o.window_s > 0)) return Status::invalid_argument("--window-s must be > 0");
   if (o.fast_tier_gib && !(*o.fast_tier_gib > 0)) {

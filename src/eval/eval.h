@@ -37,6 +37,7 @@ struct EvalOptions {
   uint32_t engines = 0;               // 0: the scenario's default (trace: chosen from the load)
   std::optional<double> fast_tier_gib;  // overrides the scenario's fast tier (budget: half)
   std::optional<double> jitter_sigma;   // overrides the engine's step-time jitter
+  uint32_t max_requests = 0;  // fig4-policies, fig5-capacity: the first N requests only (0: all)
   // The adapter's output prior: the calibration set's mean output (paper §5.1) or, when false,
   // the generation limit.
   bool calibrated_prior = true;
@@ -52,6 +53,13 @@ struct EvalOptions {
   // Runs of each configuration; the row (and its CSV records) is the run with the median p95
   // TTFT, plus its spread. Real mode on a shared machine needs it; sim runs are deterministic.
   uint32_t repeats = 1;
+  // Service mode (real mode; fig4-policies, fig5-capacity, fig6-rate; not lmcache-dax): the
+  // tempokvd binary each run's engines talk to, a fresh daemon per run on dir/tempokvd. "": the
+  // stack runs in-process.
+  std::string tempokvd;
+  // Service mode: every call of the engines waits for its reply (by default their progress
+  // reports are pipelined: ClientOptions::pipeline_reports).
+  bool service_blocking = false;
 
   // label, requests finished, requests submitted
   std::function<void(const std::string&, uint64_t, uint64_t)> progress;

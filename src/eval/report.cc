@@ -219,6 +219,14 @@ std::string format_eval_table(const EvalResult& result) {
       cols.push_back(number("mismatch",
                             [](const EvalRow& r) { return double(r.mismatched_chunks); }, "%.0f"));
     }
+    bool service = false;
+    for (const EvalRow& r : result.rows) {
+      service = service || !std::isnan(r.get("service_ms_per_claim"));
+    }
+    if (service) {
+      cols.push_back(extra("calls/claim", "service_calls_per_claim", "%.1f"));
+      cols.push_back(extra("ms/claim", "service_ms_per_claim", "%.2f"));
+    }
   }
   return render(result.rows, cols);
 }

@@ -60,24 +60,51 @@ Result<EvalStorage*> Runner::storage_for(const StackConfig& stack, bool fresh) {
   StorageConfig sc;
   sc.mode = EvalMode::kReal;
   sc.chunk_bytes = chunk;
-  sc.dir = options_.dir + "/store";
   sc.capacity_bytes = kRealStoreCapacityBytes;
-  std::filesystem::create_directories(sc.dir, ec);
+  if (via_service()) {
+    // The daemons' data directory: their store (reused by every run), socket, profile and log.
+    sc.dir = options_.dir + "/tempokvd";
+    sc.local_store = false;
+    service_ = std::make_unique<EvalService>(options_.tempokvd, sc.dir);
+  } else {
+    sc.dir = options_.dir + "/store";
+    std::filesystem::create_directories(sc.dir, ec);
+  }
   TEMPOKV_ASSIGN_OR_RETURN(storage_, EvalStorage::open(sc));
   return storage_.get();
 }
 
 Status Runner::finish() {
-  if (!storage_) return Status::ok();
+  // The daemon first: its control client is attached to the storage's executor.
+  Status stopped = service_ ? service_->stop() : Status::ok();
+  const bool service = service_ != nullptr;
+  service_.reset();
+  if (!storage_) return stopped;
   Status st = storage_->close();
   const bool real = !storage_->sim();
   storage_.reset();
   if (real && !options_.keep) {
     std::error_code ec;
-    std::filesystem::remove_all(options_.dir + "/store", ec);
+    std::filesystem::remove_all(options_.dir + (service ? "/tempokvd" : "/store"), ec);
     if (created_dir_) std::filesystem::remove(options_.dir, ec);
   }
-  return st;
+  return stopped.is_ok() ? st : stopped;
+}
+
+Status Runner::start_service(EvalStorage& storage, RunSpec& spec) {
+  if (spec.before_submit || spec.after_submit || spec.after_run) {
+    return Status::invalid_argument(spec.label +
+                                    ": the scenario reaches into the in-process stack; it does "
+                                    "not run through the service");
+  }
+  TEMPOKV_RETURN_IF_ERROR(service_->start(storage.config(), spec.stack, *storage.real()));
+  if (spec.precompute) TEMPOKV_RETURN_IF_ERROR(service_->precompute(spec.requests));
+  if (!spec.also_precompute.empty()) {
+    TEMPOKV_RETURN_IF_ERROR(service_->precompute(spec.also_precompute));
+  }
+  spec.stack.service_endpoint = service_->endpoint();
+  spec.stack.pipeline_reports = !options_.service_blocking;
+  return Status::ok();
 }
 
 Result<EvalRow> Runner::run(RunSpec spec) {
@@ -109,11 +136,40 @@ Result<EvalRow> Runner::run(RunSpec spec) {
   return chosen.row;
 }
 
+Result<ControlCounters> Runner::run_counters(EvalStack& stack, const ControlCounters& before) {
+  if (service_) {
+    // Differences: the daemon counted from its start, before the precompute.
+    TEMPOKV_ASSIGN_OR_RETURN(ControlCounters after, service_->counters());
+    after.protected_gib_s -= before.protected_gib_s;
+    after.claims -= before.claims;
+    after.commits -= before.commits;
+    after.refused_claims -= before.refused_claims;
+    after.refused_attempts -= before.refused_attempts;
+    return after;
+  }
+  const ControllerStats s = stack.controller().stats();
+  ControlCounters c;
+  c.protected_gib_s = s.protected_gib_s;
+  c.claims = s.reported;
+  c.commits = s.commits;
+  c.refused_claims = s.refused_claims;
+  c.refused_attempts = s.refused_attempts;
+  c.tier_bytes = stack.tier().options().capacity_bytes;
+  c.budget_bytes = stack.tier().options().protected_budget_bytes;
+  return c;
+}
+
 Result<Runner::Outcome> Runner::run_once(RunSpec spec) {
   TEMPOKV_ASSIGN_OR_RETURN(EvalStorage * storage, storage_for(spec.stack, spec.fresh_storage));
-  if (spec.precompute) TEMPOKV_RETURN_IF_ERROR(storage->precompute(spec.requests));
-  if (!spec.also_precompute.empty()) {
-    TEMPOKV_RETURN_IF_ERROR(storage->precompute(spec.also_precompute));
+  ControlCounters before;
+  if (service_) {
+    TEMPOKV_RETURN_IF_ERROR(start_service(*storage, spec));
+    TEMPOKV_ASSIGN_OR_RETURN(before, service_->counters());
+  } else {
+    if (spec.precompute) TEMPOKV_RETURN_IF_ERROR(storage->precompute(spec.requests));
+    if (!spec.also_precompute.empty()) {
+      TEMPOKV_RETURN_IF_ERROR(storage->precompute(spec.also_precompute));
+    }
   }
   const auto wall_start = std::chrono::steady_clock::now();
   TEMPOKV_ASSIGN_OR_RETURN(auto stack, EvalStack::create(*storage, spec.stack));
@@ -130,12 +186,12 @@ Result<Runner::Outcome> Runner::run_once(RunSpec spec) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
   std::vector<RequestRecord> records = stack->records();
-  const ControllerStats cs = stack->controller().stats();
+  TEMPOKV_ASSIGN_OR_RETURN(const ControlCounters cs, run_counters(*stack, before));
   const double ssd_rate = sim() ? storage->config().sim_read_bytes_per_s : kRealSsdBytesPerS;
   const RunMetrics m = compute_metrics(records, cs.protected_gib_s, ssd_rate);
   EvalRow row = std::move(spec.row);
-  row.fast_tier_gib = double(stack->tier().options().capacity_bytes) / double(kGiB);
-  row.budget_gib = double(stack->tier().options().protected_budget_bytes) / double(kGiB);
+  row.fast_tier_gib = double(cs.tier_bytes) / double(kGiB);
+  row.budget_gib = double(cs.budget_bytes) / double(kGiB);
   row.engines = spec.stack.engines;
   row.requests = m.requests;
   row.completed = m.completed;
@@ -159,8 +215,18 @@ Result<Runner::Outcome> Runner::run_once(RunSpec spec) {
   row.verified_chunks = m.verified_chunks;
   row.mismatched_chunks = m.mismatched_chunks;
   row.wall_s = wall_s;
+  if (service_) {
+    // What the service costs the engines' thread, per claim the daemon was told of.
+    const ServiceCallStats calls = stack->service_calls();
+    const double claims = double(std::max<uint64_t>(1, cs.claims));
+    row.extra.emplace_back("service_calls_per_claim", double(calls.calls) / claims);
+    row.extra.emplace_back("service_ms_per_claim", 1e3 * calls.seconds / claims);
+    row.extra.emplace_back("service_late_errors", double(calls.late_errors));
+  }
   if (spec.after_run) spec.after_run(*stack, start, row);
   stack.reset();
+  // The next run gets a fresh daemon, as it gets a fresh in-process stack.
+  if (service_) TEMPOKV_RETURN_IF_ERROR(service_->stop());
   return Outcome{std::move(row), start, std::move(records)};
 }
 

@@ -2,6 +2,10 @@
 // mode; one shared directory per scenario in real mode), precomputes the workload's KV, builds
 // the EvalStack, submits, runs to the end, computes the metrics and appends the row and the
 // per-request records to the result. Internal to the eval library.
+//
+// Service mode (EvalOptions.tempokvd): the storage is only the executor; each run starts a fresh
+// tempokvd (EvalService) configured like the in-process stack, precomputes through it, runs the
+// engines against it and reads C, commits and refusals from the differences of its counters.
 // Threading: the calling thread (it drives the executor).
 #pragma once
 
@@ -11,6 +15,7 @@
 #include <vector>
 
 #include "eval/eval.h"
+#include "eval/eval_service.h"
 #include "eval/stack.h"
 
 namespace tempokv {
@@ -40,6 +45,7 @@ class Runner {
 
   const EvalOptions& options() const { return options_; }
   bool sim() const { return options_.mode == EvalMode::kSim; }
+  bool via_service() const { return !options_.tempokvd.empty(); }
   // profiles_dir/<name>.json
   Result<CostProfile> profile(const std::string& name) const;
   // The scenario's policies: options.policies when given, else `defaults`.
@@ -51,7 +57,8 @@ class Runner {
   // (first touch of memory, the SSD settling after the precompute's writes), so the first policy
   // measured is not penalised.
   Result<EvalRow> run(RunSpec spec);
-  // Real mode: closes the shared store and removes its directory (unless keep). Idempotent.
+  // Real mode: stops the daemon (service mode: an error unless it exits 0), closes the shared
+  // store and removes its directory (unless keep). Idempotent.
   Status finish();
 
   // Real-mode scale of this machine: chunk bytes, the SSD rate the TTR prior and TempoKV-Static
@@ -67,10 +74,17 @@ class Runner {
     std::vector<RequestRecord> records;
   };
   Result<Outcome> run_once(RunSpec spec);
+  // Service mode: a fresh daemon for the spec's stack, the precompute through it, and the
+  // stack's endpoint.
+  Status start_service(EvalStorage& storage, RunSpec& spec);
+  // The run's controller and tier numbers: the in-process stack's, or the differences of the
+  // daemon's counters since `before`.
+  Result<ControlCounters> run_counters(EvalStack& stack, const ControlCounters& before);
 
   const EvalOptions& options_;
   EvalResult& result_;
   std::unique_ptr<EvalStorage> storage_;  // the current run's (sim) or the shared one (real)
+  std::unique_ptr<EvalService> service_;  // service mode, with the storage
   bool created_dir_ = false;
   bool warmed_up_ = false;
 };

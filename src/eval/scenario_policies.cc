@@ -51,7 +51,10 @@ Result<std::vector<Request>> narrativeqa_requests(const Runner& runner, const Co
   o.kv_bytes_per_token = profile.kv_bytes_per_token;
   o.cache_ratio = ratio;
   o.interval = from_seconds(interval_s);
-  return make_narrativeqa(o);
+  TEMPOKV_ASSIGN_OR_RETURN(std::vector<Request> requests, make_narrativeqa(o));
+  const uint32_t max = runner.options().max_requests;
+  if (max != 0 && requests.size() > max) requests.resize(max);
+  return requests;
 }
 
 std::string ratio_label(double ratio) {

@@ -23,9 +23,10 @@ Result<std::unique_ptr<EvalStorage>> EvalStorage::open(const StorageConfig& conf
     eo.sim_write_bytes_per_s = config.sim_write_bytes_per_s;
     eo.sim_max_concurrency = config.sim_concurrency;
   } else {
-    if (config.dir.empty()) return Status::invalid_argument("real mode needs a store directory");
     s->real_ = std::make_unique<RealExecutor>();
     s->executor_ = s->real_.get();
+    if (!config.local_store) return s;
+    if (config.dir.empty()) return Status::invalid_argument("real mode needs a store directory");
     eo.kind = SsdEngineKind::kUring;
     eo.direct = true;
     eo.threads = 2;
@@ -76,6 +77,7 @@ Status EvalStorage::drive(const std::function<bool()>& done, const std::function
 }
 
 Status EvalStorage::precompute(const std::vector<Request>& requests) {
+  if (!store_) return Status::failed_precondition("EvalStorage::precompute: no local store");
   std::optional<Status> result;
   PrecomputeOptions po;
   po.write_bytes = !sim_;
@@ -100,6 +102,13 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
   TEMPOKV_RETURN_IF_ERROR(config.profile.validate());
   if (config.engines == 0) return Status::invalid_argument("StackConfig.engines must be >= 1");
   std::unique_ptr<EvalStack> s(new EvalStack(storage, config));
+  if (config.via_service()) {
+    TEMPOKV_RETURN_IF_ERROR(s->create_service_engines());
+    return s;
+  }
+  if (!storage.has_store()) {
+    return Status::invalid_argument("EvalStack: an in-process stack needs a storage with a store");
+  }
   Executor& ex = storage.executor();
   const bool sim = storage.sim() != nullptr;
   const uint64_t slot = round_up(storage.config().chunk_bytes, kBlockBytes);
@@ -168,6 +177,9 @@ EvalStack::~EvalStack() {
   // Engines first (they borrow the links, controller and provider), then the controller (it
   // listens to the tier), then the provider (no read may be in flight: run() drained them).
   engines_.clear();
+  // Ends the sessions now rather than at the daemon's heartbeat timeout.
+  for (auto& c : clients_) (void)c->bye();
+  clients_.clear();
   controller_.reset();
   writer_.reset();
   provider_.reset();
@@ -207,6 +219,14 @@ Status EvalStack::run(const std::function<void(uint64_t, uint64_t)>& progress) {
     if (progress) progress(finished(), submitted());
   };
   TEMPOKV_RETURN_IF_ERROR(storage_.drive([&] { return engines_done(); }, report));
+  if (config_.via_service()) {
+    service_calls_ = sum_service_calls();
+    Status drained = drain_service();
+    // The replies to the last pipelined reports came in while the daemon drained.
+    for (auto& c : clients_) c->dispatch();
+    service_calls_.late_errors = sum_service_calls().late_errors;
+    return drained;
+  }
   // C runs until every reservation is released; the provider may be destroyed only with no read
   // in flight; produced KV lands in the store.
   auto drained = [&] {

@@ -11,10 +11,14 @@
 //    emulated memcpy engine in real mode), the KvWriter and N ServingEngines. Policy
 //    "lmcache-dax" runs the engines in baseline mode (no claims; the controller then only
 //    meters the tier, which nothing protects).
+//  * Service mode (StackConfig.service_endpoint): the storage is only the RealExecutor and the
+//    engines run against a tempokvd (EvalService starts it): each engine has its own
+//    ServiceClient (its own runtime), attached to the executor; the stack has no tier, provider,
+//    controller or writer of its own.
 //
 // Ownership: EvalStorage owns its executor, engine and store; EvalStack borrows the storage (which
-// must outlive it) and owns the rest. Threading: the storage's executor thread only, which in both
-// modes is the thread that calls drive().
+// must outlive it) and owns the rest (in service mode: its clients, not the daemon). Threading:
+// the storage's executor thread only, which in every mode is the thread that calls drive().
 #pragma once
 
 #include <cstdint>
@@ -33,6 +37,7 @@
 #include "provider/staging_provider.h"
 #include "ssd/ssd_engine.h"
 #include "store/store.h"
+#include "tempokv/client.h"
 #include "transfer/transfer_engine.h"
 #include "workload/request.h"
 
@@ -52,6 +57,7 @@ struct StorageConfig {
   uint64_t chunk_bytes = 32ULL << 20;
   uint64_t capacity_bytes = 1ULL << 44;  // sim: effectively unbounded
   std::string dir;                       // real mode: the store's directory
+  bool local_store = true;  // false (real, service mode): only the executor; tempokvd has the store
 };
 
 class EvalStorage {
@@ -62,9 +68,11 @@ class EvalStorage {
   EvalStorage& operator=(const EvalStorage&) = delete;
 
   Executor& executor() { return *executor_; }
-  SimExecutor* sim() { return sim_.get(); }  // null in real mode
-  Store& store() { return *store_; }
-  SsdEngine& ssd() { return *ssd_; }
+  SimExecutor* sim() { return sim_.get(); }     // null in real mode
+  RealExecutor* real() { return real_.get(); }  // null in simulated mode
+  bool has_store() const { return store_ != nullptr; }
+  Store& store() { return *store_; }  // only with a local store
+  SsdEngine& ssd() { return *ssd_; }  // only with a local store
   const StorageConfig& config() const { return config_; }
 
   // Puts the requests' precomputed chunks (bytes in real mode) and waits for them.
@@ -105,8 +113,18 @@ struct StackConfig {
   double static_read_bytes_per_s = 11.0 * double(1ULL << 30);  // TempoKV-Static's fixed rate
   bool write_produced_kv = false;           // KvWriter for requests with writes_kv
   bool verify_bytes = false;                // real mode: check restored bytes
+  std::string service_endpoint;             // set: the engines talk to the tempokvd there
+  bool pipeline_reports = true;  // service mode: progress reports do not wait for their replies
 
   bool baseline() const { return policy == "lmcache-dax"; }
+  bool via_service() const { return !service_endpoint.empty(); }
+};
+
+// What the engines' ServiceClients spent on the service (service mode).
+struct ServiceCallStats {
+  uint64_t calls = 0;        // requests sent
+  double seconds = 0;        // wall-clock seconds from each request to its reply (or send)
+  uint64_t late_errors = 0;  // error replies to pipelined reports
 };
 
 class EvalStack {
@@ -120,7 +138,8 @@ class EvalStack {
   // start + request.arrival.
   Status submit(std::vector<Request> requests, TimePoint start);
   // Runs until every engine is done and every reservation and read has drained (so C covers the
-  // whole run). progress(finished, submitted) is called now and then.
+  // whole run; in service mode: the daemon's, polled through its stats). progress(finished,
+  // submitted) is called now and then.
   Status run(const std::function<void(uint64_t, uint64_t)>& progress);
 
   bool engines_done() const;
@@ -129,9 +148,12 @@ class EvalStack {
   std::vector<RequestRecord> records() const;  // every engine's, engine by engine
 
   Executor& executor() { return storage_.executor(); }
+  // The in-process components (not in service mode).
   FastTier& tier() { return *tier_; }
   StagingProvider& provider() { return *provider_; }
   Controller& controller() { return *controller_; }
+  // Service mode: the engines' calls until they were done (the drain's polls not included).
+  ServiceCallStats service_calls() const { return service_calls_; }
   KvWriter* writer() { return writer_.get(); }
   std::vector<std::unique_ptr<ServingEngine>>& engines() { return engines_; }
   EngineStats engine_stats() const;  // summed over the engines
@@ -140,6 +162,10 @@ class EvalStack {
  private:
   EvalStack(EvalStorage& storage, const StackConfig& config)
       : storage_(storage), config_(config) {}
+  // stack_service.cc: the engines of service mode, and the wait for the daemon to drain.
+  Status create_service_engines();
+  Status drain_service();
+  ServiceCallStats sum_service_calls() const;
 
   EvalStorage& storage_;
   StackConfig config_;
@@ -148,7 +174,9 @@ class EvalStack {
   std::unique_ptr<Controller> controller_;
   std::vector<std::unique_ptr<TransferEngine>> links_;
   std::unique_ptr<KvWriter> writer_;
+  std::vector<std::unique_ptr<ServiceClient>> clients_;  // service mode: one per engine
   std::vector<std::unique_ptr<ServingEngine>> engines_;
+  ServiceCallStats service_calls_;
 };
 
 }  // namespace tempokv

@@ -96,15 +96,54 @@ Result<Reply> ServiceClient::call(service::Op op) {
 }
 
 Result<Reply> ServiceClient::exchange(const service::Request& request) {
-  const std::string op(service::op_name(request.op));
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
+  Result<Reply> reply = exchange_once(request);
+  ++calls_;
+  call_seconds_ += std::chrono::duration<double>(Clock::now() - started).count();
+  return reply;
+}
+
+Status ServiceClient::report(service::Op op) {
+  if (!options_.pipeline_reports) return call_status(std::move(op));
+  if (closed_) {
+    return Status::failed_precondition(std::string(service::op_name(op)) +
+                                       ": the client is closed (bye was sent)");
+  }
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
+  Status st =
+      send_request(service::Request{.version = version_, .id = next_id_++, .op = std::move(op)});
+  ++calls_;
+  call_seconds_ += std::chrono::duration<double>(Clock::now() - started).count();
+  return st;
+}
+
+Status ServiceClient::send_request(const service::Request& request) {
   const std::vector<std::byte> bytes = service::encode_request(request);
   if (hello_.max_message_bytes != 0 && bytes.size() > hello_.max_message_bytes) {
-    return Status::invalid_argument(op + ": message of " + std::to_string(bytes.size()) +
+    return Status::invalid_argument(std::string(service::op_name(request.op)) + ": message of " +
+                                    std::to_string(bytes.size()) +
                                     " bytes exceeds the daemon's limit of " +
                                     std::to_string(hello_.max_message_bytes) + " bytes");
   }
   TEMPOKV_RETURN_IF_ERROR(socket_->send(bytes));
   if (executor_ != nullptr) last_sent_ = executor_->now();
+  return Status::ok();
+}
+
+void ServiceClient::note_unawaited(const service::ServerMessage& message) {
+  // Replies to pipelined reports and to calls that timed out: nobody waits for them, but an
+  // error must not vanish.
+  if (const auto* e = std::get_if<service::ErrorReply>(&message)) {
+    ++late_errors_;
+    last_late_error_ = e->error;
+  }
+}
+
+Result<Reply> ServiceClient::exchange_once(const service::Request& request) {
+  const std::string op(service::op_name(request.op));
+  TEMPOKV_RETURN_IF_ERROR(send_request(request));
 
   // Wall-clock time, not an Executor's: this wait blocks the calling thread on a socket, and a
   // client need not have an executor at all.
@@ -130,11 +169,12 @@ Result<Reply> ServiceClient::exchange(const service::Request& request) {
     if (auto* e = std::get_if<service::ErrorReply>(&*msg)) {
       // A nil id means the daemon could not read the envelope: that is the request in flight.
       if (!e->id || *e->id == request.id) return std::move(e->error);
+      note_unawaited(*msg);
       continue;
     }
     Reply& r = std::get<Reply>(*msg);
     if (r.id == request.id) return std::move(r);
-    // Otherwise a late reply to a call that timed out: nobody waits for it.
+    // Otherwise the reply to a pipelined report or a call that timed out.
   }
   return Status::unavailable(
       "tempokvd at " + options_.endpoint + " did not answer " + op + " (id " +
@@ -159,7 +199,11 @@ void ServiceClient::drain_socket() {
     Result<service::ServerMessage> msg = service::decode_server_message(**frame);
     // Undecodable messages and late replies have nobody waiting for them here.
     if (!msg.is_ok()) continue;
-    if (auto* n = std::get_if<ReadyNotification>(&*msg)) notifications_.push_back(std::move(*n));
+    if (auto* n = std::get_if<ReadyNotification>(&*msg)) {
+      notifications_.push_back(std::move(*n));
+    } else {
+      note_unawaited(*msg);
+    }
   }
 }
 

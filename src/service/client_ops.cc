@@ -1,5 +1,6 @@
-// ServiceClient's ops: each builds its protocol op and makes one call (put makes three). What the
-// daemon answers is the adapter's answer; the client adds only its own bookkeeping of claims.
+// ServiceClient's ops: each builds its protocol op and makes one call (put makes three; progress
+// reports may be pipelined). What the daemon answers is the adapter's answer; the client adds
+// only its own bookkeeping of claims.
 #include <algorithm>
 #include <cstring>
 
@@ -19,26 +20,26 @@ Status ServiceClient::report_hit(uint64_t id, std::vector<ManifestEntry> manifes
 
 Status ServiceClient::update_order(std::span<const uint64_t> waiting, Duration boundary_in) {
   // A negative boundary means the same as zero to the adapter; the wire field is unsigned.
-  return call_status(s::UpdateOrder{{waiting.begin(), waiting.end()},
-                                    std::max(Duration::zero(), boundary_in).count()});
+  return report(s::UpdateOrder{{waiting.begin(), waiting.end()},
+                               std::max(Duration::zero(), boundary_in).count()});
 }
 
 Status ServiceClient::iteration_started(std::span<const uint64_t> prefills,
                                         std::span<const uint64_t> decoders) {
-  return call_status(
+  return report(
       s::IterationStarted{{prefills.begin(), prefills.end()}, {decoders.begin(), decoders.end()}});
 }
 
-Status ServiceClient::admitted(uint64_t id) { return call_status(s::Admitted{id}); }
+Status ServiceClient::admitted(uint64_t id) { return report(s::Admitted{id}); }
 
-Status ServiceClient::prefill_done(uint64_t id) { return call_status(s::PrefillDone{id}); }
+Status ServiceClient::prefill_done(uint64_t id) { return report(s::PrefillDone{id}); }
 
 Status ServiceClient::tokens_generated(uint64_t id, uint32_t total_generated) {
-  return call_status(s::TokensGenerated{id, total_generated});
+  return report(s::TokensGenerated{id, total_generated});
 }
 
 Status ServiceClient::finished(uint64_t id, uint32_t output_tokens) {
-  return call_status(s::Finished{id, output_tokens});
+  return report(s::Finished{id, output_tokens});
 }
 
 Result<RetrievalAnswer> ServiceClient::request_retrieval(uint64_t id, RetrievalCallback on_ready) {
@@ -69,7 +70,7 @@ Status ServiceClient::end_transfer(uint64_t id) {
 }
 
 Status ServiceClient::object_transferred(uint64_t id, const Key& key) {
-  return call_status(s::ObjectTransferred{id, key});
+  return report(s::ObjectTransferred{id, key});
 }
 
 Status ServiceClient::cancel(uint64_t id) {

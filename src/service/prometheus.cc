@@ -8,7 +8,8 @@
 namespace tempokv::service {
 namespace {
 
-bool valid_name(std::string_view name, bool allow_colon) {
+// Used only by asserts: unused (and fine) in NDEBUG builds.
+[[maybe_unused]] bool valid_name(std::string_view name, bool allow_colon) {
   if (name.empty()) return false;
   for (size_t i = 0; i < name.size(); ++i) {
     const char c = name[i];

@@ -61,6 +61,8 @@ std::vector<Metric> core_metrics(const ServiceCore& core_const, const auto& coun
   add("commits_total", "Commits that succeeded", kC, double(cs.commits));
   add("commits_refused_total", "Commit attempts refused for budget or capacity", kC,
       double(cs.refused_attempts));
+  add("claims_refused_total", "Claims refused at least once for budget or capacity", kC,
+      double(cs.refused_claims));
   add("claims_ordinary_total", "Claims that took the ordinary path", kC, double(cs.ordinary));
   add("claims_cancelled_total", "Claims cancelled", kC, double(cs.cancelled));
   add("claims_failed_total", "Claims failed by a read error", kC, double(cs.failed));

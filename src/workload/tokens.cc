@@ -58,6 +58,22 @@ void fill_chunk_bytes(const Key& key, std::span<std::byte> out) {
   for (; i < out.size(); ++i, v >>= 8) out[i] = static_cast<std::byte>(v & 0xff);
 }
 
+bool chunk_bytes_match(const Key& key, std::span<const std::byte> bytes) {
+  uint64_t s = key.hash ^ (key.model * 0x2545f4914f6cdd1dULL);
+  size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    const uint64_t want = splitmix64_next(s);
+    uint64_t got;
+    std::memcpy(&got, bytes.data() + i, 8);
+    if (got != want) return false;
+  }
+  uint64_t v = splitmix64_next(s);
+  for (; i < bytes.size(); ++i, v >>= 8) {
+    if (bytes[i] != static_cast<std::byte>(v & 0xff)) return false;
+  }
+  return true;
+}
+
 uint32_t Request::true_output_tokens() const {
   uint32_t n = output_tokens < max_output_tokens ? output_tokens : max_output_tokens;
   return n > 0 ? n : 1;

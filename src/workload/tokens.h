@@ -41,5 +41,7 @@ Result<uint64_t> resolve_kv_bytes_per_token(std::string_view model, uint64_t con
 
 // Deterministic chunk content derived from the key: real mode puts it and checks restores by it.
 void fill_chunk_bytes(const Key& key, std::span<std::byte> out);
+// Whether `bytes` is that content, read once and never copied (a check without a store).
+bool chunk_bytes_match(const Key& key, std::span<const std::byte> bytes);
 
 }  // namespace tempokv

@@ -172,6 +172,38 @@ TEST(ServiceClient, LateReplyOfATimedOutCallIsDropped) {
   EXPECT_TRUE(client->heartbeat().is_ok());
 }
 
+TEST(ServiceClient, PipelinedReportsDoNotWaitAndTheirErrorsAreCounted) {
+  const Status unknown = Status::not_found("tokens_generated: unknown request 9");
+  FakeDaemon daemon({}, [&](FakeDaemon& d, const Request& r) {
+    if (std::holds_alternative<service::Admitted>(r.op)) return true;  // never answered
+    if (std::holds_alternative<service::TokensGenerated>(r.op)) {
+      d.send(service::encode_error(r.id, unknown));
+      return true;
+    }
+    return false;
+  });
+  ClientOptions o = options_for(daemon);
+  o.call_timeout = std::chrono::milliseconds(100);
+  o.pipeline_reports = true;
+  auto client = connect_to(o);
+  ASSERT_NE(client, nullptr);
+  // Waiting for an answer that never comes would be Unavailable: these return once sent.
+  EXPECT_TRUE(client->admitted(9).is_ok());
+  EXPECT_TRUE(client->tokens_generated(9, 2).is_ok());
+  // A call that waits meets the report's error reply on the way to its own.
+  EXPECT_TRUE(client->heartbeat().is_ok());
+  EXPECT_EQ(client->late_errors(), 1u);
+  EXPECT_EQ(client->last_late_error(), unknown);
+  EXPECT_EQ(client->calls(), 4u);  // hello, two reports, heartbeat
+  const auto reqs = daemon.requests();
+  ASSERT_EQ(reqs.size(), 4u);
+  EXPECT_TRUE(std::holds_alternative<service::Admitted>(reqs[1].op));
+  EXPECT_TRUE(std::holds_alternative<service::TokensGenerated>(reqs[2].op));
+  EXPECT_TRUE(std::holds_alternative<service::Heartbeat>(reqs[3].op));
+  // Retrievals still wait: their answer is what the runtime acts on.
+  EXPECT_EQ(client->request_retrieval(9, nullptr).status().code(), StatusCode::kInternal);
+}
+
 TEST(ServiceClient, PutWritesThePayloadAtTheReservedOffsetAndPutsIt) {
   ShmFile write("write", 64 << 10);
   FakeDaemon daemon({.write_path = write.path(), .write_bytes = 64 << 10},

@@ -5,6 +5,7 @@
 #include "executor/sim_executor.h"
 #include "ssd/sim_ssd_engine.h"
 #include "workload/narrativeqa.h"
+#include "workload/tokens.h"
 
 namespace tempokv {
 namespace {
@@ -36,6 +37,18 @@ TEST(Precompute, PutsEachPrecomputedChunkOnce) {
   for (const Request& r : reqs) {
     EXPECT_TRUE(store->contains(r.chunks[r.precomputed_chunks - 1].key));
     EXPECT_FALSE(store->contains(r.chunks[r.precomputed_chunks].key));
+  }
+}
+
+TEST(ChunkBytes, MatchAcceptsExactlyTheFilledContent) {
+  const Key key{7, 0x1234};
+  for (size_t bytes : {size_t(4096), size_t(4099), size_t(3)}) {
+    std::vector<std::byte> content(bytes);
+    fill_chunk_bytes(key, content);
+    EXPECT_TRUE(chunk_bytes_match(key, content)) << bytes;
+    EXPECT_FALSE(chunk_bytes_match(Key{7, 0x1235}, content)) << bytes;
+    content[bytes - 1] ^= std::byte{1};  // the tail after the last whole word counts too
+    EXPECT_FALSE(chunk_bytes_match(key, content)) << bytes;
   }
 }
 

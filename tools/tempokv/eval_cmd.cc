@@ -45,6 +45,8 @@ struct EvalCli {
   std::string json_path;
   bool plots = false;
   bool quiet = false;
+  bool via_service = false;
+  std::string tempokvd;  // --tempokvd: another daemon binary (implies --via-service)
   std::optional<double> fast_tier_gib, jitter, window_s;
 };
 
@@ -77,6 +79,20 @@ int run(EvalCli& c) {
     o.trace_path = root + "/../shared/traces/mooncake_conversation_trace.jsonl";
   }
   if (o.mode == EvalMode::kReal && o.dir.empty()) o.dir = "/var/tmp/tempokv-eval";
+  if (c.via_service || !c.tempokvd.empty()) {
+    std::error_code ec;
+    // The daemon built with this binary: tempokvd in the same build directory.
+    o.tempokvd =
+        !c.tempokvd.empty()
+            ? c.tempokvd
+            : (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "tempokvd")
+                  .string();
+    if (!std::filesystem::exists(o.tempokvd, ec)) {
+      std::cerr << "eval: --via-service: no tempokvd at " << o.tempokvd
+                << " (build it: ninja tempokvd; or pass --tempokvd PATH)\n";
+      return 2;
+    }
+  }
   auto progress = std::make_shared<EvalProgress>();
   if (!c.quiet) {
     o.progress = [progress](const std::string& label, uint64_t done, uint64_t total) {
@@ -88,7 +104,9 @@ int run(EvalCli& c) {
     std::cout << line << std::endl;
   };
 
-  std::cout << "tempokv eval --scenario " << o.scenario << " --mode " << c.mode << "\n";
+  std::cout << "tempokv eval --scenario " << o.scenario << " --mode " << c.mode;
+  if (!o.tempokvd.empty()) std::cout << " --via-service (" << o.tempokvd << ")";
+  std::cout << "\n";
   Result<EvalResult> r = run_eval(o);
   progress->clear();
   if (!r.is_ok()) {
@@ -180,6 +198,11 @@ void add_eval_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--repeats", c->options.repeats,
                   "Runs of each configuration; reports the run with the median p95 TTFT")
       ->check(CLI::Range(1u, 99u));
+  cmd->add_flag("--via-service", c->via_service,
+                "real: run the engines against a tempokvd per run (the one beside this binary)");
+  cmd->add_option("--tempokvd", c->tempokvd, "real: the tempokvd binary (implies --via-service)");
+  cmd->add_flag("--service-blocking", c->options.service_blocking,
+                "--via-service: every engine call waits for its reply (no pipelined reports)");
   cmd->add_flag("--quiet", c->quiet, "No progress bar");
   cmd->callback([c, exit_code] { *exit_code = run(*c); });
 }

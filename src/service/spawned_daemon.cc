@@ -1,0 +1,140 @@
+#include "service/spawned_daemon.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+extern char** environ;
+
+namespace tempokv::service {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kPoll = std::chrono::milliseconds(10);
+
+std::string ms(Duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
+}
+
+int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+// Owns a posix_spawn_file_actions_t for the length of one spawn.
+class FileActions {
+ public:
+  FileActions() { posix_spawn_file_actions_init(&actions_); }
+  ~FileActions() { posix_spawn_file_actions_destroy(&actions_); }
+  FileActions(const FileActions&) = delete;
+  FileActions& operator=(const FileActions&) = delete;
+  posix_spawn_file_actions_t* get() { return &actions_; }
+
+ private:
+  posix_spawn_file_actions_t actions_;
+};
+
+}  // namespace
+
+Status SpawnOptions::validate() const {
+  if (binary.empty()) return Status::invalid_argument("SpawnOptions.binary is empty");
+  if (data_dir.empty()) return Status::invalid_argument("SpawnOptions.data_dir is empty");
+  if (ready_timeout <= Duration::zero()) {
+    return Status::invalid_argument("SpawnOptions.ready_timeout must be positive");
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<SpawnedDaemon>> SpawnedDaemon::start(const SpawnOptions& options) {
+  namespace fs = std::filesystem;
+  TEMPOKV_RETURN_IF_ERROR(options.validate());
+  std::error_code ec;
+  if (!fs::exists(options.binary, ec)) {
+    return Status::not_found("tempokvd binary " + options.binary + " does not exist");
+  }
+  fs::create_directories(options.data_dir, ec);
+  if (ec) return Status::io_error("cannot create " + options.data_dir + ": " + ec.message());
+  const std::string socket = options.data_dir + "/tempokvd.sock";
+  // A socket left by a daemon that was killed would look like readiness.
+  fs::remove(socket, ec);
+
+  std::vector<std::string> args = {options.binary,
+                                   "--data-dir",
+                                   options.data_dir,
+                                   "--endpoint",
+                                   "ipc://" + socket,
+                                   "--metrics",
+                                   ""};
+  args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  FileActions actions;
+  if (!options.log_path.empty()) {
+    posix_spawn_file_actions_addopen(actions.get(), STDERR_FILENO, options.log_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+  }
+  pid_t pid = -1;
+  if (int err = posix_spawn(&pid, argv[0], actions.get(), nullptr, argv.data(), environ)) {
+    return Status::from_errno(err, "posix_spawn " + options.binary);
+  }
+  std::unique_ptr<SpawnedDaemon> d(new SpawnedDaemon(pid, "ipc://" + socket));
+  const std::string log_hint =
+      options.log_path.empty() ? std::string() : " (its log: " + options.log_path + ")";
+  const Clock::time_point deadline = Clock::now() + options.ready_timeout;
+  while (Clock::now() < deadline) {
+    if (fs::exists(socket, ec)) return d;
+    Result<int> exited = d->try_reap();
+    if (exited.is_ok()) {
+      return Status::failed_precondition("tempokvd exited with status " + std::to_string(*exited) +
+                                         " before serving" + log_hint);
+    }
+    std::this_thread::sleep_for(kPoll);
+  }
+  return Status::unavailable("tempokvd did not create " + socket + " within " +
+                             ms(options.ready_timeout) + log_hint);
+}
+
+SpawnedDaemon::~SpawnedDaemon() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+Result<int> SpawnedDaemon::try_reap() {
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) {
+    return Status::failed_precondition("tempokvd (pid " + std::to_string(pid_) +
+                                       ") is still running");
+  }
+  pid_ = -1;
+  return exit_code(status);
+}
+
+Result<int> SpawnedDaemon::stop(Duration timeout) {
+  if (pid_ <= 0) return Status::failed_precondition("tempokvd is already stopped");
+  const pid_t pid = pid_;
+  kill(pid_, SIGTERM);
+  const Clock::time_point deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    Result<int> exited = try_reap();
+    if (exited.is_ok()) return exited;
+    std::this_thread::sleep_for(kPoll);
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+  return Status::unavailable("tempokvd (pid " + std::to_string(pid) + ") did not exit within " +
+                             ms(timeout) + " of SIGTERM; killed");
+}
+
+}  // namespace tempokv::service
