@@ -64,8 +64,9 @@ class SharedMappingBacking final : public Backing {
 };
 
 Result<std::unique_ptr<Backing>> map_shared(BackingKind kind, int fd, uint64_t bytes, bool huge,
-                                            const std::string& what) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                                            bool populate, const std::string& what) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0),
+                 fd, 0);
   if (p == MAP_FAILED) {
     Status st = Status::from_errno(errno, "mmap of fast tier " + what);
     close(fd);
@@ -90,7 +91,7 @@ Result<std::unique_ptr<Backing>> make_file_backing(const FastTierOptions& o) {
     close(fd);
     return s;
   }
-  return map_shared(BackingKind::kFile, fd, o.capacity_bytes, false, o.path);
+  return map_shared(BackingKind::kFile, fd, o.capacity_bytes, false, o.populate, o.path);
 }
 
 Result<std::unique_ptr<Backing>> make_memfd_backing(const FastTierOptions& o) {
@@ -114,7 +115,7 @@ Result<std::unique_ptr<Backing>> make_memfd_backing(const FastTierOptions& o) {
       return s;
     }
   }
-  return map_shared(BackingKind::kMemfd, fd, o.capacity_bytes, huge, "memfd");
+  return map_shared(BackingKind::kMemfd, fd, o.capacity_bytes, huge, o.populate, "memfd");
 }
 
 }  // namespace

@@ -30,6 +30,10 @@ struct FastTierOptions {
   BackingKind backing = BackingKind::kAnonymous;  // where the bytes live
   std::string path;         // kFile only: a file (created, sized to capacity) or /dev/daxX.Y
   bool huge_pages = false;  // kAnonymous, kMemfd: use huge pages when the system has them
+  // kFile, kMemfd: fault every page in at creation (MAP_POPULATE), so the first SSD read into a
+  // page does not pay for allocating it (measured on /dev/shm: 0.45-1.1 GB/s of first staging
+  // without, 2.0-2.5 GB/s with).
+  bool populate = false;
 
   // Rejects nonsense with a message naming the field.
   Status validate() const;

@@ -49,6 +49,7 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   to.slot_bytes = options.slot_bytes;
   to.backing = BackingKind::kFile;
   to.path = options.tier_path;
+  to.populate = true;
   if (!options.tier_is_device) (void)unlink(options.tier_path.c_str());  // a stale tier
   TEMPOKV_ASSIGN_OR_RETURN(c->tier_, FastTier::create(to));
   ProviderOptions po;

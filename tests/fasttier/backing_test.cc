@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "common/units.h"
 #include "fasttier/fast_tier.h"
@@ -62,6 +63,33 @@ TEST(Backing, FileMappingIsCreatedAtCapacity) {
     EXPECT_EQ(std::filesystem::file_size(o.path), 4 * kMiB);
   }
   std::filesystem::remove_all(dir);
+}
+
+// Pages of the mapping that are resident, by mincore().
+size_t resident_pages(std::byte* base, size_t bytes) {
+  std::vector<unsigned char> v(bytes / 4096);
+  if (mincore(base, bytes, v.data()) != 0) return 0;
+  size_t n = 0;
+  for (unsigned char c : v) n += c & 1;
+  return n;
+}
+
+TEST(Backing, PopulatedSharedMemoryIsResidentAtCreation) {
+  for (bool populate : {false, true}) {
+    FastTierOptions o = options(BackingKind::kFile);
+    o.path = "/dev/shm/tempokv-backing-populate-" + std::to_string(getpid());
+    o.populate = populate;
+    std::filesystem::remove(o.path);
+    auto b = make_backing(o);
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    const size_t resident = resident_pages((*b)->base(), 4 * kMiB);
+    if (populate) {
+      EXPECT_EQ(resident, 4 * kMiB / 4096);
+    } else {
+      EXPECT_EQ(resident, 0u);
+    }
+    std::filesystem::remove(o.path);
+  }
 }
 
 TEST(Backing, FastTierDataPointsIntoTheArena) {
