@@ -27,18 +27,4 @@ from .errors import (
     error_from_code,
 )
 
-__all__ = [
-    "PROTOCOL_VERSION",
-    "TempoKVClient",
-    "TempoKVError",
-    "NotFound",
-    "Corruption",
-    "InvalidArgument",
-    "ResourceExhausted",
-    "Unavailable",
-    "Cancelled",
-    "FailedPrecondition",
-    "Internal",
-    "error_from_code",
-    "errors",
-]
+__all__ = ["PROTOCOL_VERSION", "TempoKVClient", "errors"] + errors.__all__

@@ -70,7 +70,8 @@ Result<std::unique_ptr<ServiceClient>> ServiceClient::connect(const ClientOption
 }
 
 Status ServiceClient::map_shared_memory() {
-  auto tier = service::ClientMapping::map(hello_.tier_path, hello_.tier_bytes, false);
+  auto tier = service::ClientMapping::map(hello_.tier_path, hello_.tier_bytes, false,
+                                          /*populate=*/true);
   if (!tier.is_ok()) {
     return Status(tier.status().code(), "mapping the fast tier: " + tier.status().message());
   }

@@ -10,7 +10,8 @@
 
 namespace tempokv::service {
 
-Result<ClientMapping> ClientMapping::map(const std::string& path, uint64_t bytes, bool writable) {
+Result<ClientMapping> ClientMapping::map(const std::string& path, uint64_t bytes, bool writable,
+                                         bool populate) {
   if (bytes == 0) return ClientMapping();
   const int fd = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
   if (fd < 0) return Status::from_errno(errno, "open " + path);
@@ -27,7 +28,7 @@ Result<ClientMapping> ClientMapping::map(const std::string& path, uint64_t bytes
                                        " bytes, the daemon announced " + std::to_string(bytes));
   }
   const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
-  void* p = ::mmap(nullptr, bytes, prot, MAP_SHARED, fd, 0);
+  void* p = ::mmap(nullptr, bytes, prot, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0);
   const int err = errno;
   ::close(fd);  // the mapping keeps the file referenced
   if (p == MAP_FAILED) return Status::from_errno(err, "mmap " + path);

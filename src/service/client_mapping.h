@@ -20,7 +20,10 @@ class ClientMapping {
   ClientMapping() = default;  // maps nothing
   // Maps the first `bytes` of `path`: PROT_READ when !writable, else PROT_READ|PROT_WRITE. The
   // file must be at least that long. bytes == 0 maps nothing.
-  static Result<ClientMapping> map(const std::string& path, uint64_t bytes, bool writable);
+  // populate: fault the page tables in now (MAP_POPULATE), so copies out of a ready claim do
+  // not stop on a minor fault for every page the first time they touch it.
+  static Result<ClientMapping> map(const std::string& path, uint64_t bytes, bool writable,
+                                   bool populate = false);
   ~ClientMapping();
   ClientMapping(ClientMapping&& o) noexcept;
   ClientMapping& operator=(ClientMapping&& o) noexcept;

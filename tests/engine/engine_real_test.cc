@@ -6,7 +6,7 @@
 #include "controller/controller.h"
 #include "engine/serving_engine.h"
 #include "store/store_test_util.h"
-#include "workload/narrativeqa.h"
+#include "engine/real_workload.h"
 #include "workload/precompute.h"
 
 namespace tempokv::testing {
@@ -29,15 +29,7 @@ TEST_P(EngineReal, RestoresVerifiedBytesForEveryHit) {
   so.max_object_bytes = 2 * chunk;
   ASSERT_TRUE(h.start(so, SsdEngineKind::kThreadPool).is_ok());
 
-  NarrativeQaOptions no;
-  no.model = profile->model;
-  no.kv_bytes_per_token = profile->kv_bytes_per_token;
-  no.groups = {{2'000, 3'000}, {4'000, 6'000}};
-  no.docs_per_group = 2;
-  no.interval = std::chrono::milliseconds(20);
-  no.max_output_tokens = 8;
-  no.output_min_tokens = 4;
-  auto reqs = make_narrativeqa(no).value();
+  auto reqs = small_real_workload(*profile);
   std::optional<Result<PrecomputeStats>> pre;
   precompute_kv(*h.store, reqs, {.write_bytes = true},
                 [&](Result<PrecomputeStats> r) { pre = std::move(r); });

@@ -11,7 +11,7 @@
 #include "executor/real_executor.h"
 #include "service/daemon_process.h"
 #include "store/store_test_util.h"
-#include "workload/narrativeqa.h"
+#include "engine/real_workload.h"
 #include "workload/tokens.h"
 
 namespace tempokv::testing {
@@ -32,15 +32,7 @@ TEST_P(EngineService, RestoresVerifiedBytesThroughTempokvd) {
             "controller.profile=" + std::string(TEMPOKV_PROFILES_DIR) + "/cpu-small.json"});
   ASSERT_TRUE(daemon.start()) << "tempokvd did not start";
 
-  NarrativeQaOptions no;
-  no.model = profile->model;
-  no.kv_bytes_per_token = profile->kv_bytes_per_token;
-  no.groups = {{2'000, 3'000}, {4'000, 6'000}};
-  no.docs_per_group = 2;
-  no.interval = std::chrono::milliseconds(20);
-  no.max_output_tokens = 8;
-  no.output_min_tokens = 4;
-  auto reqs = make_narrativeqa(no).value();
+  auto reqs = small_real_workload(*profile);
   {
     auto control = daemon.connect("", "precompute");
     ASSERT_TRUE(control.is_ok()) << control.status().to_string();
