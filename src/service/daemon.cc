@@ -77,13 +77,16 @@ Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const Daem
   so.endpoint = config.resolved_endpoint();
   so.heartbeat_timeout = options.heartbeat_timeout;
   so.max_sessions = config.server.max_sessions;
-  TEMPOKV_ASSIGN_OR_RETURN(d->server_, Server::start(executor, so));
-  Server* server = d->server_.get();
+  // The core first (the store's scan and the tier's population take a while): the endpoint
+  // appears only when the daemon can answer, so a client's hello never waits on the start.
+  Daemon* self = d.get();
   TEMPOKV_ASSIGN_OR_RETURN(
       d->core_, ServiceCore::open(executor, options,
-                                  [server](uint64_t session, std::vector<std::byte> message) {
-                                    server->send(session, message);
+                                  [self](uint64_t session, std::vector<std::byte> message) {
+                                    if (self->server_) self->server_->send(session, message);
                                   }));
+  TEMPOKV_ASSIGN_OR_RETURN(d->server_, Server::start(executor, so));
+  Server* server = d->server_.get();
   d->core_->set_transport_metrics([server](std::vector<Metric>& m) {
     const ServerStats s = server->stats();
     m.push_back({"messages_total", "Messages received", MetricType::kCounter, {},

@@ -36,7 +36,7 @@ class DaemonProcess {
         "--set", "tier.capacity_bytes=64MiB", "--set", "tier.budget_bytes=32MiB",
         "--set", "writes.region_bytes=64MiB", "--set", "store.segment_bytes=64MiB",
         "--set", "store.capacity_bytes=1GiB", "--set", "store.max_object_bytes=16MiB",
-        "--set", "store.engine=threads",      "--set", "server.heartbeat_timeout_ms=1500"};
+        "--set", "store.engine=threads",      "--set", "server.heartbeat_timeout_ms=4000"};
     o.extra_args.insert(o.extra_args.end(), extra_.begin(), extra_.end());
     o.ready_timeout = std::chrono::seconds(10);
     auto d = service::SpawnedDaemon::start(o);

@@ -48,6 +48,9 @@ class LoadClient {
     check(c_->bye(), "bye");
   }
 
+  // Between connecting and the start of the mix.
+  void keep_alive() { (void)c_->heartbeat(); }
+
   void merge(Tally& t) {
     std::lock_guard lock(t.mu);
     t.r.calls += r_.calls;
@@ -243,35 +246,56 @@ Result<LoadReport> run_service_load(const LoadOptions& o) {
   }
   TEMPOKV_ASSIGN_OR_RETURN(service::StatList before, setup->stats());
 
-  std::vector<std::unique_ptr<LoadClient>> clients;
-  for (uint32_t i = 0; i < o.clients; ++i) {
-    ClientOptions c = co;
-    c.name = "load-" + std::to_string(i);
-    // Pairs (2k, 2k+1) with k a multiple of share_every are two ranks of one runtime; they
-    // still run their own requests, so the runtime's queue holds both.
-    const uint32_t pair = i / 2;
-    if (o.share_every > 0 && pair % o.share_every == 0 && 2 * pair + 1 < o.clients) {
-      c.runtime = "load-rt-" + std::to_string(i / 2);
-    }
-    TEMPOKV_ASSIGN_OR_RETURN(auto client, ServiceClient::connect(c));
-    clients.push_back(std::make_unique<LoadClient>(o, i, std::move(client)));
-  }
-  const auto t0 = Clock::now();
-  const auto deadline = t0 + o.duration;
-  std::vector<std::thread> threads;
+  // Each client connects on its own thread; all start the mix together, and those already
+  // connected keep their sessions alive while the others connect.
+  std::vector<std::unique_ptr<LoadClient>> clients(o.clients);
+  std::atomic<uint32_t> connected{0};
   std::atomic<uint32_t> running{o.clients};
+  std::atomic<bool> go{false};
+  std::mutex connect_mu;
+  Status connect_error;
+  auto deadline = Clock::now();
+  std::vector<std::thread> threads;
   for (uint32_t i = 0; i < o.clients; ++i) {
     threads.emplace_back([&, i] {
-      clients[i]->run(deadline, i == 0);
+      ClientOptions c = co;
+      c.name = "load-" + std::to_string(i);
+      // Pairs (2k, 2k+1) with k a multiple of share_every are two ranks of one runtime; they
+      // still run their own requests, so the runtime's queue holds both.
+      const uint32_t pair = i / 2;
+      if (o.share_every > 0 && pair % o.share_every == 0 && 2 * pair + 1 < o.clients) {
+        c.runtime = "load-rt-" + std::to_string(i / 2);
+      }
+      Result<std::unique_ptr<ServiceClient>> client = ServiceClient::connect(c);
+      if (client.is_ok()) {
+        clients[i] = std::make_unique<LoadClient>(o, i, std::move(client).value());
+      } else {
+        std::lock_guard lock(connect_mu);
+        connect_error = client.status();
+      }
+      ++connected;
+      while (!go) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (clients[i]) clients[i]->keep_alive();
+      }
+      if (clients[i]) clients[i]->run(deadline, i == 0);
       --running;
     });
   }
+  while (connected < o.clients) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    (void)setup->heartbeat();
+  }
+  const auto t0 = Clock::now();
+  deadline = t0 + o.duration;
+  go = true;
   // The setup session stays alive through the run: it reads the accounting afterwards.
   while (running > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     (void)setup->heartbeat();
   }
   for (std::thread& t : threads) t.join();
+  if (!connect_error.is_ok()) return connect_error;
   Tally tally;
   for (auto& c : clients) c->merge(tally);
   LoadReport r = std::move(tally.r);
