@@ -1,7 +1,10 @@
 #include "service/spawned_daemon.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,6 +44,22 @@ class FileActions {
   posix_spawn_file_actions_t actions_;
 };
 
+// True when something accepts TCP connections at tcp://A.B.C.D:PORT.
+bool tcp_accepts(const std::string& endpoint) {
+  const std::string rest = endpoint.substr(std::string("tcp://").size());
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(std::atoi(rest.c_str() + colon + 1)));
+  if (inet_pton(AF_INET, rest.substr(0, colon).c_str(), &addr.sin_addr) != 1) return false;
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool ok = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
 }  // namespace
 
 Status SpawnOptions::validate() const {
@@ -65,13 +84,10 @@ Result<std::unique_ptr<SpawnedDaemon>> SpawnedDaemon::start(const SpawnOptions& 
   // A socket left by a daemon that was killed would look like readiness.
   fs::remove(socket, ec);
 
-  std::vector<std::string> args = {options.binary,
-                                   "--data-dir",
-                                   options.data_dir,
-                                   "--endpoint",
-                                   "ipc://" + socket,
-                                   "--metrics",
-                                   ""};
+  const bool tcp = !options.tcp_endpoint.empty();
+  const std::string endpoint = tcp ? options.tcp_endpoint : "ipc://" + socket;
+  std::vector<std::string> args = {options.binary, "--data-dir", options.data_dir, "--endpoint",
+                                   endpoint,       "--metrics",  ""};
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -86,12 +102,12 @@ Result<std::unique_ptr<SpawnedDaemon>> SpawnedDaemon::start(const SpawnOptions& 
   if (int err = posix_spawn(&pid, argv[0], actions.get(), nullptr, argv.data(), environ)) {
     return Status::from_errno(err, "posix_spawn " + options.binary);
   }
-  std::unique_ptr<SpawnedDaemon> d(new SpawnedDaemon(pid, "ipc://" + socket));
+  std::unique_ptr<SpawnedDaemon> d(new SpawnedDaemon(pid, endpoint));
   const std::string log_hint =
       options.log_path.empty() ? std::string() : " (its log: " + options.log_path + ")";
   const Clock::time_point deadline = Clock::now() + options.ready_timeout;
   while (Clock::now() < deadline) {
-    if (fs::exists(socket, ec)) return d;
+    if (tcp ? tcp_accepts(endpoint) : fs::exists(socket, ec)) return d;
     Result<int> exited = d->try_reap();
     if (exited.is_ok()) {
       return Status::failed_precondition("tempokvd exited with status " + std::to_string(*exited) +
@@ -99,7 +115,7 @@ Result<std::unique_ptr<SpawnedDaemon>> SpawnedDaemon::start(const SpawnOptions& 
     }
     std::this_thread::sleep_for(kPoll);
   }
-  return Status::unavailable("tempokvd did not create " + socket + " within " +
+  return Status::unavailable("tempokvd did not serve " + endpoint + " within " +
                              ms(options.ready_timeout) + log_hint);
 }
 

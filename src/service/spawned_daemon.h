@@ -22,6 +22,9 @@ namespace tempokv::service {
 struct SpawnOptions {
   std::string binary;                   // the tempokvd executable
   std::string data_dir;                 // --data-dir (created); the socket lives here
+  // "" serves ipc://DATA_DIR/tempokvd.sock; "tcp://127.0.0.1:PORT" serves tcp (ready once a
+  // connection to the port succeeds).
+  std::string tcp_endpoint;
   std::vector<std::string> extra_args;  // more flags, e.g. "--set", "tier.slot_bytes=1MiB"
   std::string log_path;                 // the child's stderr goes here (appended); "": inherited
   Duration ready_timeout = std::chrono::seconds(20);  // longest wait for the socket

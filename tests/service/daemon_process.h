@@ -24,7 +24,11 @@ class DaemonProcess {
   explicit DaemonProcess(std::string data_dir, std::vector<std::string> extra = {})
       : dir_(std::move(data_dir)), extra_(std::move(extra)) {}
 
-  std::string endpoint() const { return "ipc://" + dir_ + "/tempokvd.sock"; }
+  std::string endpoint() const {
+    return tcp_.empty() ? "ipc://" + dir_ + "/tempokvd.sock" : tcp_;
+  }
+  // Serve tcp://127.0.0.1:PORT instead of the ipc socket (call before start()).
+  void use_tcp(uint16_t port) { tcp_ = "tcp://127.0.0.1:" + std::to_string(port); }
   pid_t pid() const { return daemon_ ? daemon_->pid() : -1; }
 
   // Starts the daemon and waits until its socket exists.
@@ -32,6 +36,7 @@ class DaemonProcess {
     service::SpawnOptions o;
     o.binary = TEMPOKVD_PATH;
     o.data_dir = dir_;
+    o.tcp_endpoint = tcp_;
     o.extra_args = {
         "--set", "tier.capacity_bytes=64MiB", "--set", "tier.budget_bytes=32MiB",
         "--set", "writes.region_bytes=64MiB", "--set", "store.segment_bytes=64MiB",
@@ -65,6 +70,7 @@ class DaemonProcess {
  private:
   std::string dir_;
   std::vector<std::string> extra_;
+  std::string tcp_;
   std::unique_ptr<service::SpawnedDaemon> daemon_;  // killed with it if still running
 };
 

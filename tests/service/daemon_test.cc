@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include "service/daemon_process.h"
 #include "service/protocol.h"
@@ -318,6 +319,65 @@ TEST_F(DaemonTest, BadMessagesGetTypedErrorsAndOthersKeepBeingServed) {
   ASSERT_TRUE(ok.is_ok() && std::holds_alternative<service::Reply>(*ok));
   ASSERT_TRUE(good->heartbeat().is_ok());
   EXPECT_GE(stat_of(*good, "bad_messages_total"), 7);
+}
+
+TEST_F(DaemonTest, WriteReservationsCanBeGivenBackAndOnlyOnce) {
+  RawPeer raw(daemon_->endpoint());
+  auto hi = raw.ask(request(1, service::Hello{{1}, "raw"}));
+  ASSERT_TRUE(hi.is_ok() && std::holds_alternative<service::Reply>(*hi));
+  auto reserved = raw.ask(request(2, service::ReserveWrite{10000}));
+  ASSERT_TRUE(reserved.is_ok());
+  const auto* r = std::get_if<service::Reply>(&*reserved);
+  ASSERT_TRUE(r && r->offset);
+  EXPECT_EQ(*r->offset % 4096, 0u);
+  auto c = client();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(stat_of(*c, "write_region_used_bytes"), 12288);
+  auto back = raw.ask(request(3, service::AbortWrite{*r->offset}));
+  ASSERT_TRUE(back.is_ok() && std::holds_alternative<service::Reply>(*back));
+  expect_error(raw.ask(request(4, service::AbortWrite{*r->offset})), StatusCode::kInvalidArgument,
+               "not a write reservation");
+  EXPECT_EQ(stat_of(*c, "write_region_used_bytes"), 0);
+}
+
+TEST(DaemonConfigProcessTest, ABadConfigurationIsRefusedNamingTheField) {
+  const std::string dir = ::testing::TempDir() + "tkvd-badcfg-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string config = dir + "/tempokvd.toml";
+  {
+    std::ofstream f(config);
+    f << "[tier]\ncapacity_bytes = \"64MiB\"\nbudget_bytes = \"128MiB\"\n";
+  }
+  service::SpawnOptions o;
+  o.binary = TEMPOKVD_PATH;
+  o.data_dir = dir + "/data";
+  o.extra_args = {"--config", config};
+  o.log_path = dir + "/stderr.log";
+  auto d = service::SpawnedDaemon::start(o);
+  ASSERT_FALSE(d.is_ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kFailedPrecondition) << d.status().to_string();
+  std::ifstream log(o.log_path);
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("tier.budget_bytes"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DaemonTcpTest, ServesOnTcpLoopback) {
+  const std::string dir = ::testing::TempDir() + "tkvd-tcp-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  DaemonProcess daemon(dir);
+  daemon.use_tcp(static_cast<uint16_t>(20000 + getpid() % 20000));
+  ASSERT_TRUE(daemon.start());
+  auto c = daemon.connect();
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  ASSERT_TRUE((*c)->put(Key{3, 4}, TokenRange{0, 16}, payload(9)).is_ok());
+  auto sizes = (*c)->lookup(std::vector<Key>{Key{3, 4}});
+  ASSERT_TRUE(sizes.is_ok());
+  EXPECT_EQ(*sizes, (std::vector<uint64_t>{kObject}));
+  ASSERT_TRUE((*c)->bye().is_ok());
+  EXPECT_EQ(daemon.stop(), 0);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(DaemonTest, RestartFindsTheStoresKvAgain) {
