@@ -116,7 +116,7 @@ class TempoKVClient:
     """One session with tempokvd (see the module documentation). Not thread-safe."""
 
     def __init__(self, endpoint, name="", runtime="", max_active=0, timeout_s=10.0,
-                 map_shared_memory=True):
+                 map_shared_memory=True, ranks=0):
         if not endpoint:
             raise InvalidArgument("InvalidArgument", "endpoint is empty")
         if timeout_s <= 0:
@@ -144,6 +144,8 @@ class TempoKVClient:
                 args["runtime"] = str(runtime)
             if max_active:
                 args["max_active"] = _u32("max_active", max_active)
+            if ranks:
+                args["ranks"] = _u32("ranks", ranks)
             # The hello is always written in version 1 (its envelope is frozen).
             result = self._call("hello", args, version=1)
             version = result.get("version")

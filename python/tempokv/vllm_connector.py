@@ -54,9 +54,10 @@ Known gaps an integrator must close (kept out on purpose):
   tokens uncomputed; vLLM must recompute them (newer vLLM versions have
   ``get_block_ids_with_load_errors``). Here they are only recorded in
   ``failed_loads``.
-* Tensor parallelism. Every rank's worker must call ``request_retrieval`` for
-  a claim before any rank's ``end_transfer`` (the claim ends with the last
-  ``end_transfer`` among the sessions that asked): put a barrier there.
+* Tensor parallelism. Open every rank's client with ``ranks=<TP size>`` (the
+  runtime's claims then end only when that many ranks have copied them, or
+  every live rank if some died); without it, every rank must call
+  ``request_retrieval`` before any rank's ``end_transfer``.
 * Asynchronous loads/saves, progressive release (``object_transferred``),
   and vLLM's string request ids (map them to unique 64-bit ids).
 

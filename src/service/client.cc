@@ -39,7 +39,8 @@ Result<std::unique_ptr<ServiceClient>> ServiceClient::connect(const ClientOption
   std::unique_ptr<ServiceClient> client(new ServiceClient(options, std::move(socket)));
 
   service::Hello hello{
-      .client = options.name, .runtime = options.runtime, .max_active = options.max_active};
+      .client = options.name, .runtime = options.runtime, .max_active = options.max_active,
+      .ranks = options.ranks};
   for (uint32_t v = service::kMinProtocolVersion; v <= service::kProtocolVersion; ++v) {
     hello.versions.push_back(v);
   }

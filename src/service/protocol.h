@@ -38,6 +38,9 @@ struct Hello {
   // one engine); "" gives the session a runtime of its own.
   std::string runtime;
   uint32_t max_active = 0;  // the runtime's slot limit when this hello creates it; 0: the default
+  // The sessions (tensor-parallel ranks) that copy each claim of the runtime, when this hello
+  // creates it: a claim ends once that many have ended their transfer. 0: as many as asked.
+  uint32_t ranks = 0;
 };
 struct Heartbeat {};
 struct AddRequest {

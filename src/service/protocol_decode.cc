@@ -19,7 +19,8 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
     case 0: {  // hello: unknown fields allowed, so later clients' hellos stay readable
       TEMPOKV_ASSIGN_OR_RETURN(
           Fields f,
-          Fields::read(args_obj, where, {"versions", "client", "runtime", "max_active"}, true));
+          Fields::read(args_obj, where, {"versions", "client", "runtime", "max_active", "ranks"},
+                       true));
       TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("versions", kMaxHelloVersions));
       Hello h;
       for (uint32_t i = 0; i < a->via.array.size; ++i) {
@@ -37,6 +38,9 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       }
       if (f.get("max_active") != nullptr) {
         TEMPOKV_ASSIGN_OR_RETURN(h.max_active, f.u32("max_active"));
+      }
+      if (f.get("ranks") != nullptr) {
+        TEMPOKV_ASSIGN_OR_RETURN(h.ranks, f.u32("ranks"));
       }
       return Op{std::move(h)};
     }

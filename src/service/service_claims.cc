@@ -1,5 +1,7 @@
 // ServiceCore: retrieval of claims shared by the sessions of a runtime (readiness, transfer
 // brackets, progressive release, cancel) and where their objects are in the shared tier.
+#include <algorithm>
+
 #include "service/service_core.h"
 #include "service/service_metrics.h"
 #include "service/service_state.h"
@@ -132,8 +134,14 @@ Status ServiceCore::end_transfer(Session& s, uint64_t request_id) {
 void ServiceCore::maybe_end_transfer(uint64_t request_id) {
   auto it = shares_.find(request_id);
   if (it == shares_.end() || !it->second.in_transfer) return;
-  for (const auto& [session, done] : it->second.participants)
+  size_t done_sessions = 0;
+  for (const auto& [session, done] : it->second.participants) {
     if (!done) return;
+    ++done_sessions;
+  }
+  // A runtime that declared its ranks waits for that many copies (fewer if ranks have left).
+  const Runtime& rt = *it->second.runtime;
+  if (done_sessions < std::min<size_t>(rt.ranks, rt.sessions.size())) return;
   // Every session that asked has copied (or left): the claim's transfer ends and it is released.
   (void)it->second.runtime->adapter->end_transfer(request_id);
   record_claim_end(request_id);

@@ -85,6 +85,7 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
     auto rt = std::make_unique<Runtime>();
     rt->name = name;
     rt->id = next_runtime_id_++;
+    rt->ranks = hello.ranks;
     AdapterOptions ao;
     ao.max_active = hello.max_active != 0 ? hello.max_active : options_.max_active;
     ao.prior_output_tokens = options_.prior_output_tokens;
@@ -128,10 +129,11 @@ void ServiceCore::close_session(uint64_t session) {
   if (rt.sessions.empty()) {
     end_runtime(rt);
   } else {
-    // Other ranks carry on: this session's part of each shared claim ends here.
+    // Other ranks carry on: this session's part of each shared claim ends here, and a claim
+    // that waited for this rank's copy may be complete now.
     std::vector<uint64_t> ids;
     for (auto& [id, share] : shares_)
-      if (share.participants.count(session)) ids.push_back(id);
+      if (share.runtime == &rt) ids.push_back(id);
     for (uint64_t id : ids) {
       ClaimShare& share = shares_.at(id);
       share.participants.erase(session);

@@ -18,6 +18,7 @@ struct ServiceCore::Runtime {
   uint32_t id = 0;
   std::unique_ptr<RuntimeAdapter> adapter;
   std::set<uint64_t> sessions;
+  uint32_t ranks = 0;  // sessions that copy each claim (0: whoever asked)
   std::unordered_set<uint64_t> requests;  // ids it added that are not finished or cancelled
 };
 

@@ -202,6 +202,44 @@ TEST_F(DaemonTest, TwoRanksShareAClaimUntilBothEndTheirTransfer) {
   EXPECT_EQ(stat_of(*rank0, "claims_stage_ready") + stat_of(*rank0, "claims_transferring"), 0);
 }
 
+TEST_F(DaemonTest, WithDeclaredRanksAClaimWaitsForEveryRanksCopyWithoutABarrier) {
+  auto connect_rank = [&](const char* name) {
+    ClientOptions o;
+    o.endpoint = daemon_->endpoint();
+    o.name = name;
+    o.runtime = "tp-engine";
+    o.ranks = 2;
+    auto c = ServiceClient::connect(o);
+    EXPECT_TRUE(c.is_ok()) << c.status().to_string();
+    return c.is_ok() ? std::move(c).value() : nullptr;
+  };
+  auto rank0 = connect_rank("rank0");
+  auto rank1 = connect_rank("rank1");
+  ASSERT_TRUE(rank0 && rank1);
+  auto m = put_objects(*rank0, 350, 2);
+  stage(*rank0, 21, m);
+  // Rank 0 copies and ends before rank 1 even asks: the claim must wait for rank 1.
+  ASSERT_TRUE(rank0->begin_transfer(21).is_ok());
+  ASSERT_TRUE(rank0->end_transfer(21).is_ok());
+  EXPECT_GT(stat_of(*rank0, "tier_protected_bytes"), 0) << "released before rank 1 copied";
+  bool ready1 = false;
+  auto answer = rank1->request_retrieval(21, [&](ClaimId, Result<RetrievalPath>) {
+    ready1 = true;
+  });
+  ASSERT_TRUE(answer.is_ok()) << answer.status().to_string();
+  expect_bytes(*rank1, 21, m);
+  ASSERT_TRUE(rank1->begin_transfer(21).is_ok());
+  ASSERT_TRUE(rank1->end_transfer(21).is_ok());
+  EXPECT_EQ(stat_of(*rank0, "tier_protected_bytes"), 0);
+  // A rank that dies does not hold the next claim: with one rank left, one copy ends it.
+  stage(*rank0, 22, m);
+  rank1.reset();  // the destructor sends nothing: the daemon sees the disconnect
+  ASSERT_TRUE(wait_for(*rank0, [&] { return stat_of(*rank0, "sessions") == 1; }));
+  ASSERT_TRUE(rank0->begin_transfer(22).is_ok());
+  ASSERT_TRUE(rank0->end_transfer(22).is_ok());
+  EXPECT_EQ(stat_of(*rank0, "tier_protected_bytes"), 0);
+}
+
 TEST_F(DaemonTest, AKilledClientLeavesNoProtectionBehind) {
   {
     auto c = client();
