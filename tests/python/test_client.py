@@ -348,6 +348,24 @@ class ClientTest(fx.DaemonTestCase):
         self.assertEqual(s["claims_transferring"], 0)
         self.assertEqual(s["runtimes"], 2)
 
+    def test_declared_ranks_need_no_barrier(self):
+        a = self.client(name="rank0", runtime="tp", ranks=2)
+        b = self.client(name="rank1", runtime="tp")
+        objs = self.put_objects(a, [64 * 1024])
+        self.claim(a, 5, objs)
+        self.retrieve(a, 5)
+        a.begin_transfer(5)
+        a.end_transfer(5)  # rank 1 has not even asked yet: the claim must wait for it
+        self.assertEqual(live_claims(a.stats()), 1)
+        self.retrieve(b, 5)
+        for (offset, nbytes), (_, data) in zip(b.objects(5), objs):
+            self.assertEqual(b.read_object(offset, nbytes), data)
+        b.begin_transfer(5)
+        b.end_transfer(5)
+        stats = a.stats()
+        self.assertEqual(live_claims(stats), 0)
+        self.assertEqual(stats["tier_protected_bytes"], 0)
+
     def test_killed_client_releases_its_claims(self):
         c = self.client(name="observer")
         objs = self.put_objects(c, [128 * 1024, 4096])
