@@ -297,10 +297,17 @@ void Server::end_peer(const std::string& identity) {
 }
 
 void Server::sweep() {
+  // Messages already waiting prove their senders alive: a loop that fell behind must not time
+  // out sessions whose requests it has not read yet.
+  for (int i = 0; i < 64 && core_ && reading_ && readable(router_); ++i) drain();
   const TimePoint now = executor_.now();
   std::vector<std::string> gone;
-  for (const auto& [identity, peer] : by_identity_)
-    if (now - peer.last_seen > options_.heartbeat_timeout) gone.push_back(identity);
+  for (const auto& [identity, peer] : by_identity_) {
+    if (now - peer.last_seen <= options_.heartbeat_timeout) continue;
+    // Still waiting for a reply the daemon owes it: its silence is the daemon's doing.
+    if (peer.open && core_->owes_reply(peer.session)) continue;
+    gone.push_back(identity);
+  }
   for (const std::string& identity : gone) {
     ++stats_.sessions_timed_out;
     end_peer(identity);

@@ -91,6 +91,9 @@ class ServiceCore {
   // The session ended (bye, disconnect, heartbeat timeout, shutdown): gives up what it held.
   void close_session(uint64_t session);
   bool has_session(uint64_t session) const { return sessions_.count(session) != 0; }
+  // The session waits for a reply the core still owes it (a put not yet durable): it is alive
+  // even if it sends nothing meanwhile.
+  bool owes_reply(uint64_t session) const { return puts_by_session_.count(session) != 0; }
 
   // Ends every runtime (claims cancelled), waits for reads and puts in flight, closes the store,
   // then calls done. Requests after it get Unavailable.
@@ -153,6 +156,7 @@ class ServiceCore {
   std::unordered_map<uint64_t, ClaimShare> shares_;  // claims with a manifest, by request id
   uint32_t next_runtime_id_ = 0;
   uint64_t puts_in_flight_ = 0;
+  std::unordered_map<uint64_t, uint32_t> puts_by_session_;  // puts in flight, by session
   bool shutting_down_ = false;
   std::function<void(Status)> shutdown_done_;
   std::unique_ptr<Histograms> histograms_;

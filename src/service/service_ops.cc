@@ -140,6 +140,7 @@ Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
   // even if the session ends first.
   s.writes.erase(m.offset);
   ++puts_in_flight_;
+  ++puts_by_session_[s.id];
   const uint64_t session = s.id;
   const uint64_t bytes = m.bytes;
   std::weak_ptr<int> alive = alive_;
@@ -148,6 +149,7 @@ Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
                 if (alive.expired()) return;
                 writes_->release(offset);
                 --puts_in_flight_;
+                if (--puts_by_session_[session] == 0) puts_by_session_.erase(session);
                 if (st.is_ok()) {
                   ++counters_.puts;
                   counters_.put_bytes += bytes;

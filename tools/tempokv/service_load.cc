@@ -213,6 +213,8 @@ class LoadClient {
     if (it == open_.end()) return;  // cancelled meanwhile: the daemon may still have told it
     if (++it->second.notified > 1) ++r_.duplicate_notifications;
     if (!p.is_ok()) {
+      // Every object stays in the store, so a failed claim is a problem worth naming.
+      check(p.status(), "ready notification");
       ++r_.failed;
       open_.erase(it);
       return;
@@ -238,6 +240,7 @@ Result<LoadReport> run_service_load(const LoadOptions& o) {
   ClientOptions co;
   co.endpoint = o.endpoint;
   co.name = "load-setup";
+  co.call_timeout = o.call_timeout;
   TEMPOKV_ASSIGN_OR_RETURN(auto setup, ServiceClient::connect(co));
   std::vector<std::byte> bytes(o.object_bytes);
   for (uint32_t i = 0; i < o.objects; ++i) {

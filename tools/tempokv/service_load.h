@@ -23,6 +23,9 @@ struct LoadOptions {
   uint32_t open_per_client = 4;             // requests a client keeps in flight
   uint32_t share_every = 4;                 // every k-th pair of clients is two ranks of one runtime
   uint64_t seed = 1;
+  // Longest wait for one reply: generous, a load test measures latency rather than giving up
+  // (sanitizer builds on two cores answer puts in seconds).
+  std::chrono::milliseconds call_timeout{60000};
 };
 
 struct LoadReport {
