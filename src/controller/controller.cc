@@ -218,4 +218,14 @@ void Controller::schedule_tick() {
   });
 }
 
+Result<std::unique_ptr<Controller>> make_controller(Executor& executor, StagingProvider& provider,
+                                                    std::string_view configuration,
+                                                    ControllerOptions options) {
+  const bool progressive = configuration == "tempokv-progressive";
+  TEMPOKV_ASSIGN_OR_RETURN(auto policy,
+                           make_commit_policy(progressive ? "tempokv" : configuration));
+  options.progressive_release = progressive;
+  return std::make_unique<Controller>(executor, provider, std::move(policy), options);
+}
+
 }  // namespace tempokv

@@ -44,6 +44,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -230,5 +231,12 @@ class Controller {
   ControllerStats stats_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
+
+// A controller for a commit configuration by name: a policy of make_commit_policy(), or
+// "tempokv-progressive" (TempoKV's eligibility, each object released after its own copy:
+// options.progressive_release is set from the name). InvalidArgument for an unknown name.
+Result<std::unique_ptr<Controller>> make_controller(Executor& executor, StagingProvider& provider,
+                                                    std::string_view configuration,
+                                                    ControllerOptions options = {});
 
 }  // namespace tempokv

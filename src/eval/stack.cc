@@ -129,16 +129,11 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
 
   // The baseline's engines never call the controller; it still meters the tier (C stays 0 there
   // because nothing is protected).
-  // tempokv-progressive is TempoKV's eligibility with per-object release after each copy.
-  const bool progressive = config.policy == "tempokv-progressive";
-  TEMPOKV_ASSIGN_OR_RETURN(
-      auto policy, make_commit_policy(config.baseline() ? "demand"
-                                      : progressive     ? "tempokv"
-                                                        : config.policy));
   ControllerOptions co;
   co.tick = config.tick;
-  co.progressive_release = progressive;
-  s->controller_ = std::make_unique<Controller>(ex, *s->provider_, std::move(policy), co);
+  TEMPOKV_ASSIGN_OR_RETURN(
+      s->controller_,
+      make_controller(ex, *s->provider_, config.baseline() ? "demand" : config.policy, co));
   if (config.write_produced_kv) s->writer_ = std::make_unique<KvWriter>(storage.store(), !sim);
 
   for (uint32_t k = 0; k < config.engines; ++k) {

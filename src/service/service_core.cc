@@ -58,13 +58,10 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   po.static_read_bytes_per_s = options.prior_read_bytes_per_s;
   TEMPOKV_ASSIGN_OR_RETURN(c->provider_,
                            StagingProvider::create(executor, *c->store_, *c->tier_, po));
-  const bool progressive = options.policy == "tempokv-progressive";
-  TEMPOKV_ASSIGN_OR_RETURN(auto policy,
-                           make_commit_policy(progressive ? "tempokv" : options.policy));
   ControllerOptions co;
   co.tick = options.tick;
-  co.progressive_release = progressive;
-  c->controller_ = std::make_unique<Controller>(executor, *c->provider_, std::move(policy), co);
+  TEMPOKV_ASSIGN_OR_RETURN(c->controller_,
+                           make_controller(executor, *c->provider_, options.policy, co));
   TEMPOKV_ASSIGN_OR_RETURN(c->writes_,
                            WriteRegion::create(options.write_path, options.write_bytes));
   c->housekeeping();
