@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "service/service_metrics.h"
 #include "service/service_state.h"
 
@@ -34,7 +36,8 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   eo.kind = options.ssd;
   eo.direct = true;
   eo.queue_depth = options.queue_depth;
-  eo.threads = options.queue_depth;
+  // The thread-pool engine's workers each hold one request; beyond 16 they only add switching.
+  eo.threads = std::min<uint32_t>(options.queue_depth, 16);
   TEMPOKV_ASSIGN_OR_RETURN(c->ssd_, make_ssd_engine(executor, eo));
   StoreOptions so;
   so.dir = options.store_dir;

@@ -137,6 +137,8 @@ class ServiceCore {
   // service_core.cc
   void end_runtime(Runtime& rt);
   void record_claim_end(uint64_t request_id);
+  // service_metrics.cc: every metric, the transport's included (stats() and metrics_text()).
+  std::vector<Metric> metrics() const;
   void check_shutdown();
   void housekeeping();
 

@@ -29,11 +29,8 @@ void ServiceCore::record_claim_end(uint64_t request_id) {
   }
 }
 
-namespace {
-
-std::vector<Metric> core_metrics(const ServiceCore& core_const, const auto& counters,
-                                 size_t sessions, size_t runtimes, const WriteRegion& writes) {
-  auto& core = const_cast<ServiceCore&>(core_const);  // read-only views only
+std::vector<Metric> ServiceCore::metrics() const {
+  const Counters& counters = counters_;
   std::vector<Metric> m;
   auto add = [&](std::string name, std::string help, MetricType type, double value,
                  Labels labels = {}) {
@@ -51,12 +48,12 @@ std::vector<Metric> core_metrics(const ServiceCore& core_const, const auto& coun
   for (ClaimState s : {ClaimState::kPlanned, ClaimState::kStaging, ClaimState::kStageReady,
                        ClaimState::kTransferring, ClaimState::kOrdinary})
     by_state[state_label(s)] = 0;
-  for (const ClaimInfo& c : core.controller().claims()) {
+  for (const ClaimInfo& c : controller_->claims()) {
     if (c.state != ClaimState::kReleased) by_state[state_label(c.state)] += 1;
   }
   for (const auto& [state, n] : by_state)
     add("claims", "Live claims, by state", kG, n, {{"state", state}});
-  const ControllerStats cs = core.controller().stats();
+  const ControllerStats cs = controller_->stats();
   add("claims_reported_total", "Claims reported (hits)", kC, double(cs.reported));
   add("commits_total", "Commits that succeeded", kC, double(cs.commits));
   add("commits_refused_total", "Commit attempts refused for budget or capacity", kC,
@@ -68,7 +65,7 @@ std::vector<Metric> core_metrics(const ServiceCore& core_const, const auto& coun
   add("claims_failed_total", "Claims failed by a read error", kC, double(cs.failed));
   add("protected_gib_seconds_total", "C: integral of protected + reserved GiB over time", kC,
       cs.protected_gib_s);
-  const FastTierStats ts = core.tier().stats();
+  const FastTierStats ts = tier_->stats();
   add("tier_capacity_bytes", "Fast tier size", kG, double(ts.capacity_bytes));
   add("tier_budget_bytes", "Protected budget", kG, double(ts.budget_bytes));
   add("tier_protected_bytes", "Fast tier bytes protected for committed claims", kG,
@@ -78,7 +75,7 @@ std::vector<Metric> core_metrics(const ServiceCore& core_const, const auto& coun
   add("tier_resident_bytes", "Fast tier bytes resident", kG, double(ts.resident_bytes));
   add("tier_filling_bytes", "Fast tier bytes an SSD read is writing", kG, double(ts.filling_bytes));
   add("tier_evictions_total", "Objects evicted from the fast tier", kC, double(ts.evictions));
-  const ProviderStats ps = core.provider().stats();
+  const ProviderStats ps = provider_->stats();
   add("staging_rate_bytes_per_second", "Calibrated aggregate SSD -> tier rate", kG,
       ps.read_bytes_per_s);
   add("ssd_read_bytes_total", "Payload bytes read from the SSD into the tier", kC,
@@ -87,12 +84,12 @@ std::vector<Metric> core_metrics(const ServiceCore& core_const, const auto& coun
   add("ssd_read_errors_total", "Reads that failed", kC, double(ps.read_errors));
   add("reads_in_flight", "Store reads in flight", kG, double(ps.in_flight_reads));
   add("reads_queued", "Store reads queued", kG, double(ps.queued_reads));
-  const StoreStats ss = core.store().stats();
+  const StoreStats ss = store_->stats();
   add("store_objects", "Objects in the store", kG, double(ss.objects));
   add("store_live_bytes", "Payload bytes in the store", kG, double(ss.live_bytes));
   add("store_puts_total", "Objects written to the store", kC, double(ss.puts));
-  add("sessions", "Open sessions", kG, double(sessions));
-  add("runtimes", "Runtimes with at least one session", kG, double(runtimes));
+  add("sessions", "Open sessions", kG, double(sessions_.size()));
+  add("runtimes", "Runtimes with at least one session", kG, double(runtimes_.size()));
   add("sessions_opened_total", "Sessions opened", kC, double(counters.sessions_opened));
   add("sessions_closed_total", "Sessions ended (bye, disconnect, timeout)", kC,
       double(counters.sessions_closed));
@@ -103,16 +100,13 @@ std::vector<Metric> core_metrics(const ServiceCore& core_const, const auto& coun
   add("puts_failed_total", "Puts that failed", kC, double(counters.failed_puts));
   add("claims_abandoned_total", "Claims cancelled because their runtime's last session ended",
       kC, double(counters.claims_abandoned));
-  add("write_region_used_bytes", "Write region bytes reserved", kG, double(writes.used_bytes()));
+  add("write_region_used_bytes", "Write region bytes reserved", kG, double(writes_->used_bytes()));
+  if (transport_metrics_) transport_metrics_(m);
   return m;
 }
 
-}  // namespace
-
 StatList ServiceCore::stats() const {
-  std::vector<Metric> m =
-      core_metrics(*this, counters_, sessions_.size(), runtimes_.size(), *writes_);
-  if (transport_metrics_) transport_metrics_(m);
+  const std::vector<Metric> m = metrics();
   StatList out;
   out.reserve(m.size());
   for (const Metric& x : m) {
@@ -124,9 +118,7 @@ StatList ServiceCore::stats() const {
 }
 
 std::string ServiceCore::metrics_text() const {
-  std::vector<Metric> m =
-      core_metrics(*this, counters_, sessions_.size(), runtimes_.size(), *writes_);
-  if (transport_metrics_) transport_metrics_(m);
+  const std::vector<Metric> m = metrics();
   PrometheusWriter w;
   std::string last;
   for (const Metric& x : m) {

@@ -401,6 +401,25 @@ TEST(DaemonConfigProcessTest, ABadConfigurationIsRefusedNamingTheField) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(DaemonStartTest, SharedFilesOfDeadDaemonsAreRemovedAndLiveOnesKept) {
+  pid_t dead = fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) _exit(0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+  const std::string stale = "/dev/shm/tempokvd-" + std::to_string(dead) + "-tier";
+  const std::string live = "/dev/shm/tempokvd-" + std::to_string(getpid()) + "-test";
+  std::ofstream(stale) << "x";
+  std::ofstream(live) << "x";
+  const std::string dir = ::testing::TempDir() + "tkvd-stale-" + std::to_string(getpid());
+  DaemonProcess daemon(dir);
+  ASSERT_TRUE(daemon.start());
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live));  // this test process is alive
+  std::filesystem::remove(live);
+  EXPECT_EQ(daemon.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DaemonTcpTest, ServesOnTcpLoopback) {
   const std::string dir = ::testing::TempDir() + "tkvd-tcp-" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
