@@ -40,6 +40,13 @@ struct AdapterOptions {
   // Which runtime this adapter speaks for when several (data-parallel engines) share one
   // controller: its waiting order is kept and ranked apart from the others'.
   uint32_t runtime_id = 0;
+  // The TTU projection asks the controller when the KV of this many requests ahead (the first of
+  // the waiting order, and admitted ones still waiting for their KV) will be ready.
+  uint32_t readiness_lookahead = 16;
+  // Online calibration: each measured iteration (iteration_started to its first progress report)
+  // against the profile's cost for that batch moves the cost scale by this weight (EWMA of the log
+  // ratio); 0 keeps the profile as given.
+  double calibration_weight = 0.2;
   Status validate() const;
 };
 
@@ -56,14 +63,16 @@ class RuntimeAdapter : public RuntimeApi {
   Status add_request(const RequestInfo& request) override;
   // The request's matched prefix KV, in retrieval order: becomes a PLANNED claim.
   Status report_hit(uint64_t id, std::vector<ManifestEntry> manifest) override;
-  // The runtime's waiting order after a scheduling iteration; reprojects every TTU.
-  // `boundary_in` is the time until the iteration now running ends.
+  // The runtime's waiting order after a scheduling iteration; reprojects every TTU and ranks
+  // every waiting request (hit or not) for the controller. `boundary_in` is ignored: the adapter
+  // estimates the end of the iteration now running itself, from when it started, its batch and
+  // the calibrated costs (kept for protocol v1 callers).
   Status update_order(std::span<const uint64_t> waiting,
                       Duration boundary_in = Duration::zero()) override;
 
-  // An iteration started: at its end `prefills` will have produced their first token and
-  // `decoders` one more token. An order update during the iteration (boundary_in > 0) then
-  // projects from the state at its boundary instead of counting this work twice.
+  // An iteration started now: at its end `prefills` (with their retrievals) will have produced
+  // their first token and `decoders` one more token. An order update during the iteration
+  // projects from the state at its estimated end; its measured length calibrates the costs.
   Status iteration_started(std::span<const uint64_t> prefills,
                            std::span<const uint64_t> decoders) override;
   Status admitted(uint64_t id) override;
@@ -81,6 +90,9 @@ class RuntimeAdapter : public RuntimeApi {
   // The last TTU projected for a waiting request (NotFound when none).
   Result<Duration> last_ttu(uint64_t id) const override;
   const OutputPredictor& predictor() const { return predictor_; }
+  // Measured iteration time / the given profile's cost of it (the online calibration; 1 before
+  // any iteration).
+  double cost_scale() const { return cost_scale_; }
   Controller& controller() { return controller_; }
 
  private:
@@ -98,14 +110,25 @@ class RuntimeAdapter : public RuntimeApi {
     Duration last_ttu{-1};
   };
   Result<Req*> find(uint64_t id, const char* call);
+  // The given profile's cost of one iteration of these requests.
+  Duration iteration_cost(std::span<const uint64_t> prefills, std::span<const uint64_t> decoders);
+  // The first progress report after iteration_started: the iteration has ended; calibrate.
+  void iteration_ended();
+  Duration ready_in(uint64_t id) const;
 
   Controller& controller_;
-  CostProfile profile_;
+  CostProfile profile_;     // as given
+  CostProfile calibrated_;  // profile_ × cost_scale_: what the estimator projects with
   AdapterOptions options_;
   OutputPredictor predictor_;
   TtuEstimator estimator_;
   std::unordered_map<uint64_t, Req> requests_;
   std::vector<uint64_t> running_;  // admitted, not finished
+  bool iteration_open_ = false;
+  TimePoint iteration_start_{};
+  Duration iteration_cost_{0};  // the given profile's cost of the open iteration
+  double cost_scale_ = 1.0;
+  double log_scale_ = 0.0;
 };
 
 }  // namespace tempokv

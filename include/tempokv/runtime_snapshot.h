@@ -17,6 +17,11 @@ struct RunningRequest {
   // Work of its admission not yet done at this boundary (a request admitted in the iteration now
   // running has its retrieval and prefill in flight; a runtime reports the state after it).
   uint32_t prefill_tokens_left = 0;
+  // With prefill_tokens_left > 0: KV bytes its retrieval moves in the iteration that runs that
+  // prefill, and the time from now until that KV is ready (an admitted request waiting for its
+  // staging holds its slot but joins no iteration before then).
+  uint64_t cached_bytes = 0;
+  uint64_t ready_in_ns = 0;
 };
 
 // A request waiting for a slot, in the runtime's scheduling order.
@@ -26,13 +31,20 @@ struct WaitingRequest {
   uint32_t cached_tokens = 0;      // matched prefix whose KV is retrieved, not computed
   uint64_t cached_bytes = 0;       // KV bytes of the matched prefix (retrieval size)
   uint32_t max_output_tokens = 0;  // its generation limit
+  // Time from now until its matched KV is projected ready (0: ready, or no hit). A request ahead
+  // of a target whose KV is not ready holds its slot without running (its known retrieval
+  // dependency, the paper's §3.1); a target's own readiness is assumed.
+  uint64_t ready_in_ns = 0;
 };
 
 struct RuntimeSnapshot {
   std::vector<RunningRequest> running;
   std::vector<WaitingRequest> waiting;  // scheduling order: waiting[0] is admitted next
   uint32_t max_active = 4;              // slot limit (active sequences)
-  uint64_t boundary_in_ns = 0;          // time from now to the iteration boundary it describes
+  uint64_t kv_capacity_tokens = 0;      // GPU KV cache: admission limit on held contexts (0: none)
+  // Time from now to the iteration boundary it describes: the runtime adapter's own estimate of
+  // the end of the iteration now running (its start, its batch, its calibrated costs).
+  uint64_t boundary_in_ns = 0;
 };
 
 }  // namespace tempokv

@@ -6,9 +6,11 @@
 
 namespace tempokv {
 
-Duration CostProfile::prefill(uint64_t n) const {
+Duration CostProfile::prefill(uint64_t n, uint64_t context_tokens) const {
   double x = static_cast<double>(n);
-  return from_seconds(prefill_a_s + prefill_b_s_per_token * x + prefill_c_s_per_token2 * x * x);
+  double m = static_cast<double>(context_tokens);
+  return from_seconds(prefill_a_s + prefill_b_s_per_token * x +
+                      prefill_c_s_per_token2 * (x * x + 2 * x * m));
 }
 
 Duration CostProfile::decode_step(uint64_t context_tokens, uint64_t batch) const {
@@ -28,6 +30,17 @@ Duration CostProfile::decode_steps(uint64_t steps, uint64_t context_tokens, uint
 Duration CostProfile::retrieval(uint64_t bytes) const {
   if (bytes == 0) return Duration::zero();
   return from_seconds(retrieval_latency_s + double(bytes) / retrieval_bytes_per_s);
+}
+
+CostProfile CostProfile::scaled(double f) const {
+  CostProfile p = *this;
+  for (double* v : {&p.prefill_a_s, &p.prefill_b_s_per_token, &p.prefill_c_s_per_token2,
+                    &p.decode_a_s, &p.decode_b_s_per_context_token, &p.decode_c_s_per_seq,
+                    &p.retrieval_latency_s}) {
+    *v *= f;
+  }
+  p.retrieval_bytes_per_s /= f;
+  return p;
 }
 
 Status CostProfile::validate() const {
@@ -79,6 +92,9 @@ Result<CostProfile> CostProfile::parse(const std::string& text, const std::strin
   p.decode_c_s_per_seq = num(section("decode"), "decode", "c_s_per_seq");
   p.retrieval_latency_s = num(section("retrieval"), "retrieval", "latency_s");
   p.retrieval_bytes_per_s = num(section("retrieval"), "retrieval", "bytes_per_s");
+  if (j.contains("gpu")) {  // optional
+    p.kv_capacity_tokens = static_cast<uint64_t>(num(section("gpu"), "gpu", "kv_capacity_tokens"));
+  }
   if (!missing.empty()) {
     return Status::invalid_argument("cost profile " + origin + ": field " + missing +
                                     " is missing or not a number");

@@ -1,7 +1,8 @@
 // CostProfile: the calibrated compute costs of one model on one GPU (DESIGN.md §2), read from a
 // JSON file in profiles/. The emulated engine draws its step times from it and the TTU estimator
 // projects with it, so both speak the same execution model:
-//   prefill of n new tokens      a + b·n + c·n²             seconds
+//   prefill of n new tokens      a + b·n + c·(n² + 2·n·m)   seconds, m tokens already in context
+//                                (causal attention among the new tokens, and over the cached ones)
 //   decode step of a batch        a + b·Σcontext + c·batch   seconds
 //   retrieval fast tier → device  latency + bytes / rate     seconds
 // Values; thread-safe as values.
@@ -27,13 +28,19 @@ struct CostProfile {
   double decode_c_s_per_seq = 0;            // per sequence in the batch
   double retrieval_latency_s = 0;           // fixed cost of a fast tier → device retrieval
   double retrieval_bytes_per_s = 1;         // fast tier → device rate
+  // GPU KV-cache capacity in tokens: the runtime admits a request only while the prompts of the
+  // requests holding slots (with the tokens they generated) and its own fit. 0: unlimited.
+  uint64_t kv_capacity_tokens = 0;
 
-  Duration prefill(uint64_t new_tokens) const;
+  Duration prefill(uint64_t new_tokens, uint64_t context_tokens = 0) const;
   Duration decode_step(uint64_t context_tokens, uint64_t batch) const;
   // Total time of `steps` consecutive decode steps of a fixed batch whose summed context starts
   // at context_tokens and grows by batch each step (closed form; what a projection jumps over).
   Duration decode_steps(uint64_t steps, uint64_t context_tokens, uint64_t batch) const;
   Duration retrieval(uint64_t bytes) const;
+  // Every cost × factor (the retrieval rate ÷ factor): a deliberately wrong estimator's profile,
+  // or an online calibration's correction. factor > 0.
+  CostProfile scaled(double factor) const;
 
   Status validate() const;
   static Result<CostProfile> load(const std::string& path);

@@ -1,6 +1,7 @@
 #include "tempokv/runtime_adapter.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tempokv {
 namespace {
@@ -16,6 +17,9 @@ Status AdapterOptions::validate() const {
   }
   if (prior_output_tokens == 0) {
     return Status::invalid_argument("AdapterOptions.prior_output_tokens must be >= 1");
+  }
+  if (!(calibration_weight >= 0 && calibration_weight <= 1)) {
+    return Status::invalid_argument("AdapterOptions.calibration_weight must be in [0, 1]");
   }
   return Status::ok();
 }
@@ -33,9 +37,10 @@ RuntimeAdapter::RuntimeAdapter(Controller& controller, const CostProfile& profil
                                const AdapterOptions& options)
     : controller_(controller),
       profile_(profile),
+      calibrated_(profile),
       options_(options),
       predictor_(options.predictor_window, options.prior_output_tokens),
-      estimator_(profile_, predictor_) {}
+      estimator_(calibrated_, predictor_) {}
 
 Result<RuntimeAdapter::Req*> RuntimeAdapter::find(uint64_t id, const char* call) {
   auto it = requests_.find(id);
@@ -83,19 +88,40 @@ Status RuntimeAdapter::report_hit(uint64_t id, std::vector<ManifestEntry> manife
   return Status::ok();
 }
 
-Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration boundary_in) {
+Duration RuntimeAdapter::ready_in(uint64_t id) const {
+  Result<Duration> r = controller_.ready_in(id);
+  return r.is_ok() ? *r : Duration::zero();
+}
+
+Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration) {
+  const TimePoint now = controller_.now();
   RuntimeSnapshot snap;
   snap.max_active = options_.max_active;
-  snap.boundary_in_ns = static_cast<uint64_t>(std::max(Duration::zero(), boundary_in).count());
+  snap.kv_capacity_tokens = profile_.kv_capacity_tokens;
+  if (iteration_open_) {
+    const Duration left = iteration_start_ +
+                          Duration(std::llround(double(iteration_cost_.count()) * cost_scale_)) -
+                          now;
+    snap.boundary_in_ns = static_cast<uint64_t>(std::max(Duration::zero(), left).count());
+  }
+  uint32_t lookahead = options_.readiness_lookahead;
   for (uint64_t id : running_) {
     // As it will be at the boundary: the running iteration's prefills and decodes done.
     const Req& r = requests_.at(id);
     bool prefilled = r.prefill_done || r.prefill_in_iteration;
     uint32_t generated = r.generated + (r.decode_in_iteration ? 1 : 0);
     if (r.prefill_in_iteration) generated = std::max<uint32_t>(generated, 1);
-    snap.running.push_back({id, r.info.prompt_tokens + generated, generated,
-                            r.info.max_output_tokens,
-                            prefilled ? 0u : r.info.prompt_tokens - r.info.cached_tokens});
+    RunningRequest rr{id, r.info.prompt_tokens + generated, generated, r.info.max_output_tokens,
+                      prefilled ? 0u : r.info.prompt_tokens - r.info.cached_tokens};
+    if (!prefilled) {
+      rr.prefill_tokens_left = std::max<uint32_t>(1, rr.prefill_tokens_left);
+      rr.cached_bytes = r.has_claim ? r.info.cached_bytes : 0;
+      if (r.has_claim && lookahead > 0) {
+        --lookahead;
+        rr.ready_in_ns = static_cast<uint64_t>(ready_in(id).count());
+      }
+    }
+    snap.running.push_back(rr);
   }
   snap.waiting.reserve(waiting.size());
   for (uint64_t id : waiting) {
@@ -104,20 +130,56 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration 
       return Status::invalid_argument("update_order: request " + std::to_string(id) +
                                       " is not waiting");
     }
-    snap.waiting.push_back({id, r->info.prompt_tokens, r->info.cached_tokens,
-                            r->info.cached_bytes, r->info.max_output_tokens});
+    WaitingRequest w{id, r->info.prompt_tokens, r->info.cached_tokens, r->info.cached_bytes,
+                     r->info.max_output_tokens};
+    if (r->has_claim && lookahead > 0) {
+      --lookahead;
+      w.ready_in_ns = static_cast<uint64_t>(ready_in(id).count());
+    }
+    snap.waiting.push_back(w);
   }
   std::vector<Duration> ttu = estimator_.estimate(snap);
   std::vector<std::pair<ClaimId, Duration>> updates;
-  std::vector<ClaimId> order;
   for (size_t i = 0; i < waiting.size(); ++i) {
     Req& r = requests_.at(waiting[i]);
     r.last_ttu = ttu[i];
-    if (!r.has_claim) continue;
-    updates.emplace_back(waiting[i], ttu[i]);
-    order.push_back(waiting[i]);
+    if (r.has_claim) updates.emplace_back(waiting[i], ttu[i]);
   }
-  return controller_.update(updates, order, options_.runtime_id);
+  // The whole queue, hits or not: Queue-K ranks over the runtime's full waiting queue.
+  return controller_.update(updates, waiting, options_.runtime_id);
+}
+
+Duration RuntimeAdapter::iteration_cost(std::span<const uint64_t> prefills,
+                                        std::span<const uint64_t> decoders) {
+  Duration cost{0};
+  for (uint64_t id : prefills) {
+    const Req& r = requests_.at(id);
+    if (r.has_claim) cost += profile_.retrieval(r.info.cached_bytes);
+    const uint32_t n = std::max<uint32_t>(1, r.info.prompt_tokens - r.info.cached_tokens);
+    cost += profile_.prefill(n, r.info.prompt_tokens - n);
+  }
+  uint64_t context = 0;
+  for (uint64_t id : decoders) {
+    const Req& r = requests_.at(id);
+    context += r.info.prompt_tokens + r.generated;
+  }
+  if (!decoders.empty()) cost += profile_.decode_step(context, decoders.size());
+  return cost;
+}
+
+void RuntimeAdapter::iteration_ended() {
+  if (!iteration_open_) return;
+  iteration_open_ = false;
+  const Duration actual = controller_.now() - iteration_start_;
+  if (options_.calibration_weight == 0 || iteration_cost_ <= Duration::zero() ||
+      actual <= Duration::zero()) {
+    return;
+  }
+  const double ratio = std::clamp(double(actual.count()) / double(iteration_cost_.count()),
+                                  0.25, 4.0);
+  log_scale_ += options_.calibration_weight * (std::log(ratio) - log_scale_);
+  cost_scale_ = std::exp(log_scale_);
+  calibrated_ = profile_.scaled(cost_scale_);
 }
 
 Status RuntimeAdapter::iteration_started(std::span<const uint64_t> prefills,
@@ -138,6 +200,9 @@ Status RuntimeAdapter::iteration_started(std::span<const uint64_t> prefills,
     }
     r->decode_in_iteration = true;
   }
+  iteration_open_ = true;
+  iteration_start_ = controller_.now();
+  iteration_cost_ = iteration_cost(prefills, decoders);
   return Status::ok();
 }
 
@@ -158,6 +223,7 @@ Status RuntimeAdapter::prefill_done(uint64_t id) {
     return Status::failed_precondition("prefill_done: request " + std::to_string(id) +
                                        " is not running");
   }
+  iteration_ended();
   r->prefill_done = true;
   r->prefill_in_iteration = false;
   r->generated = std::max<uint32_t>(r->generated, 1);
@@ -170,6 +236,7 @@ Status RuntimeAdapter::tokens_generated(uint64_t id, uint32_t total_generated) {
     return Status::failed_precondition("tokens_generated: request " + std::to_string(id) +
                                        " is not running");
   }
+  iteration_ended();
   r->generated = total_generated;
   r->decode_in_iteration = false;
   return Status::ok();

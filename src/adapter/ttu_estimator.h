@@ -8,11 +8,15 @@
 // batch.
 //
 // Iteration model (also the emulated engine's): at each boundary, waiting requests are admitted in
-// order while slots are free. An iteration that admits requests runs, in order, their retrievals
-// (one after another), their prefills, and one decode step of the requests already decoding; a
-// prefill produces the request's first token. An iteration without admissions is one decode step
-// of the whole batch; the projection jumps over runs of such steps in closed form, so its cost is
-// linear in the number of requests, not tokens.
+// order while slots are free; the runtime asks for an admitted request's KV at that boundary, so
+// that is its TTU. An iteration runs, in order, the retrievals (one after another) and prefills
+// of admitted requests whose KV is ready, and one decode step of the requests already decoding; a
+// prefill produces the request's first token. An admitted request whose KV is not ready yet (a
+// known retrieval dependency of a request ahead: RunningRequest / WaitingRequest ready_in_ns)
+// holds its slot and joins the first iteration that starts once it is ready; with nothing else to
+// run the runtime idles until then. An iteration without prefills is one decode step of the whole
+// batch; the projection jumps over runs of such steps in closed form (up to the first predicted
+// completion or readiness), so its cost is linear in the number of requests, not tokens.
 //
 // Not thread-safe; stateless apart from its references (profile and predictor must outlive it).
 #pragma once

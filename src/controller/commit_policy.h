@@ -27,12 +27,17 @@ struct EligibilityInput {
   uint32_t waiting_rank;  // position in the runtime's waiting order (0 = next); UINT32_MAX unknown
   const std::function<Duration()>& ttr;         // provider's state-aware TTR
   const std::function<Duration()>& static_ttr;  // non-resident bytes / fixed rate
+  // How much later than projected recent timed commits became ready relative to their use
+  // (ErrorFeedback::margin(); zero without feedback). Policies that fold it in commit that much
+  // earlier.
+  Duration margin{0};
 };
 
 // Upper bounds of the two TTRs for any claim whose footprint is at most the largest planned one.
 struct TtrBoundInput {
   const std::function<Duration()>& ttr;         // bounds EligibilityInput::ttr
   const std::function<Duration()>& static_ttr;  // bounds EligibilityInput::static_ttr
+  Duration margin{0};                           // EligibilityInput::margin
 };
 
 // rank_limit() of a policy that may find any claim eligible, ranked or not.

@@ -12,12 +12,20 @@ Status ControllerOptions::validate() const {
   if (tick <= Duration::zero()) {
     return Status::invalid_argument("ControllerOptions.tick must be positive");
   }
+  if (feedback.window == 0 || !(feedback.quantile >= 0 && feedback.quantile <= 1)) {
+    return Status::invalid_argument(
+        "ControllerOptions.feedback: window must be >= 1 and quantile in [0, 1]");
+  }
   return Status::ok();
 }
 
 Controller::Controller(Executor& executor, StagingProvider& provider,
                        std::unique_ptr<CommitPolicy> policy, ControllerOptions options)
-    : executor_(executor), provider_(provider), policy_(std::move(policy)), options_(options) {
+    : executor_(executor),
+      provider_(provider),
+      policy_(std::move(policy)),
+      options_(options),
+      feedback_(options.feedback) {
   account();
   // Protection also ends inside the provider (a cancelled claim's last read landing): follow
   // every change of the sum, not only the controller's own calls.
@@ -54,6 +62,7 @@ void Controller::transition(Rec& r, ClaimState to) {
     case ClaimState::kStageReady:
       if (!tl.committed) tl.committed = now;
       tl.ready = now;
+      note_timing(r);
       break;
     case ClaimState::kTransferring: tl.transfer_start = now; break;
     case ClaimState::kReleased: tl.released = now; break;
@@ -74,7 +83,10 @@ void Controller::set_ttu(Rec& r, Duration ttu, TimePoint now) {
   r.ttu = ttu;
   r.ttu_at = now;
   r.use_at = now + ttu;
-  if (r.info.state == ClaimState::kPlanned) by_use_.emplace(r.use_at, r.info.id);
+  if (r.info.state == ClaimState::kPlanned) {
+    by_use_.emplace(r.use_at, r.info.id);
+    if (!r.requested) r.claim.use_at = r.use_at;  // its reads, if committed, go in use order
+  }
 }
 
 void Controller::account() {

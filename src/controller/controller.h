@@ -52,6 +52,7 @@
 #include "controller/byte_time_meter.h"
 #include "controller/claim_state.h"
 #include "controller/commit_policy.h"
+#include "controller/error_feedback.h"
 #include "provider/staging_provider.h"
 #include "tempokv/executor.h"
 
@@ -65,6 +66,10 @@ struct ControllerOptions {
   // Release each object's protection as soon as its own copy to the device is done, not at the
   // end of the whole transfer (the tempokv-progressive variant; needs object_transferred calls).
   bool progressive_release = false;
+  // Fold the recent timing error of timed commits into the laxity of policies that use it
+  // (TempoKV; error_feedback.h). Off: the plain rule, the before/after comparison.
+  bool error_feedback = true;
+  ErrorFeedbackOptions feedback;
   Status validate() const;
 };
 
@@ -140,10 +145,18 @@ class Controller {
   Status object_transferred(ClaimId id, const Key& key);
   Status cancel(ClaimId id);
 
+  // When this claim's KV is projected to be stage-ready, from now: 0 once ready (or on a path
+  // that needs no staging); the provider's projection of its remaining reads while STAGING; its
+  // TTR if committed now while PLANNED. What the runtime adapter's TTU projection uses for the
+  // requests ahead of a target. NotFound for an unknown claim.
+  Result<Duration> ready_in(ClaimId id) const;
+  // The margin error feedback currently adds to the laxity rule (zero without samples).
+  Duration feedback_margin() const { return feedback_.margin(); }
   Result<ClaimInfo> info(ClaimId id) const;
   std::vector<ClaimInfo> claims() const;
   ControllerStats stats() const;
   std::string_view policy_name() const { return policy_->name(); }
+  TimePoint now() const { return executor_.now(); }
   // Forgets released claims (long-running services); their timelines are gone afterwards.
   void forget_released();
 
@@ -161,6 +174,7 @@ class Controller {
     uint64_t cleared_gen = 0;  // set_order(): its rank was cleared in this generation
     uint64_t attempted_in = 0;  // the evaluation that last attempted to commit it
     bool requested = false;
+    bool feedback_noted = false;  // its timing error went to feedback_
     RetrievalCallback on_ready;
   };
   // Where a claim sits in the attempt order: rank, then runtime id; unranked claims last, in
@@ -202,6 +216,9 @@ class Controller {
   void start_ordinary(Rec& r);
   void on_provider_ready(ClaimId id, Status status);
   void finish(Rec& r, const Status& failure);
+  // Once a claim committed before its retrieval request is both ready and requested: its timing
+  // error goes to the error feedback.
+  void note_timing(Rec& r);
 
   Executor& executor_;
   StagingProvider& provider_;
@@ -227,6 +244,7 @@ class Controller {
   TimerHandle wake_;
   std::vector<std::pair<AttemptKey, ClaimId>> candidates_;  // scratch of evaluate_timed_indexed
   std::vector<ClaimId> scratch_ids_;                        // scratch of the attempt-order walk
+  ErrorFeedback feedback_;
   ByteTimeMeter meter_;
   ControllerStats stats_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

@@ -101,6 +101,9 @@ Result<RetrievalAnswer> Controller::request_retrieval(ClaimId id, RetrievalCallb
   }
   r->requested = true;
   r->info.timeline.retrieval_requested = executor_.now();
+  r->claim.use_at = executor_.now();  // needed now: its reads go first
+  if (r->info.state == ClaimState::kStaging) (void)provider_.expedite(id, executor_.now());
+  note_timing(*r);
   switch (r->info.state) {
     case ClaimState::kPlanned: {
       if (!try_commit(*r)) start_ordinary(*r);
@@ -194,6 +197,33 @@ Status Controller::cancel(ClaimId id) {
   transition(*r, ClaimState::kReleased);
   reevaluate();
   return Status::ok();
+}
+
+void Controller::note_timing(Rec& r) {
+  const ClaimInfo& i = r.info;
+  const ClaimTimeline& t = i.timeline;
+  if (r.feedback_noted || !options_.error_feedback || !t.committed || !t.ready ||
+      !t.retrieval_requested || !i.projected_use_at_commit || !i.ttr_at_commit ||
+      *t.committed >= *t.retrieval_requested) {
+    return;
+  }
+  r.feedback_noted = true;
+  const Duration ttr_error = (*t.ready - *t.committed) - *i.ttr_at_commit;
+  const Duration ttu_error = *t.retrieval_requested - *i.projected_use_at_commit;
+  feedback_.record(ttr_error - ttu_error);
+}
+
+Result<Duration> Controller::ready_in(ClaimId id) const {
+  auto it = claims_.find(id);
+  if (it == claims_.end()) {
+    return Status::not_found("ready_in: claim " + std::to_string(id) + " is not reported");
+  }
+  const Rec& r = it->second;
+  switch (r.info.state) {
+    case ClaimState::kPlanned:
+    case ClaimState::kStaging: return provider_.ttr(r.claim);
+    default: return Duration::zero();
+  }
 }
 
 Result<ClaimInfo> Controller::info(ClaimId id) const {

@@ -81,7 +81,7 @@ Duration Controller::laxity(Rec& r, TimePoint now) {
   };
   std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r.claim); };
   // use_at - now is the reported TTU aged by the time since it was reported.
-  EligibilityInput in{r.use_at - now, r.rank, ttr, static_ttr};
+  EligibilityInput in{r.use_at - now, r.rank, ttr, static_ttr, feedback_.margin()};
   return policy_->laxity(in);
 }
 
@@ -129,7 +129,7 @@ void Controller::evaluate_timed_indexed() {
     committed = false;
     next_wake_.reset();
     // The window: a claim used later than now + bound has laxity > 0 whatever its exact TTR.
-    const Duration bound = policy_->ttr_bound(TtrBoundInput{ttr_bound, static_bound});
+    const Duration bound = policy_->ttr_bound(TtrBoundInput{ttr_bound, static_bound, feedback_.margin()});
     const TimePoint horizon =
         bound >= TimePoint::max() - now ? TimePoint::max() : now + bound;
     candidates_.clear();
@@ -147,7 +147,7 @@ void Controller::evaluate_timed_indexed() {
     // the tick bounds how late that can make a commit.
     auto next = by_use_.upper_bound({horizon, UINT64_MAX});
     if (horizon != TimePoint::max() && next != by_use_.end()) {
-      const Duration drained = policy_->ttr_bound(TtrBoundInput{drained_bound, static_bound});
+      const Duration drained = policy_->ttr_bound(TtrBoundInput{drained_bound, static_bound, feedback_.margin()});
       note_wake(std::max(next->first - drained, now + Duration(1)));
     }
     std::vector<std::pair<AttemptKey, ClaimId>> walk = std::move(candidates_);

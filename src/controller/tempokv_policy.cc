@@ -1,5 +1,9 @@
 // TempoKV: eligible when the estimated laxity TTU − TTR is at most zero, with the provider's
-// state-aware TTR (queue, concurrency, calibrated rate, shared staging, residency).
+// state-aware TTR (queue, concurrency, calibrated rate, shared staging, residency), less the
+// margin of recent timing error (error_feedback.h): the laxity the claim would show if it erred as
+// recent ones did.
+#include <algorithm>
+
 #include "controller/commit_policy.h"
 
 namespace tempokv {
@@ -9,9 +13,13 @@ class TempoKvPolicy final : public CommitPolicy {
  public:
   std::string_view name() const override { return "tempokv"; }
   bool eligible(const EligibilityInput& in) const override { return laxity(in) <= Duration::zero(); }
-  Duration laxity(const EligibilityInput& in) const override { return in.ttu - in.ttr(); }
+  Duration laxity(const EligibilityInput& in) const override {
+    return in.ttu - in.ttr() - in.margin;
+  }
   bool timed() const override { return true; }
-  Duration ttr_bound(const TtrBoundInput& in) const override { return in.ttr(); }
+  Duration ttr_bound(const TtrBoundInput& in) const override {
+    return in.ttr() + std::max(Duration::zero(), in.margin);
+  }
 };
 
 }  // namespace

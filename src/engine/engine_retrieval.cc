@@ -244,6 +244,9 @@ void ServingEngine::fill_claim_timeline(Live& r) {
   if (!info.is_ok()) return;
   r.rec.committed = info->timeline.committed;
   r.rec.ready = info->timeline.ready;
+  r.rec.retrieval_requested = info->timeline.retrieval_requested;
+  r.rec.projected_use_at_commit = info->projected_use_at_commit;
+  r.rec.ttr_at_commit = info->ttr_at_commit;
 }
 
 }  // namespace tempokv

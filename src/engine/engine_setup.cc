@@ -24,6 +24,9 @@ Status EngineOptions::validate() const {
   if (!(jitter_sigma >= 0 && jitter_sigma < 1)) {
     return Status::invalid_argument("EngineOptions.jitter_sigma must be in [0, 1)");
   }
+  if (!(estimator_bias > -1 && estimator_bias < 100)) {
+    return Status::invalid_argument("EngineOptions.estimator_bias must be in (-1, 100)");
+  }
   if (prior_output_tokens == 0 || predictor_window == 0) {
     return Status::invalid_argument(
         "EngineOptions.prior_output_tokens and predictor_window must be >= 1");
@@ -69,7 +72,8 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(const EngineContext
     ao.predictor_window = options.predictor_window;
     ao.runtime_id = options.engine_id;  // engines sharing the controller keep separate orders
     TEMPOKV_ASSIGN_OR_RETURN(e->adapter_,
-                             RuntimeAdapter::create(*c.controller, profile, ao));
+                             RuntimeAdapter::create(
+                                 *c.controller, profile.scaled(1 + options.estimator_bias), ao));
     e->api_ = e->adapter_.get();
   }
   return e;

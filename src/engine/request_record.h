@@ -35,6 +35,10 @@ struct RequestRecord {
 
   TimePoint arrival{};
   std::optional<TimePoint> claim_reported, committed, ready;  // controller timeline
+  std::optional<TimePoint> retrieval_requested;               // controller timeline
+  // What the controller expected at commit: the use time it projected and the TTR then.
+  std::optional<TimePoint> projected_use_at_commit;
+  std::optional<Duration> ttr_at_commit;
   std::optional<TimePoint> admitted, retrieval_start, retrieval_end, first_token, finished;
   // TTU projected by the adapter at the first order update that saw the request waiting.
   std::optional<Duration> first_ttu;

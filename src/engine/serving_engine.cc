@@ -57,7 +57,7 @@ void ServingEngine::arrive(uint64_t id) {
   r.stage = Stage::kWaiting;
   waiting_.push_back(id);
   if (iter_) {
-    update_order(boundary_in_now());
+    update_order();  // the adapter projects from its own estimate of the running iteration
   } else {
     kick();
   }
@@ -74,10 +74,10 @@ void ServingEngine::kick() {
   });
 }
 
-void ServingEngine::update_order(Duration boundary_in) {
+void ServingEngine::update_order() {
   if (!api_) return;
   std::vector<uint64_t> waiting(waiting_.begin(), waiting_.end());
-  Status st = api_->update_order(waiting, boundary_in);
+  Status st = api_->update_order(waiting);
   if (!st.is_ok()) return;  // only unknown ids fail it, which the engine never passes
   for (uint64_t id : waiting) {
     Live& r = live_.at(id);
@@ -90,16 +90,11 @@ void ServingEngine::update_order(Duration boundary_in) {
   }
 }
 
-Duration ServingEngine::boundary_in_now() const {
-  // The adapter knows the running iteration's work (iteration_started) and projects from its end.
-  if (!iter_) return Duration::zero();
-  return std::max(Duration::zero(), iter_->end - executor_.now());
-}
-
 void ServingEngine::boundary() {
   in_boundary_ = true;
-  update_order(Duration::zero());
-  while (running_.size() < options_.max_active && !waiting_.empty()) {
+  update_order();
+  while (running_.size() < options_.max_active && !waiting_.empty() &&
+         kv_fits(live_.at(waiting_.front()).req.prompt_tokens)) {
     uint64_t id = waiting_.front();
     waiting_.pop_front();
     admit(id);
@@ -124,7 +119,7 @@ void ServingEngine::boundary() {
   for (uint64_t id : it.admits) {
     const Live& r = live_.at(id);
     if (r.retrieve) retrievals += profile_.retrieval(r.rec.cached_bytes);
-    compute += profile_.prefill(r.rec.prefill_tokens);
+    compute += profile_.prefill(r.rec.prefill_tokens, r.req.prompt_tokens - r.rec.prefill_tokens);
   }
   for (uint64_t id : it.decoders) {
     const Live& r = live_.at(id);
@@ -136,6 +131,16 @@ void ServingEngine::boundary() {
   if (api_) (void)api_->iteration_started(it.admits, it.decoders);  // all running
   iter_ = std::move(it);
   next_retrieval();
+}
+
+bool ServingEngine::kv_fits(uint32_t prompt_tokens) const {
+  if (profile_.kv_capacity_tokens == 0 || running_.empty()) return true;
+  uint64_t used = prompt_tokens;
+  for (uint64_t id : running_) {
+    const Live& r = live_.at(id);
+    used += r.req.prompt_tokens + r.generated;
+  }
+  return used <= profile_.kv_capacity_tokens;
 }
 
 void ServingEngine::admit(uint64_t id) {
@@ -176,7 +181,9 @@ void ServingEngine::start_compute() {
   Duration compute{0};
   uint64_t context = 0;
   for (uint64_t id : it.admits) {
-    compute += jitter_.apply(profile_.prefill(live_.at(id).rec.prefill_tokens));
+    const Live& r = live_.at(id);
+    compute += jitter_.apply(
+        profile_.prefill(r.rec.prefill_tokens, r.req.prompt_tokens - r.rec.prefill_tokens));
   }
   for (uint64_t id : it.decoders) {
     const Live& r = live_.at(id);

@@ -5,8 +5,9 @@
 // Compute is not run, it takes time: the CostProfile's costs times a seeded jitter.
 //
 // Iteration model (the TtuEstimator's, adapter/ttu_estimator.h, so TTU projects what happens):
-//  * At a boundary the engine reports the waiting order (update_order, boundary_in 0), then admits
-//    waiting requests in FCFS order while slots are free. An admitted request with a claim
+//  * At a boundary the engine reports the waiting order (update_order), then admits
+//    waiting requests in FCFS order while slots are free and the GPU's KV cache
+//    (CostProfile::kv_capacity_tokens) holds the running contexts and the next prompt. An admitted request with a claim
 //    requests retrieval: ready -> its retrieval runs in this iteration; wait -> it holds its slot
 //    until the callback, then joins the next iteration; error -> recompute.
 //  * An iteration runs the retrievals of its admitted requests one after another, then their
@@ -15,8 +16,9 @@
 //    request that reached its true output length frees its slot.
 //  * With nothing to run (only requests waiting for staging, or none) the engine idles until an
 //    arrival or a readiness callback.
-//  * Arrivals during an iteration update the order with boundary_in set so that the adapter's
-//    projection of the running iteration lands on its real end (docs/engine.md).
+//  * Arrivals during an iteration update the order too. The engine never tells the adapter when
+//    the running iteration will end (it knows its drawn step time; a runtime does not): the
+//    adapter estimates it from iteration_started, the batch and its own calibrated costs.
 //
 // Baseline mode (no claims, the lmcache-dax comparison): no adapter and no controller; a hit is
 // retrieved through StagingProvider::start_ordinary (resident chunks held, the rest read on demand
@@ -89,6 +91,9 @@ struct EngineOptions {
   bool verify_bytes = false;           // real mode: check restored bytes against the store
   uint32_t prior_output_tokens = 128;  // adapter's output prior before any completion
   uint32_t predictor_window = 256;     // completions the output predictor remembers
+  // The adapter's cost profile is this engine's scaled by 1 + estimator_bias: an estimator that
+  // is wrong on purpose (> -1). The engine's own step times never change.
+  double estimator_bias = 0;
   // object_transferred after each object's copy. Only progressive release acts on it, so a
   // runtime that knows its policy is not progressive may skip the calls (through the service,
   // one round trip per object).
@@ -159,11 +164,13 @@ class ServingEngine {
   void kick();
   void boundary();
   void admit(uint64_t id);
+  // The GPU's KV cache holds the running requests' contexts and this prompt too (always true with
+  // nothing running, so an oversized prompt still runs alone).
+  bool kv_fits(uint32_t prompt_tokens) const;
   void start_compute();
   void end_iteration();
   void finish(Live& r);
-  void update_order(Duration boundary_in);
-  Duration boundary_in_now() const;
+  void update_order();
   // engine_retrieval.cc: the prefix lookup, the retrieval of one admitted request, and its
   // fallbacks.
   void lookup_prefix(Live& r);

@@ -74,6 +74,10 @@ Status validate_eval_options(const EvalOptions& o) {
   if (!o.tempokvd.empty()) TEMPOKV_RETURN_IF_ERROR(validate_service_options(o));
   if (!(o.time_scale > 0)) return Status::invalid_argument("--time-scale must be > 0");
   if (o.window_s && !(*o.window_s > 0)) return Status::invalid_argument("--window-s must be > 0");
+  if (!(o.estimator_bias > -0.9 && o.estimator_bias < 10)) {
+    return Status::invalid_argument("--estimator-bias must be in (-0.9, 10)");
+  }
+  if (o.seeds == 0 || o.seeds > 100) return Status::invalid_argument("--seeds must be in 1..100");
   if (o.fast_tier_gib && !(*o.fast_tier_gib > 0)) {
     return Status::invalid_argument("--fast-tier-gib must be > 0");
   }

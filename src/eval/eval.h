@@ -34,6 +34,16 @@ struct EvalOptions {
   std::vector<double> ratios;         // fig4: filter of 0.5, 0.75, 1.0
   std::string profiles_dir;           // where <profile>.json files are
   uint64_t seed = 1;                  // workload and jitter seed
+  // run_eval_seeds(): seeds 1..N of the same matrix, folded into one row per configuration
+  // (seed 1's run plus the mean and 95 % interval of the main metrics). run_eval() runs `seed`.
+  uint32_t seeds = 1;
+  // The adapter's cost profile is the engine's scaled by 1 + estimator_bias (every compute and
+  // retrieval cost), so the TTU estimator is wrong on purpose; its online calibration and the
+  // controller's error feedback are what remain to correct it. Sim and real modes.
+  double estimator_bias = 0;
+  // The controller folds recent estimation error into TempoKV's laxity (DESIGN.md §4); off:
+  // the plain rule, for the before/after comparison.
+  bool error_feedback = true;
   uint32_t engines = 0;               // 0: the scenario's default (trace: chosen from the load)
   std::optional<double> fast_tier_gib;  // overrides the scenario's fast tier (budget: half)
   std::optional<double> jitter_sigma;   // overrides the engine's step-time jitter
@@ -108,5 +118,16 @@ std::vector<std::string> eval_scenarios();
 // Validates options (scenario, policy names, mode) with messages naming the option.
 Status validate_eval_options(const EvalOptions& options);
 Result<EvalResult> run_eval(const EvalOptions& options);
+// run_eval over seeds 1..options.seeds (just run_eval when seeds < 2). Each row is seed 1's run
+// with `<metric>_mean` and `<metric>_ci95` extra fields (the 95 % Student-t half-width) for p95,
+// p50 and mean TTFT, C, throughput, lateness p50/p95 and late claims, and `seeds`. The records
+// are seed 1's.
+Result<EvalResult> run_eval_seeds(const EvalOptions& options);
+
+struct MeanCi {
+  double mean = 0;
+  double ci95 = 0;  // half-width; 0 for fewer than two values
+};
+MeanCi mean_ci95(const std::vector<double>& values);
 
 }  // namespace tempokv

@@ -24,7 +24,18 @@ RunMetrics compute_metrics(std::span<const RequestRecord> records, double protec
   std::vector<double> ttft;
   std::optional<TimePoint> first, last;
   double floor_byte_s = 0, floor_staging_byte_s = 0;
+  std::vector<double> lateness, ttu_err, ttr_err;
   for (const RequestRecord& r : records) {
+    if (r.committed && r.ready && r.retrieval_requested) {
+      lateness.push_back(to_seconds(*r.ready - *r.retrieval_requested));
+      if (lateness.back() > 0) ++m.late_claims;
+    }
+    if (r.committed && r.retrieval_requested && r.projected_use_at_commit) {
+      ttu_err.push_back(to_seconds(*r.retrieval_requested - *r.projected_use_at_commit));
+    }
+    if (r.committed && r.ready && r.ttr_at_commit) {
+      ttr_err.push_back(to_seconds(*r.ready - *r.committed - *r.ttr_at_commit));
+    }
     first = first ? std::min(*first, r.arrival) : r.arrival;
     m.verified_chunks += r.verified_chunks;
     m.mismatched_chunks += r.mismatched_chunks;
@@ -56,6 +67,13 @@ RunMetrics compute_metrics(std::span<const RequestRecord> records, double protec
       floor_staging_byte_s += bytes * (staging_s + transfer_s);
     }
   }
+  m.timed_claims = lateness.size();
+  m.lateness_p50_s = percentile(lateness, 0.50);
+  m.lateness_p95_s = percentile(lateness, 0.95);
+  m.ttu_err_p50_s = percentile(ttu_err, 0.50);
+  m.ttu_err_p95_s = percentile(ttu_err, 0.95);
+  m.ttr_err_p50_s = percentile(ttr_err, 0.50);
+  m.ttr_err_p95_s = percentile(ttr_err, 0.95);
   m.p50_ttft_s = percentile(ttft, 0.50);
   m.p95_ttft_s = percentile(ttft, 0.95);
   m.p99_ttft_s = percentile(ttft, 0.99);

@@ -5,6 +5,11 @@
 //   throughput         output tokens of successful requests / (last completion − first
 //                      submission)
 //   C                  ∫ (protected + reserved) dt / completed requests, over the whole run
+//   lateness           per committed claim whose retrieval was requested: ready − requested
+//                      (> 0: the runtime waited for staging); p50, p95 and the count of late ones
+//   TTU / TTR error    per committed claim: actual − projected (use time; time to ready), as
+//                      the controller saw them at commit (negative TTU error and positive TTR
+//                      error are the late side)
 //   C floor            what any stage-ready policy must hold at least: each retrieved request's
 //                      footprint for the duration of its fast tier -> device transfer (and, in
 //                      the "with staging" variant, also while its bytes are read from the SSD
@@ -39,6 +44,10 @@ struct RunMetrics {
   double c_floor_staging_gib_s_per_req = 0;
   uint64_t staged = 0, ordinary = 0, no_hit = 0, recomputes = 0;  // requests by path
   uint64_t verified_chunks = 0, mismatched_chunks = 0;
+  uint64_t timed_claims = 0;  // committed claims whose retrieval was requested
+  uint64_t late_claims = 0;   // of those, ready after the request
+  double lateness_p50_s = 0, lateness_p95_s = 0;
+  double ttu_err_p50_s = 0, ttu_err_p95_s = 0, ttr_err_p50_s = 0, ttr_err_p95_s = 0;
 };
 
 // protected_gib_s: ∫ (protected + reserved) dt of the whole run (ControllerStats). ssd_read_bytes_per_s:

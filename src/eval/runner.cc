@@ -224,6 +224,15 @@ Result<Runner::Outcome> Runner::run_once(RunSpec spec) {
     row.extra.emplace_back("service_late_errors", double(calls.late_errors));
   }
   if (spec.after_run) spec.after_run(*stack, start, row);
+  // Timing quality (docs/evaluation.md): how late stage-ready came, and the estimators' errors.
+  row.extra.emplace_back("timed_claims", double(m.timed_claims));
+  row.extra.emplace_back("late_claims", double(m.late_claims));
+  row.extra.emplace_back("lateness_p50_s", m.lateness_p50_s);
+  row.extra.emplace_back("lateness_p95_s", m.lateness_p95_s);
+  row.extra.emplace_back("ttu_err_p50_s", m.ttu_err_p50_s);
+  row.extra.emplace_back("ttu_err_p95_s", m.ttu_err_p95_s);
+  row.extra.emplace_back("ttr_err_p50_s", m.ttr_err_p50_s);
+  row.extra.emplace_back("ttr_err_p95_s", m.ttr_err_p95_s);
   stack.reset();
   // The next run gets a fresh daemon, as it gets a fresh in-process stack.
   if (service_) TEMPOKV_RETURN_IF_ERROR(service_->stop());

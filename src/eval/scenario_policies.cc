@@ -33,6 +33,8 @@ StackConfig base_stack(const Runner& runner, const CostProfile& profile, const s
   c.fast_tier_bytes = static_cast<uint64_t>(fast_tier_gib * double(kGiB));
   c.budget_bytes = c.fast_tier_bytes / 2;
   c.seed = runner.options().seed;
+  c.estimator_bias = runner.options().estimator_bias;
+  c.error_feedback = runner.options().error_feedback;
   if (runner.options().jitter_sigma) c.jitter_sigma = *runner.options().jitter_sigma;
   if (runner.options().engines) c.engines = runner.options().engines;
   if (!runner.sim()) {

@@ -131,6 +131,7 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
   // because nothing is protected).
   ControllerOptions co;
   co.tick = config.tick;
+  co.error_feedback = config.error_feedback;
   TEMPOKV_ASSIGN_OR_RETURN(
       s->controller_,
       make_controller(ex, *s->provider_, config.baseline() ? "demand" : config.policy, co));
@@ -156,6 +157,7 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
     eo.baseline = config.baseline();
     eo.verify_bytes = config.verify_bytes;
     eo.prior_output_tokens = config.prior_output_tokens;
+    eo.estimator_bias = config.estimator_bias;
     EngineContext c{&ex,
                     &storage.store(),
                     s->provider_.get(),

@@ -107,6 +107,8 @@ struct StackConfig {
   double jitter_sigma = 0.05;               // step-time jitter around the profile
   uint64_t seed = 1;                        // jitter streams (engine k uses seed + k)
   uint32_t prior_output_tokens = 128;       // the adapter's output prior
+  double estimator_bias = 0;                // adapter's costs = engine's × (1 + bias)
+  bool error_feedback = true;               // ControllerOptions::error_feedback
   Duration tick = std::chrono::milliseconds(50);
   uint32_t max_reads_in_flight = 16;        // provider reads at once (= the SSD's concurrency)
   double prior_read_bytes_per_s = 11.0 * double(1ULL << 30);   // provider's rate before samples

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <vector>
 
+#include "tempokv/executor.h"
 #include "tempokv/key.h"
 #include "tempokv/status.h"
 
@@ -22,6 +24,10 @@ struct ManifestEntry {
 struct StagingClaim {
   ClaimId id = 0;
   std::vector<ManifestEntry> objects;  // in retrieval order; reads are issued in this order
+  // When its retrieval is projected to begin (the controller's use time). The provider issues
+  // queued reads earliest use first, so a claim used later never delays one used sooner; unset
+  // means now (needed at once).
+  std::optional<TimePoint> use_at;
 };
 
 // What commit() achieved at once.

@@ -10,7 +10,13 @@ namespace tempokv {
 Status StagingProvider::check_invariants() const {
   TEMPOKV_RETURN_IF_ERROR(tier_.check_invariants());
   uint64_t queue_bytes = 0;
-  for (const Key& key : queue_) queue_bytes += objects_.at(key).read_bytes;
+  for (const auto& [pos, key] : queue_) {
+    const ObjectRec& rec = objects_.at(key);
+    queue_bytes += rec.read_bytes;
+    if (rec.read != ReadState::kQueued || rec.queue_pos->first != pos) {
+      return Status::internal(key.to_string() + ": queued at a place its record disagrees with");
+    }
+  }
   if (queue_bytes != queued_bytes_) {
     return Status::internal("queued_bytes_ is " + std::to_string(queued_bytes_) +
                             " but the queue holds " + std::to_string(queue_bytes));

@@ -36,13 +36,14 @@ void StagingProvider::pump() {
     std::vector<Key> chosen;
     for (auto it = queue_.begin(); it != queue_.end() && in_flight_keys_.size() + chosen.size() <
                                                              options_.max_reads_in_flight;) {
-      ObjectRec& rec = objects_.at(*it);
-      if (!tier_.begin_fill(*it, rec.read_bytes).is_ok()) {
+      const Key& key = it->second;
+      ObjectRec& rec = objects_.at(key);
+      if (!tier_.begin_fill(key, rec.read_bytes).is_ok()) {
         ++it;  // no room yet: it waits in place
         continue;
       }
       rec.read = ReadState::kInFlight;
-      chosen.push_back(*it);
+      chosen.push_back(key);
       queued_bytes_ -= rec.read_bytes;
       ++state_version_;
       it = queue_.erase(it);

@@ -13,20 +13,23 @@ namespace tempokv {
 
 Duration StagingProvider::ttr_reference(const StagingClaim& claim) const {
   const uint64_t epoch = ++ttr_epoch_;
+  const TimePoint use_at = use_time(claim);
   uint64_t needed = 0;
   std::vector<PlannedRead> fresh;  // reads the claim would add, in manifest order
   std::unordered_set<Key> fresh_keys;
   for (const ManifestEntry& e : claim.objects) {
     if (tier_.resident(e.key)) continue;  // protecting a resident object is instant
     auto it = objects_.find(e.key);
-    if (it != objects_.end() && it->second.read != ReadState::kNone) {
-      // Covered by a read queued or in flight: it keeps that read's completion time.
+    if (it != objects_.end() && it->second.read != ReadState::kNone &&
+        (it->second.read == ReadState::kInFlight || it->second.queue_pos->first.first <= use_at)) {
+      // Covered by a read in flight or queued ahead: it keeps that read's completion time.
       if (it->second.mark != epoch) {
         it->second.mark = epoch;
         ++needed;
       }
       continue;
     }
+    // Not covered, or queued for a claim used later (committing this one moves it up to here).
     if (fresh_keys.insert(e.key).second) {
       fresh.push_back({static_cast<double>(round_up(e.bytes, kBlockBytes)), true});
       ++needed;
@@ -43,11 +46,13 @@ Duration StagingProvider::ttr_reference(const StagingClaim& claim) const {
     double remaining = std::max(0.0, static_cast<double>(rec.read_bytes) - done);
     in_flight.push_back({remaining, rec.mark == epoch});
   }
+  // The queued reads used no later than this claim go first.
   auto queued = queue_.begin();
+  const auto queued_end = queue_.upper_bound({use_at, UINT64_MAX});
   size_t next_fresh = 0;
   auto next = [&]() -> std::optional<PlannedRead> {
-    if (queued != queue_.end()) {
-      const ObjectRec& rec = objects_.at(*queued++);
+    if (queued != queued_end) {
+      const ObjectRec& rec = objects_.at((queued++)->second);
       return PlannedRead{static_cast<double>(rec.read_bytes), rec.mark == epoch};
     }
     if (next_fresh < fresh.size()) return fresh[next_fresh++];
@@ -79,7 +84,7 @@ const StagingProvider::TtrSnapshot& StagingProvider::ttr_snapshot() const {
   auto refill = [&] {  // true when the queue ran out with a slot free
     while (active.size() < options_.max_reads_in_flight) {
       if (queued == queue_.end()) return true;
-      const ObjectRec& rec = objects_.at(*queued++);
+      const ObjectRec& rec = objects_.at((queued++)->second);
       active.push({served + static_cast<double>(rec.read_bytes), &rec});
     }
     return false;
@@ -110,6 +115,11 @@ const StagingProvider::TtrSnapshot& StagingProvider::ttr_snapshot() const {
 }
 
 Duration StagingProvider::ttr(const StagingClaim& claim) const {
+  // The shared projection holds when every queued read goes before this claim's new ones (it is
+  // used no sooner than any of them); otherwise only part of the queue is ahead of it.
+  if (!queue_.empty() && queue_.rbegin()->first.first > use_time(claim)) {
+    return ttr_reference(claim);
+  }
   const TtrSnapshot& snap = ttr_snapshot();
   const uint64_t epoch = ++ttr_epoch_;
   uint64_t in_service = 0;  // needed reads still in service where the queue runs out

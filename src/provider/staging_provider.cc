@@ -80,15 +80,41 @@ StagingProvider::ObjectRec& StagingProvider::object(const Key& key, uint64_t pay
   return it->second;
 }
 
-void StagingProvider::enqueue(const Key& key, ObjectRec& rec) {
-  if (rec.read != ReadState::kNone) {
-    ++stats_.coalesced;
-    return;
+TimePoint StagingProvider::use_time(const StagingClaim& claim) const {
+  return claim.use_at.value_or(executor_.now());
+}
+
+void StagingProvider::enqueue(const Key& key, ObjectRec& rec, TimePoint use_at) {
+  if (rec.read != ReadState::kNone) ++stats_.coalesced;
+  if (rec.read == ReadState::kInFlight) return;
+  if (rec.read == ReadState::kQueued) {
+    if (rec.queue_pos->first.first <= use_at) return;
+    queue_.erase(rec.queue_pos);  // a claim used sooner needs it: it moves up
+  } else {
+    queued_bytes_ += rec.read_bytes;
   }
   rec.read = ReadState::kQueued;
-  rec.queue_pos = queue_.insert(queue_.end(), key);
+  rec.queue_pos = queue_.emplace(QueueKey{use_at, queue_seq_++}, key).first;
   ++state_version_;
-  queued_bytes_ += rec.read_bytes;
+}
+
+Status StagingProvider::expedite(ClaimId id, TimePoint use_at) {
+  auto it = claims_.find(id);
+  if (it == claims_.end()) {
+    return Status::not_found("expedite: claim " + std::to_string(id) + " is not known");
+  }
+  if (it->second.ordinary || it->second.draining) return Status::ok();
+  for (const Key& key : it->second.keys) {
+    auto o = objects_.find(key);
+    if (o != objects_.end() && o->second.read == ReadState::kQueued &&
+        o->second.queue_pos->first.first > use_at) {
+      enqueue(key, o->second, use_at);
+      --stats_.coalesced;  // not a second claim's read joining, only a move
+    }
+  }
+  pump();
+  flush_callbacks();
+  return Status::ok();
 }
 
 Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCallback on_ready) {
@@ -101,6 +127,7 @@ Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCall
     ++stats_.refusals;
     return Status(st.code(), "claim " + std::to_string(claim.id) + " refused: " + st.message());
   }
+  const TimePoint use_at = use_time(claim);
   ClaimRec& c = claims_[claim.id];
   c.keys = std::move(v.keys);
   for (size_t i = 0; i < c.keys.size(); ++i) {
@@ -119,7 +146,7 @@ Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCall
       assert(st.is_ok() && "the protect cost was checked");
       (void)st;
     }
-    enqueue(key, rec);
+    enqueue(key, rec, use_at);
   }
   ++stats_.commits;
   if (c.pending == 0) {
@@ -151,7 +178,7 @@ Result<ClaimPhase> StagingProvider::start_ordinary(const StagingClaim& claim,
     ObjectRec& rec = object(key, v.payload_bytes[i]);
     rec.waiters.push_back({claim.id, false});
     ++c.pending;
-    enqueue(key, rec);
+    enqueue(key, rec, executor_.now());  // the ordinary path needs it now
   }
   if (c.pending == 0) return ClaimPhase::kOrdinaryReady;
   c.on_ready = std::move(on_ready);

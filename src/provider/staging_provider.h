@@ -21,10 +21,14 @@
 // controller decides between recommitting and the ordinary path. The object is absent afterwards
 // and a later commit or ordinary claim reads it afresh.
 //
-// Issue order: reads are queued in commit order and manifest order (demand reads in the order
-// their claims arrive) and issued from the head, at most max_reads_in_flight at once. A read that
+// Issue order: queued reads are ordered by the use time of the earliest claim that needs them
+// (StagingClaim::use_at; demand reads and claims without one: the time they were queued), then by
+// when they were queued, and in manifest order within a claim; they are issued from the head, at
+// most max_reads_in_flight at once. A read already queued moves up when a claim used sooner
+// needs it (commit, or expedite() when a committed claim's retrieval comes early). A read that
 // cannot get fast-tier room yet (a demand read while the tier is occupied by protected, reserved,
-// filling or held objects) waits in place and later reads may pass it.
+// filling or held objects) waits in place and later reads may pass it. TTR projects this order: a
+// claim's reads go after the queued reads used no later than it (and move its queued reads up).
 //
 // Invariants (check_invariants() verifies them):
 //  * An object's owners are the committed claims that need it. Resident: protect_count == number
@@ -40,6 +44,7 @@
 
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -110,9 +115,14 @@ class StagingProvider {
   Status release(ClaimId id);
   // Ends a claim in any phase; its protection holds until its in-flight reads and copies finish.
   Status cancel(ClaimId id);
+  // A committed claim is now used at `use_at` (its retrieval came sooner than projected): its
+  // queued reads move up to that use time where they were queued later. Never moves them back.
+  // NotFound for a claim the provider does not know.
+  Status expedite(ClaimId id, TimePoint use_at);
 
-  // Time until every object of `claim` would be resident and protected if committed now: the
-  // state-aware projection (ttr_projection.h). 0 when all are resident. No I/O.
+  // Time until every object of `claim` would be resident and protected if committed now (with
+  // its use time): the state-aware projection (ttr_projection.h) in issue order. 0 when all are
+  // resident. For a committed claim: the time until its outstanding reads are done. No I/O.
   Duration ttr(const StagingClaim& claim) const;
   // The same projection run for this claim alone over the whole queue: the definition ttr()
   // must equal (ttr() shares the part before the queue runs out between claims). For tests.
@@ -138,6 +148,8 @@ class StagingProvider {
 
  private:
   enum class ReadState : uint8_t { kNone, kQueued, kInFlight };
+  using QueueKey = std::pair<TimePoint, uint64_t>;  // (use time, queued sequence)
+  using Queue = std::map<QueueKey, Key>;
   struct Member {
     ClaimId claim;
     bool draining;  // the claim is gone but its in-flight read still counts it
@@ -148,7 +160,7 @@ class StagingProvider {
     std::vector<Member> owners;   // committed claims: protected or reserved on their behalf
     std::vector<Member> waiters;  // ordinary claims waiting for the read
     ReadState read = ReadState::kNone;
-    std::list<Key>::iterator queue_pos;  // when queued
+    Queue::iterator queue_pos;           // when queued
     double served_at_issue = 0;          // when in flight: fluid progress at issue
     mutable uint64_t mark = 0;           // ttr(): the projection that needs it
     // ttr()'s shared projection (snapshot version snap_version): when this read finishes, in
@@ -187,7 +199,9 @@ class StagingProvider {
   // staging_provider.cc
   Result<Validated> validate_claim(const StagingClaim& claim);
   ObjectRec& object(const Key& key, uint64_t payload_bytes);
-  void enqueue(const Key& key, ObjectRec& rec);
+  // Queues the object's read for use at use_at, or moves its queued read up to it.
+  void enqueue(const Key& key, ObjectRec& rec, TimePoint use_at);
+  TimePoint use_time(const StagingClaim& claim) const;
   void flush_callbacks();
   // provider_release.cc
   void became_ready(ClaimId id, ClaimRec& c);
@@ -214,7 +228,8 @@ class StagingProvider {
   RateCalibrator rate_;
   std::unordered_map<Key, ObjectRec> objects_;  // objects with owners, waiters or a read
   std::unordered_map<ClaimId, ClaimRec> claims_;
-  std::list<Key> queue_;             // reads not yet issued, in issue order
+  Queue queue_;                      // reads not yet issued, in issue order
+  uint64_t queue_seq_ = 0;
   uint64_t queued_bytes_ = 0;        // read_bytes of every read in queue_
   std::vector<Key> in_flight_keys_;  // reads issued, not completed
   // Fluid model of the reads in flight (processor sharing at the calibrated rate): bytes each has

@@ -34,7 +34,7 @@ struct NarrativeQaOptions {
   double cache_ratio = 1.0;  // prefix cache ratio of each document, in (0, 1]
   Duration interval = std::chrono::milliseconds(500);  // fixed arrival interval
   uint32_t max_output_tokens = 128;                    // generation limit
-  uint32_t output_min_tokens = 60;  // true output length uniform in [min, max_output_tokens]
+  uint32_t output_min_tokens = 100;  // true output length uniform in [min, max_output_tokens]
   bool shuffle = true;              // seeded request order; false: group by group
   uint64_t first_id = 1;            // ids are first_id, first_id + 1, ... in arrival order
 

@@ -77,24 +77,73 @@ TEST(RuntimeAdapter, FinishedOutputsTrainThePredictor) {
   EXPECT_EQ(f.adapter->admitted(1).code(), StatusCode::kNotFound);
 }
 
-TEST(RuntimeAdapter, OrderUpdateMidIterationProjectsFromTheBoundary) {
+TEST(RuntimeAdapter, OrderUpdateMidIterationProjectsFromItsOwnEstimateOfTheBoundary) {
   AdapterFixture f;  // one slot, prior output 100 tokens, 10 ms decode steps
+  f.profile.prefill_a_s = 0.020;  // a 20 ms prefill
+  f.adapter = RuntimeAdapter::create(*f.controller, f.profile, {.max_active = 1}).value();
   ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 4}).is_ok());  // limit 4 tokens
   ASSERT_TRUE(f.adapter->admitted(1).is_ok());
   std::vector<uint64_t> prefills{1};
   ASSERT_TRUE(f.adapter->iteration_started(prefills, {}).is_ok());
+  f.stack.ex.run_for(milliseconds(15));
   ASSERT_TRUE(f.adapter->add_request({2, 1000, 0, 0, 4}).is_ok());
   std::vector<uint64_t> waiting{2};
-  ASSERT_TRUE(f.adapter->update_order(waiting, milliseconds(5)).is_ok());
-  // At the boundary (5 ms) request 1 has its first token; 3 more steps of 10 ms follow.
+  // The runtime's own hint is ignored: 5 ms of the 20 ms prefill are left by the adapter's
+  // costs; then request 1 has its first token and 3 more steps of 10 ms follow.
+  ASSERT_TRUE(f.adapter->update_order(waiting, milliseconds(500)).is_ok());
   EXPECT_EQ(f.adapter->last_ttu(2).value(), milliseconds(35));
+  f.stack.ex.run_for(milliseconds(5));
   ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
   std::vector<uint64_t> decoders{1};
   ASSERT_TRUE(f.adapter->iteration_started({}, decoders).is_ok());
-  ASSERT_TRUE(f.adapter->update_order(waiting, milliseconds(10)).is_ok());
+  ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
   EXPECT_EQ(f.adapter->last_ttu(2).value(), milliseconds(30));
+  EXPECT_DOUBLE_EQ(f.adapter->cost_scale(), 1.0);  // the prefill took what the profile said
   EXPECT_EQ(f.adapter->iteration_started(std::vector<uint64_t>{2}, {}).code(),
             StatusCode::kFailedPrecondition);
+}
+
+TEST(RuntimeAdapter, MeasuredIterationsCalibrateTheCostsItProjectsWith) {
+  AdapterFixture f;  // 10 ms decode steps by the profile; the runtime takes 20 ms
+  ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 400}).is_ok());
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
+  std::vector<uint64_t> decoders{1};
+  for (uint32_t n = 2; n < 40; ++n) {
+    ASSERT_TRUE(f.adapter->iteration_started({}, decoders).is_ok());
+    f.stack.ex.run_for(milliseconds(20));
+    ASSERT_TRUE(f.adapter->tokens_generated(1, n).is_ok());
+  }
+  EXPECT_NEAR(f.adapter->cost_scale(), 2.0, 0.01);
+  ASSERT_TRUE(f.adapter->add_request({2, 1000, 0, 0, 400}).is_ok());
+  std::vector<uint64_t> waiting{2};
+  ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
+  // 61 more tokens predicted (the prior of 100) at the measured ~20 ms, not the profile's 10 ms.
+  EXPECT_NEAR(to_seconds(f.adapter->last_ttu(2).value()), 61 * 0.020, 0.01);
+}
+
+TEST(RuntimeAdapter, ARequestAheadWaitingForItsKvDelaysTheOnesBehind) {
+  AdapterFixture f;  // one slot
+  AdapterOptions o;
+  o.max_active = 1;
+  o.prior_output_tokens = 10;
+  f.adapter = RuntimeAdapter::create(*f.controller, f.profile, o).value();
+  // Request 1 runs, 5 more steps predicted (50 ms). Request 2 is next; its KV takes 500 ms to
+  // stage (8 objects, 2 reads at a time, 62.5 ms each). Request 3 waits behind it.
+  ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 100}).is_ok());
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
+  ASSERT_TRUE(f.adapter->tokens_generated(1, 5).is_ok());
+  ASSERT_TRUE(f.adapter->add_request({2, 1000, 999, 8 * testing::kObj, 100}).is_ok());
+  ASSERT_TRUE(f.adapter->report_hit(2, claim_of(2, {1, 2, 3, 4, 5, 6, 7, 8}).objects).is_ok());
+  ASSERT_TRUE(f.adapter->add_request({3, 1000, 0, 0, 100}).is_ok());
+  std::vector<uint64_t> waiting{2, 3};
+  ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
+  EXPECT_EQ(f.adapter->last_ttu(2).value(), milliseconds(50));
+  // Request 2 holds the slot from 50 ms but runs only once its KV is ready at 500 ms: its first
+  // token then, 9 more steps, and request 3 is admitted at 590 ms (140 ms if 2's KV were ready),
+  // plus the 1 ns its 512 MiB copy takes at the fixture's link rate.
+  EXPECT_EQ(f.adapter->last_ttu(3).value(), milliseconds(590) + Duration(1));
 }
 
 }  // namespace

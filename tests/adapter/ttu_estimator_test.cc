@@ -64,7 +64,10 @@ TEST(TtuEstimator, RankOneWaitsForThePredecessorAndRankTwoForRankOne) {
   EXPECT_EQ(ttu[1], milliseconds(120 + 100 + 110 + 15 * 20));
 }
 
-TEST(TtuEstimator, RetrievalsAdmittedTogetherRunOneAfterAnother) {
+// The runtime asks for the KV of every request it admits at a boundary at that boundary (the
+// emulated engine and vLLM both do): their TTUs are equal though their copies run one after
+// another.
+TEST(TtuEstimator, RequestsAdmittedTogetherAllNeedTheirKvAtTheBoundary) {
   CostProfile profile = simple_profile();
   OutputPredictor predictor(8, 16);
   TtuEstimator est(profile, predictor);
@@ -76,8 +79,29 @@ TEST(TtuEstimator, RetrievalsAdmittedTogetherRunOneAfterAnother) {
   snap.waiting.push_back({3, 1000, 1000, 0, 64});
   auto ttu = est.estimate(snap);
   EXPECT_EQ(ttu[0], milliseconds(5));
-  EXPECT_EQ(ttu[1], milliseconds(205));
-  EXPECT_EQ(ttu[2], milliseconds(505));
+  EXPECT_EQ(ttu[1], milliseconds(5));
+  EXPECT_EQ(ttu[2], milliseconds(5));
+}
+
+TEST(TtuEstimator, GpuKvCapacityLimitsAdmissions) {
+  CostProfile profile = simple_profile();
+  OutputPredictor predictor(8, 16);
+  TtuEstimator est(profile, predictor);
+  RuntimeSnapshot snap;
+  snap.max_active = 4;
+  snap.kv_capacity_tokens = 2500;
+  snap.running.push_back({7, 2000, 14, 100, 0});  // 2 more steps of 20 ms, 2000 tokens held
+  snap.waiting.push_back({1, 1000, 1000, 0, 64});
+  auto ttu = est.estimate(snap);
+  // A free slot, but 2000 + 1000 tokens do not fit: it waits for request 7 to finish.
+  EXPECT_EQ(ttu[0], milliseconds(40));
+}
+
+TEST(TtuEstimator, AttentionOverTheCachedContextCostsThePrefill) {
+  CostProfile profile = simple_profile();
+  profile.prefill_c_s_per_token2 = 1e-9;
+  // 100 new tokens after 10,000 cached: 10 ms + 100 ms + (100² + 2·100·10,000) ns = 112.01 ms.
+  EXPECT_EQ(profile.prefill(100, 10'000), std::chrono::microseconds(112'010));
 }
 
 TEST(TtuEstimator, DecodeStepsCostTheBatchContext) {

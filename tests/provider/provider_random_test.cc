@@ -111,6 +111,9 @@ class RandomRun {
       uint64_t o = 1 + pick(kObjects);
       c.objects.push_back({obj(o), obj_bytes(o, 5)});
     }
+    // Half the claims carry a use time, so reads are queued out of commit order and the
+    // projection runs both with the whole queue ahead and with only part of it.
+    if (pick(2) == 0) c.use_at = s_.ex.now() + std::chrono::microseconds(pick(1'000'000));
     return c;
   }
 

@@ -248,6 +248,46 @@ TEST(ProviderSim, RateIsCalibratedOverBusyTimeOnly) {
   EXPECT_EQ(s.provider->ttr(claim_of(3, {3})), microseconds(63'500));
 }
 
+// Seed 2's claims 7 and 8 (docs/evaluation.md): a large claim used later, committed first, must
+// not push a small claim used sooner past its use time. Reads go in use order, and the TTR of
+// each claim, projected at its commit, is exactly when it becomes ready.
+TEST(ProviderSim, ReadsFollowUseTimeSoALargerClaimUsedLaterCannotDelayAnEarlierOne) {
+  SimStack s({.max_reads_in_flight = 1});
+  StagingClaim late = claim_of(7, {1, 2, 3, 4, 5, 6});
+  late.use_at = s.t0 + milliseconds(800);
+  StagingClaim early = claim_of(8, {9, 10});
+  early.use_at = s.t0 + milliseconds(200);
+  EXPECT_EQ(s.provider->ttr(late), 6 * kObjTime);
+  ASSERT_TRUE(s.commit(late).is_ok());
+  // In commit order claim 8 would wait for all of claim 7: 8 × 62.5 ms = 500 ms, past its use.
+  // In use order it waits only for the read already in flight: 3 × 62.5 ms.
+  EXPECT_EQ(s.provider->ttr(early), 3 * kObjTime);
+  ASSERT_TRUE(s.commit(early).is_ok());
+  s.ex.run();
+  EXPECT_EQ(s.ready_after(8), 3 * kObjTime);
+  EXPECT_LE(s.t0 + s.ready_after(8), *early.use_at);
+  EXPECT_EQ(s.ready_after(7), 8 * kObjTime);
+  EXPECT_LE(s.t0 + s.ready_after(7), *late.use_at);
+}
+
+TEST(ProviderSim, ExpediteMovesACommittedClaimsQueuedReadsUp) {
+  SimStack s({.max_reads_in_flight = 1});
+  StagingClaim a = claim_of(1, {1, 2, 3});
+  a.use_at = s.t0 + milliseconds(100);
+  StagingClaim b = claim_of(2, {4, 5});
+  b.use_at = s.t0 + milliseconds(900);
+  ASSERT_TRUE(s.commit(a).is_ok());
+  ASSERT_TRUE(s.commit(b).is_ok());
+  // Claim 2's retrieval comes now: its reads go right after the one in flight.
+  ASSERT_TRUE(s.provider->expedite(2, s.t0).is_ok());
+  EXPECT_EQ(s.provider->ttr(b), 3 * kObjTime);
+  s.ex.run();
+  EXPECT_EQ(s.ready_after(2), 3 * kObjTime);
+  EXPECT_EQ(s.ready_after(1), 5 * kObjTime);
+  EXPECT_TRUE(s.provider->check_invariants().is_ok());
+  EXPECT_EQ(s.provider->expedite(99, s.t0).code(), StatusCode::kNotFound);
+}
+
 TEST(ProviderSim, ReadsAreIssuedInCommitOrderThenManifestOrder) {
   SimStack s({.max_reads_in_flight = 1});
   ASSERT_TRUE(s.commit(claim_of(1, {3, 1})).is_ok());
