@@ -107,7 +107,7 @@ int run(EvalCli& c) {
   std::cout << "tempokv eval --scenario " << o.scenario << " --mode " << c.mode;
   if (!o.tempokvd.empty()) std::cout << " --via-service (" << o.tempokvd << ")";
   std::cout << "\n";
-  Result<EvalResult> r = run_eval(o);
+  Result<EvalResult> r = run_eval_seeds(o);
   progress->clear();
   if (!r.is_ok()) {
     std::cerr << "eval: " << r.status().to_string() << "\n";
@@ -179,6 +179,15 @@ void add_eval_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--json", c->json_path, "Write the JSON rows to this file");
   cmd->add_flag("--plots", c->plots, "Draw the figures with scripts/plot into --out");
   cmd->add_option("--seed", c->options.seed, "Workload and jitter seed")->capture_default_str();
+  cmd->add_option("--seeds", c->options.seeds,
+                  "Run seeds 1..N and report each configuration's mean and 95 % interval "
+                  "(*_mean, *_ci95 fields)")
+      ->check(CLI::Range(1u, 100u));
+  cmd->add_option("--estimator-bias", c->options.estimator_bias,
+                  "The adapter's cost profile is the engine's x (1 + F), e.g. 0.2 or -0.2")
+      ->capture_default_str();
+  cmd->add_flag("!--no-error-feedback", c->options.error_feedback,
+                "TempoKV without the controller's error feedback (the before/after comparison)");
   cmd->add_option("--engines", c->options.engines,
                   "Data-parallel engines (default 1; trace: chosen from the load)");
   cmd->add_option("--fast-tier-gib", c->fast_tier_gib,
