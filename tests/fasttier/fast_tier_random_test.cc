@@ -47,7 +47,7 @@ std::map<Key, std::pair<uint64_t, uint64_t>> resident_extents(const FastTier& t)
 }
 
 TEST(FastTierRandom, FillsSucceedExactlyWhenAWindowExistsAndEvictOnlyInsideIt) {
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
     FastTierOptions o;
     o.capacity_bytes = kSlots * kBlockBytes;
     o.protected_budget_bytes = 40 * kBlockBytes;
@@ -60,7 +60,7 @@ TEST(FastTierRandom, FillsSucceedExactlyWhenAWindowExistsAndEvictOnlyInsideIt) {
     auto pick = [&](uint64_t n) { return n == 0 ? 0 : rng() % n; };
     std::vector<Key> filling, resident;
     uint64_t next_key = 1, refused_with_room = 0, successes = 0;
-    for (int step = 0; step < 3000; ++step) {
+    for (int step = 0; step < 2500; ++step) {
       SCOPED_TRACE("seed " + std::to_string(seed) + " step " + std::to_string(step));
       uint64_t op = pick(10);
       if (op < 4) {  // a chunk of 4 or 8 pages, or a short final chunk of 1-7 pages
