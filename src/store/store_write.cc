@@ -18,6 +18,7 @@ void StoreImpl::put(const Key& key, TokenRange tokens, const void* data, size_t 
   Status bad;
   std::string what = "put of key " + key.to_string() + ": ";
   if (closing_) bad = Status::failed_precondition(what + "the store is closing");
+  else if (options_.read_only) bad = Status::failed_precondition(what + "the store is read-only");
   else if (bytes == 0) bad = Status::invalid_argument(what + "empty payload (0 bytes)");
   else if (bytes > options_.max_object_bytes) {
     bad = Status::invalid_argument(what + "payload of " + std::to_string(bytes) +
@@ -47,6 +48,9 @@ void StoreImpl::put(const Key& key, TokenRange tokens, const void* data, size_t 
 void StoreImpl::remove(const Key& key, DoneCallback cb) {
   std::string what = "remove of key " + key.to_string() + ": ";
   if (closing_) return fail_soon(std::move(cb), Status::failed_precondition(what + "store closing"));
+  if (options_.read_only) {
+    return fail_soon(std::move(cb), Status::failed_precondition(what + "the store is read-only"));
+  }
   if (!index_.contains(key) && !in_flight_.contains(key)) {
     return fail_soon(std::move(cb), Status::not_found(what + "not in the store"));
   }

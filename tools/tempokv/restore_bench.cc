@@ -212,6 +212,7 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
     if (!r.row.available || specs.count(r.row.chunk_tokens)) continue;
     SessionSpec spec{config.model, result.bytes_per_token, result.tokens, r.row.chunk_tokens,
                      config.sessions};
+    spec.write_missing = !config.reuse;
     specs[r.row.chunk_tokens] = spec;
     max_chunk_bytes = std::max(max_chunk_bytes, uint64_t(spec.chunk_tokens) * spec.bytes_per_token);
     needed += session_store_bytes(spec);
@@ -224,6 +225,7 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
   sopt.segment_bytes = std::max<uint64_t>(1ULL << 30, round_up(max_chunk_bytes, kMiB) + kMiB);
   sopt.max_object_bytes = std::max<uint64_t>(max_chunk_bytes, kMiB);
   sopt.capacity_bytes = std::max<uint64_t>(needed * 2 + 4 * sopt.segment_bytes, 64ULL << 30);
+  sopt.read_only = config.reuse;  // inspection of an earlier run's store: never reclaims
   TEMPOKV_ASSIGN_OR_RETURN(auto store, Store::open(executor, *store_engine, sopt));
 
   std::map<uint32_t, std::vector<BenchSession>> sessions;

@@ -51,7 +51,9 @@ void add_restore_bench_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--compare-fio", config->compare_fio,
                 "Also run fio (O_DIRECT, io_uring, same request size, depth and files)");
   cmd->add_flag("--keep", config->keep, "Keep the store directory afterwards");
-  cmd->add_flag("--reuse", config->reuse, "Reuse sessions already in --dir");
+  cmd->add_flag("--reuse", config->reuse,
+                "Reuse sessions already in --dir: the store is opened read-only (nothing written "
+                "or reclaimed), and a missing chunk is an error");
   cmd->add_option("--json", config->json_path, "Write the rows as JSON to this file");
 
   cmd->callback([config, session_bytes, max_request, exit_code] {
