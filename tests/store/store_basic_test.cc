@@ -9,16 +9,7 @@
 namespace tempokv::testing {
 namespace {
 
-class StoreBasicTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    if (!dir_.supports_direct()) GTEST_SKIP() << dir_.path() << " does not support O_DIRECT";
-    ASSERT_TRUE(h_.start(small_options(dir_.path())).is_ok());
-  }
-  TempDir dir_;
-  StoreHarness h_;
-};
+class StoreBasicTest : public SmallStoreTest {};
 
 TEST_F(StoreBasicTest, AlignedPayloadRoundTrips) {
   auto src = AlignedBuffer::allocate(300 * kKiB + 5);  // zero-copy body + bounced tail

@@ -8,17 +8,7 @@
 namespace tempokv::testing {
 namespace {
 
-class StoreCorruptionTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    if (!dir_.supports_direct()) GTEST_SKIP() << dir_.path() << " does not support O_DIRECT";
-    ASSERT_TRUE(h_.start(small_options(dir_.path())).is_ok());
-  }
-  std::string segment_file(uint32_t id) { return dir_.path() + "/" + store::segment_file_name(id); }
-  TempDir dir_;
-  StoreHarness h_;
-};
+class StoreCorruptionTest : public SmallStoreTest {};
 
 TEST_F(StoreCorruptionTest, FlippedPayloadByteMakesGetReturnCorruption) {
   ASSERT_TRUE(h_.put_seeded(1, 64 * kKiB).is_ok());

@@ -12,20 +12,12 @@
 namespace tempokv::testing {
 namespace {
 
-class StoreDamageTest : public ::testing::Test {
+class StoreDamageTest : public SmallStoreTest {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    if (!dir_.supports_direct()) GTEST_SKIP() << dir_.path() << " does not support O_DIRECT";
-    ASSERT_TRUE(h_.start(small_options(dir_.path())).is_ok());
-  }
-  std::string segment_file(uint32_t id) { return dir_.path() + "/" + store::segment_file_name(id); }
   Result<size_t> get(uint64_t i, size_t bytes) {
     auto buf = AlignedBuffer::allocate(round_up(bytes, kBlockBytes));
     return h_.get(test_key(i), buf->data(), buf->size());
   }
-  TempDir dir_;
-  StoreHarness h_;
 };
 
 TEST_F(StoreDamageTest, PayloadFailingItsChecksumLeavesTheIndexAcrossReopen) {

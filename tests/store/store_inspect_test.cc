@@ -15,26 +15,13 @@ bool mentions(const Status& st, const std::string& text) {
   return st.message().find(text) != std::string::npos;
 }
 
-size_t segment_files(const std::string& dir) {
-  size_t n = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    n += store::parse_segment_file_name(e.path().filename().string()).has_value();
-  }
-  return n;
-}
-
-class StoreInspectTest : public ::testing::Test {
+class StoreInspectTest : public SmallStoreTest {
  protected:
   void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    if (!dir_.supports_direct()) GTEST_SKIP() << dir_.path() << " does not support O_DIRECT";
-    // Six 1 MiB segments: three 300 KiB records fill one.
-    ASSERT_TRUE(h_.start(small_options(dir_.path())).is_ok());
-    for (uint64_t i = 0; i < 17; ++i) ASSERT_TRUE(h_.put_seeded(i, 300 * kKiB).is_ok());
-    ASSERT_EQ(segment_files(dir_.path()), 6u);
+    SmallStoreTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_TRUE(fill_six_segments(h_, dir_.path()));
   }
-  TempDir dir_;
-  StoreHarness h_;
 };
 
 TEST_F(StoreInspectTest, ReopenWithSmallerCapacityIsRefusedNamingBothSizes) {
@@ -45,7 +32,7 @@ TEST_F(StoreInspectTest, ReopenWithSmallerCapacityIsRefusedNamingBothSizes) {
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(mentions(st, std::to_string(6 * kMiB))) << st.to_string();
   EXPECT_TRUE(mentions(st, std::to_string(2 * kMiB))) << st.to_string();
-  EXPECT_EQ(segment_files(dir_.path()), 6u);
+  EXPECT_EQ(segment_file_count(dir_.path()), 6u);
 }
 
 TEST_F(StoreInspectTest, ReopenWithSmallerCapacityReclaimsOnlyWhenAsked) {
@@ -53,7 +40,7 @@ TEST_F(StoreInspectTest, ReopenWithSmallerCapacityReclaimsOnlyWhenAsked) {
   h_.options.capacity_bytes = 2 * kMiB;
   h_.options.reclaim_at_open = true;
   ASSERT_TRUE(h_.reopen().is_ok());
-  EXPECT_EQ(segment_files(dir_.path()), 2u);
+  EXPECT_EQ(segment_file_count(dir_.path()), 2u);
   EXPECT_EQ(h_.store->stats().reclaimed_segments, 4u);
   EXPECT_TRUE(h_.check_seeded(16, 300 * kKiB));
 }
@@ -71,7 +58,7 @@ TEST_F(StoreInspectTest, ReadOnlyOpenNeitherReclaimsNorWrites) {
   EXPECT_TRUE(mentions(put, "read-only")) << put.to_string();
   EXPECT_EQ(h_.remove(test_key(1)).code(), StatusCode::kFailedPrecondition);
   ASSERT_TRUE(h_.close().is_ok());
-  EXPECT_EQ(segment_files(dir_.path()), 6u);
+  EXPECT_EQ(segment_file_count(dir_.path()), 6u);
   EXPECT_EQ(std::filesystem::last_write_time(dir_.path() + "/" + store::segment_file_name(6)),
             before);
 }

@@ -31,26 +31,14 @@ CliRun tempokv(const std::string& args) {
   return r;
 }
 
-size_t segment_files(const std::string& dir) {
-  size_t n = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    n += store::parse_segment_file_name(e.path().filename().string()).has_value();
-  }
-  return n;
-}
-
-class StoreCliTest : public ::testing::Test {
+class StoreCliTest : public SmallStoreTest {
  protected:
   void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    if (!dir_.supports_direct()) GTEST_SKIP() << dir_.path() << " does not support O_DIRECT";
-    ASSERT_TRUE(h_.start(small_options(dir_.path())).is_ok());
-    for (uint64_t i = 0; i < 17; ++i) ASSERT_TRUE(h_.put_seeded(i, 300 * kKiB).is_ok());
-    ASSERT_EQ(segment_files(dir_.path()), 6u);
+    SmallStoreTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_TRUE(fill_six_segments(h_, dir_.path()));
   }
   std::string dir() const { return " --dir " + dir_.path(); }
-  TempDir dir_;
-  StoreHarness h_;
 };
 
 TEST_F(StoreCliTest, InspectionCommandsLeaveEverySegment) {
@@ -62,10 +50,10 @@ TEST_F(StoreCliTest, InspectionCommandsLeaveEverySegment) {
   EXPECT_EQ(stats.exit_code, 0) << stats.output;
   CliRun verify = tempokv("store verify" + dir());
   EXPECT_EQ(verify.exit_code, 0) << verify.output;
-  EXPECT_EQ(segment_files(dir_.path()), 6u);
+  EXPECT_EQ(segment_file_count(dir_.path()), 6u);
   CliRun sized = tempokv("store ls --capacity 2MiB" + dir());  // inspection takes no sizes
   EXPECT_NE(sized.exit_code, 0);
-  EXPECT_EQ(segment_files(dir_.path()), 6u);
+  EXPECT_EQ(segment_file_count(dir_.path()), 6u);
 }
 
 TEST_F(StoreCliTest, WriterWithSmallerCapacityIsRefusedUnlessReclaimIsGiven) {
@@ -76,11 +64,11 @@ TEST_F(StoreCliTest, WriterWithSmallerCapacityIsRefusedUnlessReclaimIsGiven) {
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_NE(refused.output.find(std::to_string(6 * kMiB)), std::string::npos) << refused.output;
   EXPECT_NE(refused.output.find(std::to_string(2 * kMiB)), std::string::npos) << refused.output;
-  EXPECT_EQ(segment_files(dir_.path()), 6u);
+  EXPECT_EQ(segment_file_count(dir_.path()), 6u);
   CliRun reclaimed = tempokv(put + " --capacity 2MiB --reclaim");
   // The empty payload is refused after the open: the open itself reclaimed.
   EXPECT_NE(reclaimed.output.find("empty payload"), std::string::npos) << reclaimed.output;
-  EXPECT_EQ(segment_files(dir_.path()), 2u);
+  EXPECT_EQ(segment_file_count(dir_.path()), 2u);
 }
 
 TEST_F(StoreCliTest, InspectingAStoreALiveWriterHoldsIsRefusedByName) {
@@ -89,7 +77,7 @@ TEST_F(StoreCliTest, InspectingAStoreALiveWriterHoldsIsRefusedByName) {
     EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.output;
     EXPECT_NE(r.output.find("LOCK"), std::string::npos) << cmd << ": " << r.output;
   }
-  EXPECT_EQ(segment_files(dir_.path()), 6u);
+  EXPECT_EQ(segment_file_count(dir_.path()), 6u);
 }
 
 TEST_F(StoreCliTest, CapacityThatOverflowsIsRefusedNamingTheText) {
@@ -98,7 +86,7 @@ TEST_F(StoreCliTest, CapacityThatOverflowsIsRefusedNamingTheText) {
                   " --capacity 1e25" + dir());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("1e25"), std::string::npos) << r.output;
-  EXPECT_EQ(segment_files(dir_.path()), 6u);
+  EXPECT_EQ(segment_file_count(dir_.path()), 6u);
 }
 
 }  // namespace
