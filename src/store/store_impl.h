@@ -1,6 +1,7 @@
 // StoreImpl: the one implementation of Store (store.h is the contract). Split by concern:
 //   store_open.cc    open, recovery from a scan, close, teardown
-//   store_write.cc   put/remove, record placement, group commit, sealing
+//   store_write.cc   put/remove, record placement, group commit, sealing (large puts are hashed
+//                    and copied on the WriteWorker's thread, not the loop's)
 //   store_read.cc    get, lookup, list, stats
 //   reclaim.cc       capacity and oldest-first segment reclamation
 //   quarantine.cc    segments with a corrupt header, records failing their checksum
@@ -25,6 +26,7 @@
 #include "store/format.h"
 #include "store/segment.h"
 #include "store/store.h"
+#include "store/write_worker.h"
 
 namespace tempokv::store {
 
@@ -43,9 +45,14 @@ struct PendingWrite {
   Store::DoneCallback cb;
   int pieces_left = 0;  // engine writes not yet completed
   Status status;
+  bool prepared = false;   // buffers filled (prepare_write), by the WriteWorker for large puts
+  bool zero_copy = false;  // the payload goes out from the caller's memory
   AlignedBytes head;  // the header block, or the whole record when the payload was copied
   AlignedBytes tail;  // the payload's last partial block (zero-copy path)
 };
+// Fills w's write buffers from its header and data: the header block, and the copied payload (or,
+// zero-copy, its last partial block). Any thread: touches only w. Out of memory goes to w->status.
+void prepare_write(PendingWrite* w, const void* data);
 
 class StoreImpl final : public Store {
  public:
@@ -143,6 +150,7 @@ class StoreImpl final : public Store {
   int lock_fd_ = -1;
   bool closing_ = false;
   DoneCallback close_cb_;
+  WriteWorker worker_;  // last: destroyed (joined) first
 };
 
 }  // namespace tempokv::store
