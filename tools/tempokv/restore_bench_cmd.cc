@@ -40,6 +40,9 @@ void add_restore_bench_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--baseline-depth", config->baseline_depth,
                   "posix and odirect-bounce: chunks in flight (1 = a naive backend's loop)")
       ->capture_default_str();
+  cmd->add_flag("--equal-depth", config->equal_depth,
+                "Also run posix and odirect-bounce at --depth (rows posix@N, odirect-bounce@N), "
+                "beside their --baseline-depth rows");
   cmd->add_option("--max-request", *max_request, "Largest single read request")
       ->capture_default_str();
   cmd->add_option("--transfer", config->transfer, "Transfer engine: auto, emulated, cuda")
