@@ -20,8 +20,8 @@ std::optional<std::vector<Key>> FastTier::plan_eviction(uint64_t charge) const {
   for (const auto& [key, o] : objects_) {
     if (o.residency == Residency::kAbsent) continue;
     bool can_go = evictable(o);
-    objects.push_back({o.offset, o.offset + o.charge_bytes, &key, can_go,
-                       can_go ? eviction_->rank(key) : 0});
+    objects.push_back(
+        {o.offset, o.offset + o.charge_bytes, &key, can_go, can_go ? eviction_->rank(key) : 0});
   }
   std::sort(objects.begin(), objects.end(),
             [](const Piece& a, const Piece& b) { return a.begin < b.begin; });

@@ -21,8 +21,7 @@ void FaultInjectingEngine::crash_after_requests(uint64_t n) {
 
 void FaultInjectingEngine::crash() { crashed_.store(true); }
 
-bool FaultInjectingEngine::dead(IoOp op, FileId file, uint64_t offset, size_t len,
-                                IoCallback& cb) {
+bool FaultInjectingEngine::dead(IoOp op, FileId file, uint64_t offset, size_t len, IoCallback& cb) {
   if (!page_cache_) return false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -40,7 +39,8 @@ bool FaultInjectingEngine::dead(IoOp op, FileId file, uint64_t offset, size_t le
     return true;
   }
   cb = [this, cb = std::move(cb), what = std::move(what)](Result<size_t> r) {
-    if (crashed()) r = Status::io_error("injected power loss: " + what + " completed after the crash");
+    if (crashed())
+      r = Status::io_error("injected power loss: " + what + " completed after the crash");
     cb(std::move(r));
   };
   return false;

@@ -74,7 +74,8 @@ Result<uint64_t> PageCacheModel::before_write(FileId file, uint64_t offset, size
 void PageCacheModel::write_done(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = writes_.find(id);
-  if (it != writes_.end() && it->second.state == State::kInFlight) it->second.state = State::kWritten;
+  if (it != writes_.end() && it->second.state == State::kInFlight)
+    it->second.state = State::kWritten;
 }
 
 std::vector<uint64_t> PageCacheModel::sync_issued(FileId file) {
@@ -94,8 +95,10 @@ void PageCacheModel::sync_done(const std::vector<uint64_t>& ids, bool ok) {
   for (uint64_t id : ids) {
     auto it = writes_.find(id);
     if (it == writes_.end()) continue;
-    if (ok) writes_.erase(it);
-    else it->second.state = State::kNeverDurable;
+    if (ok)
+      writes_.erase(it);
+    else
+      it->second.state = State::kNeverDurable;
   }
 }
 

@@ -40,7 +40,7 @@ class PageCacheModel {
   void sync_done(const std::vector<uint64_t>& ids, bool ok);
 
   struct CutReport {
-    uint64_t writes = 0;       // not durable at the cut
+    uint64_t writes = 0;  // not durable at the cut
     uint64_t pages_kept = 0;
     uint64_t pages_lost = 0;
     uint64_t pages_torn = 0;

@@ -22,7 +22,8 @@ Status sync_dir(const std::string& dir) {
 }
 
 Result<int> open_segment_file(const std::string& path, bool direct, bool read_only) {
-  int fd = open(path.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | (direct ? O_DIRECT : 0));
+  int flags = (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | (direct ? O_DIRECT : 0);
+  int fd = open(path.c_str(), flags);
   if (fd < 0) return Status::from_errno(errno, "open " + path + (direct ? " with O_DIRECT" : ""));
   return fd;
 }

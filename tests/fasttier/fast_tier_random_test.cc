@@ -22,8 +22,8 @@ uint64_t longest_freeable_run_bytes(const FastTier& t) {
   std::vector<bool> pinned(kSlots, false);
   t.for_each([&](const Key&, const FastObject& o) {
     if (o.residency == Residency::kAbsent) return;
-    bool evictable = o.residency == Residency::kResident && o.protect_count == 0 && !o.reserved &&
-                     o.holds == 0;
+    bool evictable =
+        o.residency == Residency::kResident && o.protect_count == 0 && !o.reserved && o.holds == 0;
     if (evictable) return;
     for (uint64_t s = o.offset / kBlockBytes; s < (o.offset + o.charge_bytes) / kBlockBytes; ++s) {
       pinned[s] = true;
@@ -70,16 +70,16 @@ TEST(FastTierRandom, FillsSucceedExactlyWhenAWindowExistsAndEvictOnlyInsideIt) {
         auto before = resident_extents(t);
         FastTierStats s = t.stats();
         uint64_t charge = pages * kBlockBytes;
-        bool budget_room = s.protected_bytes + s.reserved_bytes + s.pinned_bytes + charge <=
-                           o.capacity_bytes;
+        bool budget_room =
+            s.protected_bytes + s.reserved_bytes + s.pinned_bytes + charge <= o.capacity_bytes;
         bool feasible = budget_room && longest_freeable_run_bytes(t) >= charge;
         Result<uint64_t> off = t.begin_fill(k, charge);
         ASSERT_EQ(off.is_ok(), feasible) << off.status().to_string();
         if (!off.is_ok()) {
           EXPECT_EQ(off.status().code(), StatusCode::kResourceExhausted);
           EXPECT_EQ(t.stats().evictions, evictions) << "a refused fill evicted";
-          refused_with_room += s.evictable_bytes + (o.capacity_bytes - s.resident_bytes -
-                                                    s.filling_bytes) >= charge;
+          refused_with_room +=
+              s.evictable_bytes + (o.capacity_bytes - s.resident_bytes - s.filling_bytes) >= charge;
         } else {
           ++successes;
           auto after = resident_extents(t);
@@ -98,12 +98,16 @@ TEST(FastTierRandom, FillsSucceedExactlyWhenAWindowExistsAndEvictOnlyInsideIt) {
         filling.erase(filling.begin() + static_cast<long>(i));
       } else if (op == 6 && !resident.empty()) {
         const Key& k = resident[pick(resident.size())];
-        if (t.resident(k) && t.find(k)->protect_count == 0) (void)t.protect(k);
-        else if (t.resident(k)) t.unprotect(k);
+        if (t.resident(k) && t.find(k)->protect_count == 0)
+          (void)t.protect(k);
+        else if (t.resident(k))
+          t.unprotect(k);
       } else if (op == 7 && !resident.empty()) {
         const Key& k = resident[pick(resident.size())];
-        if (t.resident(k) && t.find(k)->holds == 0) (void)t.hold(k);
-        else if (t.resident(k)) t.unhold(k);
+        if (t.resident(k) && t.find(k)->holds == 0)
+          (void)t.hold(k);
+        else if (t.resident(k))
+          t.unhold(k);
       } else if (op == 8) {
         Key k{seed, next_key++};
         uint64_t pages = 1 + pick(8);

@@ -135,19 +135,19 @@ TEST(StorePowerLossTest, AcknowledgedWritesSurviveAndNothingTornIsServed) {
       ASSERT_TRUE(after.check_seeded(i, object_bytes(i)));
       ++objects_checked;
     }
-    for (uint64_t i : acked_puts) ASSERT_TRUE(after.store->contains(test_key(i))) << "lost put " << i;
+    for (uint64_t i : acked_puts)
+      ASSERT_TRUE(after.store->contains(test_key(i))) << "lost put " << i;
     for (uint64_t i : acked_removes) {
       ASSERT_FALSE(after.store->contains(test_key(i))) << "remove of " << i << " undone";
     }
   }
   EXPECT_GT(pages_lost + pages_torn, 0u) << "the model never forgot anything";
-  std::printf("power-loss test: %llu crashes, %llu objects checked, %llu pages lost, %llu torn, "
-              "%llu runs with a failed sync\n",
-              static_cast<unsigned long long>(iterations),
-              static_cast<unsigned long long>(objects_checked),
-              static_cast<unsigned long long>(pages_lost),
-              static_cast<unsigned long long>(pages_torn),
-              static_cast<unsigned long long>(sync_failures));
+  std::printf(
+      "power-loss test: %llu crashes, %llu objects checked, %llu pages lost, %llu torn, "
+      "%llu runs with a failed sync\n",
+      static_cast<unsigned long long>(iterations), static_cast<unsigned long long>(objects_checked),
+      static_cast<unsigned long long>(pages_lost), static_cast<unsigned long long>(pages_torn),
+      static_cast<unsigned long long>(sync_failures));
 }
 
 TEST(StorePowerLossTest, FailedSyncFailsThePutsItCoveredAndTheStoreStaysConsistent) {

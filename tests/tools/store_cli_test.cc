@@ -58,8 +58,10 @@ TEST_F(StoreCliTest, InspectionCommandsLeaveEverySegment) {
 
 TEST_F(StoreCliTest, WriterWithSmallerCapacityIsRefusedUnlessReclaimIsGiven) {
   ASSERT_TRUE(h_.close().is_ok());
-  std::string put = "store put --key 00000000000000000000000000000001 --segment-bytes 1MiB"
-                    " --file /dev/null" + dir();
+  std::string put =
+      "store put --key 00000000000000000000000000000001 --segment-bytes 1MiB"
+      " --file /dev/null" +
+      dir();
   CliRun refused = tempokv(put + " --capacity 2MiB");
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_NE(refused.output.find(std::to_string(6 * kMiB)), std::string::npos) << refused.output;
@@ -82,8 +84,10 @@ TEST_F(StoreCliTest, InspectingAStoreALiveWriterHoldsIsRefusedByName) {
 
 TEST_F(StoreCliTest, CapacityThatOverflowsIsRefusedNamingTheText) {
   ASSERT_TRUE(h_.close().is_ok());
-  CliRun r = tempokv("store put --key 00000000000000000000000000000001 --file /dev/null"
-                  " --capacity 1e25" + dir());
+  CliRun r = tempokv(
+      "store put --key 00000000000000000000000000000001 --file /dev/null"
+      " --capacity 1e25" +
+      dir());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("1e25"), std::string::npos) << r.output;
   EXPECT_EQ(segment_file_count(dir_.path()), 6u);
