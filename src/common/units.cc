@@ -32,7 +32,12 @@ Result<uint64_t> parse_bytes(std::string_view text) {
   if (value < 0 || !std::isfinite(value)) {
     return Status::invalid_argument("size '" + s + "' must be a non-negative number");
   }
-  return static_cast<uint64_t>(std::llround(value * mult));
+  // 2^64 is exactly representable; anything at or above it does not fit (llround would be UB).
+  double bytes = std::round(value * mult);
+  if (bytes >= 18446744073709551616.0) {
+    return Status::invalid_argument("size '" + s + "' does not fit in 64 bits (at most 16 EiB)");
+  }
+  return static_cast<uint64_t>(bytes);
 }
 
 std::string format_bytes(uint64_t bytes) {

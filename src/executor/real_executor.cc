@@ -164,7 +164,12 @@ void RealExecutor::run() {
 }
 
 bool RealExecutor::run_until(const std::function<bool()>& pred) {
-  stop_.store(false);
+  // A stop() ends the run it interrupts, or the next one when it came while none was running; a
+  // run ends by consuming any stop requested while it ran.
+  struct ConsumeStop {
+    std::atomic<bool>& stop;
+    ~ConsumeStop() { stop.store(false); }
+  } consume{stop_};
   constexpr int kBatch = 64;
   epoll_event events[kBatch];
   while (!stop_.load()) {

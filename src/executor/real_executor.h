@@ -55,6 +55,8 @@ class RealExecutor final : public Executor {
   // Runs until pred() is true (checked after every task, timer and watch callback) or stop();
   // returns pred().
   bool run_until(const std::function<bool()>& pred);
+  // Ends the current run; one requested while no run is active ends the next run at its start
+  // (so a stop() from another thread that races ahead of run() is not lost).
   void stop();
 
  private:

@@ -23,6 +23,9 @@ class EvictionPolicy {
   virtual void touch(const Key& key) = 0;
   // The next object to evict; nullopt when nothing is evictable.
   virtual std::optional<Key> victim() const = 0;
+  // Where key stands in the eviction order: a smaller rank goes earlier (ranks only compare, they
+  // need not be dense). Meaningful only while key is evictable.
+  virtual uint64_t rank(const Key& key) const = 0;
   virtual size_t size() const = 0;
   virtual bool contains(const Key& key) const = 0;
 };

@@ -237,15 +237,22 @@ Result<uint64_t> FastTier::begin_fill(const Key& key, uint64_t object_bytes) {
                                       " free or evictable");
   }
   std::optional<uint64_t> offset = alloc_.allocate(object_bytes);
-  while (!offset) {
-    std::optional<Key> victim = eviction_->victim();
-    if (!victim) {
-      return Status::resource_exhausted("fill of " + format_bytes(charge) +
-                                        ": no free run long enough (largest " +
-                                        format_bytes(alloc_.largest_free_bytes()) + ")");
+  if (!offset) {
+    // Enough bytes, but maybe not in one run: evict only the objects of the window that frees
+    // one (fast_tier_evict.cc), or nothing at all when pinned objects break up every window.
+    std::optional<std::vector<Key>> victims = plan_eviction(charge);
+    if (!victims) {
+      ++stats_.fragmented_fills;
+      return Status::resource_exhausted(
+          "fill of " + format_bytes(charge) + ": no run of free or evictable space long enough (" +
+          format_bytes(alloc_.free_bytes() + stats_.evictable_bytes) + " free or evictable, " +
+          "split by protected, reserved, filling or held objects; largest free run " +
+          format_bytes(alloc_.largest_free_bytes()) + ")");
     }
-    evict_one(*victim);
+    for (const Key& victim : *victims) evict_one(victim);
     offset = alloc_.allocate(object_bytes);
+    assert(offset && "the planned window is free");
+    if (!offset) return Status::internal("fill of " + format_bytes(charge) + ": planned window");
   }
   if (it == objects_.end()) {
     it = objects_.emplace(key, FastObject{}).first;

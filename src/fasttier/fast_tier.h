@@ -12,9 +12,15 @@
 //  * capacity: resident + filling bytes <= capacity, by construction of the allocator. Objects
 //              counted in the budget plus "pinned" objects (filling or held, not counted in the
 //              budget) never exceed capacity when they are created by reserve/protect/begin_fill,
-//              so staging that reserved budget always finds room by evicting. hold() on a resident
-//              object always succeeds (its bytes are already there) and may briefly break that
-//              sum; begin_fill then waits for the hold to end (it reports ResourceExhausted).
+//              so staging that reserved budget always finds the bytes by evicting. They are in one
+//              run whenever every object fits one slot (slot_bytes >= the chunk size, the
+//              configuration docs/fast-tier.md recommends); with smaller slots non-evictable
+//              objects can split the free space, and begin_fill then refuses (ResourceExhausted,
+//              counted in fragmented_fills) without evicting anything, until a release. hold() on
+//              a resident object always succeeds (its bytes are already there) and may briefly
+//              break that sum; begin_fill then waits for the hold to end (ResourceExhausted).
+// Eviction frees exactly one window of the arena: the objects overlapping the bytes the new
+// object takes, chosen so that the most recently used of them is as old as possible.
 // Evictable = resident, unprotected, unreserved and unheld; only those are evicted, least
 // recently used first (EvictionPolicy). Protected, reserved, filling or held objects never are.
 //
@@ -30,7 +36,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "fasttier/backing.h"
 #include "fasttier/eviction_policy.h"
@@ -70,6 +78,7 @@ struct FastTierStats {
   uint64_t hits = 0;    // use() of a resident object
   uint64_t misses = 0;  // use() of an object that was not resident
   uint64_t fill_failures = 0;
+  uint64_t fragmented_fills = 0;  // fills refused with enough bytes free or evictable, not in a run
 };
 
 // What protecting or reserving a set of objects would add (add_protect_cost()).
@@ -113,9 +122,10 @@ class FastTier {
   Status hold(const Key& key);
   void unhold(const Key& key);
 
-  // Allocates room for an SSD read of key (evicting LRU objects as needed); the object becomes
-  // filling. Returns the offset. ResourceExhausted when it cannot fit now (retry after a
-  // release); FailedPrecondition when key is not absent.
+  // Allocates room for an SSD read of key (evicting, as needed, the evictable objects of one
+  // window); the object becomes filling. Returns the offset. ResourceExhausted, having evicted
+  // nothing, when it cannot fit now (retry after a release); FailedPrecondition when key is not
+  // absent.
   Result<uint64_t> begin_fill(const Key& key, uint64_t object_bytes);
   // The read finished: resident on success, else its memory is freed (absent).
   void end_fill(const Key& key, bool ok);
@@ -152,6 +162,10 @@ class FastTier {
   static bool evictable(const FastObject& o);
   static bool budgeted(const FastObject& o) { return o.protect_count > 0 || o.reserved; }
   void evict_one(const Key& victim);
+  // The evictable objects to evict so that `charge` bytes become one free run: those of the window
+  // whose most recently used victim is the least recent (fewest bytes, then lowest address, on a
+  // tie). nullopt when every window of that length holds a non-evictable object.
+  std::optional<std::vector<Key>> plan_eviction(uint64_t charge) const;
 
   FastTierOptions options_;
   std::unique_ptr<Backing> backing_;

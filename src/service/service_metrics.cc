@@ -88,6 +88,8 @@ std::vector<Metric> ServiceCore::metrics() const {
   add("store_objects", "Objects in the store", kG, double(ss.objects));
   add("store_live_bytes", "Payload bytes in the store", kG, double(ss.live_bytes));
   add("store_puts_total", "Objects written to the store", kC, double(ss.puts));
+  add("store_dropped_records_total", "Store objects dropped after failing their checksum on a read",
+      kC, double(ss.dropped_records));
   add("sessions", "Open sessions", kG, double(sessions_.size()));
   add("runtimes", "Runtimes with at least one session", kG, double(runtimes_.size()));
   add("sessions_opened_total", "Sessions opened", kC, double(counters.sessions_opened));

@@ -179,6 +179,7 @@ void FaultInjectingEngine::dispatch(IoOp op, FileId file, uint64_t offset, size_
 
 void FaultInjectingEngine::read(FileId file, uint64_t offset, void* buf, size_t len, IoCallback cb,
                                 IoThreadHook on_io_thread) {
+  if (dead(IoOp::kRead, file, offset, len, cb)) return;
   dispatch(IoOp::kRead, file, offset, len, std::move(cb),
            [this, file, offset, buf, len, hook = std::move(on_io_thread)](IoCallback c) {
              inner_->read(file, offset, buf, len, std::move(c), hook);
@@ -187,6 +188,18 @@ void FaultInjectingEngine::read(FileId file, uint64_t offset, void* buf, size_t 
 
 void FaultInjectingEngine::write(FileId file, uint64_t offset, const void* buf, size_t len,
                                  IoCallback cb) {
+  if (dead(IoOp::kWrite, file, offset, len, cb)) return;
+  if (page_cache_) {
+    Result<uint64_t> id = page_cache_->before_write(file, offset, len);
+    if (!id.is_ok()) {
+      executor_.post([cb = std::move(cb), st = id.status()] { cb(st); });
+      return;
+    }
+    cb = [this, write_id = *id, cb = std::move(cb)](Result<size_t> r) {
+      page_cache_->write_done(write_id);
+      cb(std::move(r));
+    };
+  }
   dispatch(IoOp::kWrite, file, offset, len, std::move(cb),
            [this, file, offset, buf, len](IoCallback c) {
              inner_->write(file, offset, buf, len, std::move(c));
@@ -194,6 +207,14 @@ void FaultInjectingEngine::write(FileId file, uint64_t offset, const void* buf, 
 }
 
 void FaultInjectingEngine::sync(FileId file, IoCallback cb) {
+  if (dead(IoOp::kSync, file, 0, 0, cb)) return;
+  if (page_cache_) {
+    // Covers the writes completed before it was issued; durable only if it succeeds in time.
+    cb = [this, ids = page_cache_->sync_issued(file), cb = std::move(cb)](Result<size_t> r) {
+      page_cache_->sync_done(ids, r.is_ok() && !crashed());
+      cb(std::move(r));
+    };
+  }
   dispatch(IoOp::kSync, file, 0, 0, std::move(cb),
            [this, file](IoCallback c) { inner_->sync(file, std::move(c)); });
 }

@@ -13,12 +13,19 @@
 // For one request every matching rule is consulted in the order added: the first error wins,
 // delays add up, the smallest short transfer wins. Rules may be added and removed at any time.
 //
+// Power loss (enable_power_loss): writes go through a PageCacheModel, so only what the engine's
+// own syncs made durable is sure to survive. crash() (or crash_after_requests) cuts the power:
+// from then on every request, and every completion still to come, fails with EIO — the process
+// is "dead" — and once nothing is in flight power_cut() rewrites the files as the disk would hold
+// them (unsynced writes kept, lost or torn page by page).
+//
 // Thread safety: the rule methods and the SsdEngine methods are thread-safe when the wrapped
 // engine's are (one mutex guards the rules and the RNG). Delays post to the Executor and then
 // set a timer from the loop thread. Destroy the wrapper only when no request is in flight: a
 // delayed request refers to it until forwarded.
 #pragma once
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <limits>
@@ -29,6 +36,7 @@
 #include <vector>
 
 #include "ssd/io_args.h"
+#include "ssd/page_cache_model.h"
 #include "ssd/ssd_engine.h"
 
 namespace tempokv {
@@ -82,9 +90,18 @@ class FaultInjectingEngine final : public SsdEngine {
   uint64_t faults_injected() const;
   SsdEngine& inner() { return *inner_; }
 
+  // Power-loss mode; call before any file is added. seed drives the fate of unsynced pages.
+  void enable_power_loss(uint64_t seed);
+  // The n-th request from now (1-based) finds the power cut: it and all later ones fail.
+  void crash_after_requests(uint64_t n);
+  void crash();
+  bool crashed() const { return crashed_.load(); }
+  // After crash() and once no request is in flight: forgets what was not durable.
+  Result<PageCacheModel::CutReport> power_cut();
+
   std::string_view name() const override { return inner_->name(); }
   bool direct() const override { return inner_->direct(); }
-  Result<FileId> add_file(int fd) override { return inner_->add_file(fd); }
+  Result<FileId> add_file(int fd) override;
   void remove_file(FileId file) override { inner_->remove_file(file); }
   Status register_buffer(void* base, size_t bytes) override {
     return inner_->register_buffer(base, bytes);
@@ -114,6 +131,9 @@ class FaultInjectingEngine final : public SsdEngine {
   };
 
   Effects decide(IoOp op, FileId file, uint64_t offset, size_t len);
+  // Power-loss mode: fails the request (true) when the power is cut, else wraps cb so that a
+  // completion arriving after the cut fails too.
+  bool dead(IoOp op, FileId file, uint64_t offset, size_t len, IoCallback& cb);
   // Applies the effects and calls `forward` (which issues the request on the inner engine) with
   // the callback to use, unless the request fails.
   void dispatch(IoOp op, FileId file, uint64_t offset, size_t len, IoCallback cb,
@@ -130,6 +150,9 @@ class FaultInjectingEngine final : public SsdEngine {
   std::optional<RuleId> probability_rule_;
   uint64_t faults_injected_ = 0;
   SsdEngineStats injected_;  // request, error and in-flight counts the inner engine never saw
+  std::unique_ptr<PageCacheModel> page_cache_;  // power-loss mode only; set before any I/O
+  uint64_t crash_countdown_ = 0;                // 0: no crash scheduled
+  std::atomic<bool> crashed_{false};
 };
 
 }  // namespace tempokv

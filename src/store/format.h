@@ -39,6 +39,10 @@ enum RecordFlags : uint16_t {
   kFlagSeal = 2,       // the segment's last record; everything before it was synced first
 };
 
+// aux of a tombstone the store wrote itself because the record failed its payload checksum on a
+// read (remove() writes 0). Informational: every tombstone hides the key's older records alike.
+inline constexpr uint64_t kTombstoneCorrupt = 1;
+
 // Block 0 of every segment file.
 struct SegmentHeader {
   uint32_t segment_id = 0;
@@ -54,7 +58,9 @@ struct RecordHeader {
   TokenRange tokens;
   uint64_t payload_bytes = 0;  // exact payload length; the payload is padded to 4 KiB on disk
   Checksum128 payload_checksum;
-  uint64_t aux = 0;  // seal records: the number of records before the seal; otherwise 0
+  // Seal records: the number of records before the seal; tombstones: 0 or kTombstoneCorrupt;
+  // otherwise 0.
+  uint64_t aux = 0;
 
   bool tombstone() const { return (flags & kFlagTombstone) != 0; }
   bool seal() const { return (flags & kFlagSeal) != 0; }

@@ -10,6 +10,7 @@ namespace tempokv::store {
 
 Status StoreImpl::make_room(uint64_t extra_bytes) {
   while (live_disk_bytes_ + extra_bytes > options_.capacity_bytes) {
+    if (reclaim_quarantined()) continue;
     Segment* oldest = nullptr;
     for (auto& [id, seg] : segments_) {
       if (seg->state != SegmentState::kReclaimed) {
@@ -70,8 +71,9 @@ void StoreImpl::maybe_destroy(Segment& seg) {
 void StoreImpl::destroy(Segment& seg) {
   engine_.remove_file(seg.file);
   if (seg.fd >= 0) ::close(seg.fd);
-  // No directory sync: a deletion lost in a crash brings back valid, older records only.
-  if (!seg.path.empty()) ::unlink(seg.path.c_str());
+  // The directory sync keeps a deletion lost in a crash from bringing the store back above its
+  // capacity (which open() would refuse).
+  if (!seg.path.empty() && ::unlink(seg.path.c_str()) == 0) (void)sync_dir(options_.dir);
   segments_.erase(seg.id);
 }
 

@@ -72,6 +72,7 @@ struct Walker {
   uint32_t id;
   SegmentScan& scan;
   std::vector<BadSpot> bad;
+  uint64_t seal_records = 0;  // what the seal says was written before it
 
   Status walk() {
     alignas(kBlockBytes) static thread_local std::byte block[kHeaderBytes];
@@ -110,6 +111,7 @@ struct Walker {
       resyncing = false;
       if (h.seal()) {
         scan.sealed = true;
+        seal_records = h.aux;
         scan.end_offset = off;
         return Status::ok();
       }
@@ -194,7 +196,17 @@ Result<SegmentScan> scan_segment(const std::string& path, uint32_t expected_id,
     (torn ? scan.torn : scan.corrupt)++;
     scan.problems.push_back(where(expected_id, b.offset) + b.what + (torn ? " (torn)" : " (corrupt)"));
   }
-  bool check_payloads = check == PayloadCheck::kAlways ||
+  // A seal vouches for the records before it only if the walk found exactly those: a header that
+  // passes its checksum yet hides a neighbour (a forged or misdirected write) shows up here.
+  bool seal_trusted = !scan.sealed || walker.seal_records == scan.records.size() ||
+                      !walker.bad.empty();  // the count is off by the bad spots already reported
+  if (!seal_trusted) {
+    ++scan.corrupt;
+    scan.problems.push_back(where(expected_id, scan.end_offset) + "seal counts " +
+                            std::to_string(walker.seal_records) + " records, the log holds " +
+                            std::to_string(scan.records.size()) + " (corrupt)");
+  }
+  bool check_payloads = check == PayloadCheck::kAlways || !seal_trusted ||
                         (check == PayloadCheck::kIfUnsealed && !scan.sealed);
   if (check_payloads) {
     for (ScannedRecord& r : scan.records) {

@@ -21,8 +21,9 @@ Status sync_dir(const std::string& dir) {
   return Status::ok();
 }
 
-Result<int> open_segment_file(const std::string& path, bool direct) {
-  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | (direct ? O_DIRECT : 0));
+Result<int> open_segment_file(const std::string& path, bool direct, bool read_only) {
+  int flags = (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | (direct ? O_DIRECT : 0);
+  int fd = open(path.c_str(), flags);
   if (fd < 0) return Status::from_errno(errno, "open " + path + (direct ? " with O_DIRECT" : ""));
   return fd;
 }

@@ -53,8 +53,8 @@ struct Segment {
 // segment header, and syncs the directory so the name survives a crash. On any failure the file is
 // removed again; ENOSPC maps to ResourceExhausted. Returns the fd (O_DIRECT when direct).
 Result<int> create_segment_file(const std::string& dir, uint32_t id, uint64_t bytes, bool direct);
-// Opens an existing segment file for reading and writing.
-Result<int> open_segment_file(const std::string& path, bool direct);
+// Opens an existing segment file for reading and writing (reading only when read_only).
+Result<int> open_segment_file(const std::string& path, bool direct, bool read_only = false);
 // fsync of a directory, so created and removed names are durable.
 Status sync_dir(const std::string& dir);
 

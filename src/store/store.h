@@ -13,7 +13,17 @@
 // Capacity: when live segments exceed capacity_bytes the oldest sealed segment is reclaimed whole;
 // its objects leave the index at once (listeners are told) but the file is deleted only when no
 // read of it is in flight. Reclamation is strictly oldest-first; while the oldest segment is still
-// sealing, the store may exceed capacity by one segment until the seal completes.
+// sealing, the store may exceed capacity by one segment until the seal completes. open() never
+// shrinks a store silently: one found above capacity_bytes is refused (naming both sizes) unless
+// options.reclaim_at_open, except for the one unsealed segment a crash mid-seal leaves over.
+//
+// Damage: a payload that fails its checksum on get() leaves the index at once and for good (a
+// tombstone), so the runtime recomputes instead of claiming it again. A segment whose header is
+// corrupt is renamed to <name>.quarantine: never read, counted against capacity, reclaimed first.
+//
+// Read-only (options.read_only, for inspection): a shared lock (refused while a writer holds the
+// store), no writes of any kind, no reclamation, no recovery that modifies files; put and remove
+// fail with FailedPrecondition.
 //
 // Segment creation (fallocate, header write, fdatasync, directory fsync) runs on the calling
 // thread, once per segment_bytes written; everything else is asynchronous on the SsdEngine.
@@ -43,9 +53,12 @@ struct StoreOptions {
   std::string dir;                        // directory of segment files (unused when simulated)
   uint64_t segment_bytes = 1ULL << 30;    // size each segment file is preallocated to
   uint64_t capacity_bytes = 64ULL << 30;  // bound on the bytes of all segments
-  uint64_t max_object_bytes = 1ULL << 30;  // largest payload accepted by put
+  // Largest payload accepted by put: a record plus the segment header and seal fit one segment.
+  uint64_t max_object_bytes = (1ULL << 30) - 3 * 4096;
   bool simulated = false;                 // no files, no bytes; index and timing only
   bool verify_reads = true;               // check the payload checksum on every get
+  bool read_only = false;                 // inspect only: shared lock, no writes, no reclamation
+  bool reclaim_at_open = false;           // cut a store found above capacity_bytes (oldest first)
   Status validate() const;
 };
 
@@ -75,6 +88,9 @@ struct StoreStats {
   uint64_t failed_puts = 0;
   uint64_t failed_gets = 0;
   uint64_t checksum_failures = 0;     // gets that returned Corruption
+  uint64_t dropped_records = 0;       // objects dropped from the index after failing a checksum
+  uint64_t quarantined_segments = 0;  // segment files with a corrupt header, renamed aside
+  uint64_t quarantined_bytes = 0;     // their bytes, counted in disk_bytes until reclaimed
   uint64_t corrupt_records = 0;       // skipped at open: bad checksum inside the log
   uint64_t torn_records = 0;          // skipped at open: incomplete record at a segment's tail
   uint64_t reclaimed_segments = 0;
@@ -135,7 +151,8 @@ struct VerifyReport {
   uint64_t bytes_checked = 0;
   std::vector<std::string> problems;  // one line per bad record: segment, offset, what was wrong
 };
-// Reads every record of every segment in dir with blocking I/O. Does not modify anything.
+// Reads every record of every segment in dir with blocking I/O. Does not modify anything. Holds
+// the directory's shared lock: FailedPrecondition while a writer (a daemon) has the store open.
 Result<VerifyReport> verify_store_dir(const std::string& dir);
 
 }  // namespace tempokv

@@ -1,25 +1,32 @@
 // StoreImpl: the one implementation of Store (store.h is the contract). Split by concern:
 //   store_open.cc    open, recovery from a scan, close, teardown
-//   store_write.cc   put/remove, record placement, group commit, sealing
+//   store_write.cc   put/remove, record placement, group commit, sealing (large puts are hashed
+//                    and copied on the WriteWorker's thread, not the loop's)
 //   store_read.cc    get, lookup, list, stats
 //   reclaim.cc       capacity and oldest-first segment reclamation
+//   quarantine.cc    segments with a corrupt header, records failing their checksum
 //
 // Loop thread only (every method and every engine callback runs on the Executor). Invariants:
 //   * index_ holds exactly the objects get() may serve; each entry's segment is in segments_ and
 //     not kReclaimed.
 //   * in_flight_[k] holds the sequence of the newest put/remove of k submitted and not finished;
 //     a finishing put enters the index only when it is still that newest one.
-//   * live_disk_bytes_ sums the bytes of segments not reclaimed (the capacity accounting).
+//   * live_disk_bytes_ sums the bytes of segments not reclaimed and of quarantined files (the
+//     capacity accounting); quarantined_bytes_ is the latter part.
 #pragma once
 
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "store/format.h"
 #include "store/segment.h"
 #include "store/store.h"
+#include "store/write_worker.h"
 
 namespace tempokv::store {
 
@@ -38,9 +45,14 @@ struct PendingWrite {
   Store::DoneCallback cb;
   int pieces_left = 0;  // engine writes not yet completed
   Status status;
+  bool prepared = false;   // buffers filled (prepare_write), by the WriteWorker for large puts
+  bool zero_copy = false;  // the payload goes out from the caller's memory
   AlignedBytes head;  // the header block, or the whole record when the payload was copied
   AlignedBytes tail;  // the payload's last partial block (zero-copy path)
 };
+// Fills w's write buffers from its header and data: the header block, and the copied payload (or,
+// zero-copy, its last partial block). Any thread: touches only w. Out of memory goes to w->status.
+void prepare_write(PendingWrite* w, const void* data);
 
 class StoreImpl final : public Store {
  public:
@@ -86,7 +98,10 @@ class StoreImpl final : public Store {
   };
 
   // store_open.cc
+  Status scan_all(const std::vector<uint32_t>& ids);
   Status adopt_segment(uint32_t id, const struct SegmentScan& scan, bool writable);
+  // Refuses (or, when asked, reclaims) a store found above capacity at open.
+  Status fit_capacity();
   void index_put(const Key& key, const Entry& e);
   void index_erase(const Key& key);
   void maybe_finish_close();
@@ -108,6 +123,13 @@ class StoreImpl final : public Store {
   void reclaim(Segment& seg);
   void maybe_destroy(Segment& seg);
   void destroy(Segment& seg);
+  // quarantine.cc
+  Status quarantine(uint32_t id, const std::string& path);
+  Status adopt_quarantined(const std::string& dir);
+  // Deletes the oldest quarantined file when it is older than every live segment.
+  bool reclaim_quarantined();
+  // A get found key's payload corrupt: drop it from the index and, when writable, tombstone it.
+  void drop_corrupt(const Key& key, uint64_t sequence);
 
   Executor& executor_;
   SsdEngine& engine_;
@@ -120,12 +142,15 @@ class StoreImpl final : public Store {
   uint64_t next_sequence_ = 1;
   uint64_t live_disk_bytes_ = 0;
   uint64_t live_payload_bytes_ = 0;
+  std::map<uint32_t, std::pair<std::string, uint64_t>> quarantined_;  // id -> (path, bytes)
+  uint64_t quarantined_bytes_ = 0;
   uint64_t ops_in_flight_ = 0;  // writes (until durable) and reads
   StoreStats stats_;
   EvictionListener listener_;
   int lock_fd_ = -1;
   bool closing_ = false;
   DoneCallback close_cb_;
+  WriteWorker worker_;  // last: destroyed (joined) first
 };
 
 }  // namespace tempokv::store

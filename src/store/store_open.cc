@@ -1,14 +1,12 @@
-// Store::open and recovery: lock the directory, scan every segment, rebuild the index; close and
-// teardown.
-#include <fcntl.h>
-#include <sys/file.h>
+// Store::open and recovery: lock the directory, scan every segment, rebuild the index, hold the
+// capacity; close and teardown.
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 
+#include "store/dir_lock.h"
 #include "store/scan.h"
 #include "store/store_impl.h"
 
@@ -73,24 +71,29 @@ Status StoreImpl::recover() {
   if (options_.simulated) return Status::ok();
   namespace fs = std::filesystem;
   std::error_code ec;
-  fs::create_directories(options_.dir, ec);
-  if (ec) return Status::io_error("create store directory " + options_.dir + ": " + ec.message());
-  std::string lock_path = options_.dir + "/LOCK";
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) return Status::from_errno(errno, "open " + lock_path);
-  if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) {
-      return Status::failed_precondition("store directory " + options_.dir +
-                                         " is open in another process (LOCK is held)");
+  if (options_.read_only) {
+    if (!fs::is_directory(options_.dir, ec)) {
+      return Status::not_found("store directory " + options_.dir + " does not exist");
     }
-    return Status::from_errno(errno, "flock " + lock_path);
+  } else {
+    fs::create_directories(options_.dir, ec);
+    if (ec) return Status::io_error("create store directory " + options_.dir + ": " + ec.message());
   }
+  TEMPOKV_ASSIGN_OR_RETURN(lock_fd_, lock_store_dir(options_.dir, options_.read_only
+                                                                      ? LockMode::kShared
+                                                                      : LockMode::kExclusive));
   std::vector<uint32_t> ids;
   for (const auto& entry : fs::directory_iterator(options_.dir, ec)) {
     if (auto id = parse_segment_file_name(entry.path().filename().string())) ids.push_back(*id);
   }
   if (ec) return Status::io_error("list " + options_.dir + ": " + ec.message());
   std::sort(ids.begin(), ids.end());
+  TEMPOKV_RETURN_IF_ERROR(adopt_quarantined(options_.dir));
+  TEMPOKV_RETURN_IF_ERROR(scan_all(ids));
+  return fit_capacity();
+}
+
+Status StoreImpl::scan_all(const std::vector<uint32_t>& ids) {
   std::unordered_map<Key, uint64_t> tombstone_sequence;
   for (uint32_t id : ids) {
     next_segment_id_ = std::max(next_segment_id_, id + 1);
@@ -104,15 +107,17 @@ Status StoreImpl::recover() {
       if (interrupted_create) {
         // Creation syncs the header before any record goes in, so nothing was stored here.
         ++stats_.torn_records;
+        if (options_.read_only) continue;  // a writer's open removes it
         ::unlink(path.c_str());
         TEMPOKV_RETURN_IF_ERROR(sync_dir(options_.dir));
       } else {
-        ++stats_.corrupt_records;  // left in place for inspection; never read
+        ++stats_.corrupt_records;
+        TEMPOKV_RETURN_IF_ERROR(quarantine(id, path));
       }
       continue;
     }
     bool clean_tail = id == ids.back() && !scan.sealed && scan.corrupt == 0 && scan.torn == 0;
-    TEMPOKV_RETURN_IF_ERROR(adopt_segment(id, scan, clean_tail));
+    TEMPOKV_RETURN_IF_ERROR(adopt_segment(id, scan, clean_tail && !options_.read_only));
     Segment& seg = *segments_.at(id);
     for (const ScannedRecord& r : scan.records) {
       next_sequence_ = std::max(next_sequence_, r.header.sequence + 1);
@@ -133,12 +138,32 @@ Status StoreImpl::recover() {
       seg.keys.push_back(key);
     }
   }
+  return Status::ok();
+}
+
+Status StoreImpl::fit_capacity() {
+  if (options_.read_only || live_disk_bytes_ <= options_.capacity_bytes) return Status::ok();
+  // A crash while the oldest segment was sealing (so that it could be reclaimed) leaves the store
+  // one unsealed segment over: finishing that reclamation shrinks nothing the writer had kept.
+  const Segment* oldest = segments_.empty() ? nullptr : segments_.begin()->second.get();
+  bool crash_mid_seal = oldest != nullptr && oldest->state == SegmentState::kRetired &&
+                        quarantined_.empty() &&
+                        live_disk_bytes_ - oldest->bytes <= options_.capacity_bytes;
+  if (!options_.reclaim_at_open && !crash_mid_seal) {
+    return Status::failed_precondition(
+        "store directory " + options_.dir + " holds " + std::to_string(live_disk_bytes_) +
+        " bytes of segments, more than capacity_bytes " +
+        std::to_string(options_.capacity_bytes) + ": open it with a capacity of at least " +
+        std::to_string(live_disk_bytes_) +
+        " bytes, or ask for its oldest segments to be reclaimed (reclaim_at_open, --reclaim)");
+  }
   return make_room(0);
 }
 
 Status StoreImpl::adopt_segment(uint32_t id, const SegmentScan& scan, bool writable) {
   std::string path = options_.dir + "/" + segment_file_name(id);
-  TEMPOKV_ASSIGN_OR_RETURN(int fd, open_segment_file(path, engine_.direct()));
+  TEMPOKV_ASSIGN_OR_RETURN(int fd,
+                           open_segment_file(path, engine_.direct(), options_.read_only));
   Result<FileId> file = engine_.add_file(fd);
   if (!file.is_ok()) {
     ::close(fd);

@@ -1,5 +1,5 @@
 // The read side: get (straight into the caller's aligned buffer, checksum verified on the
-// engine's I/O thread), lookup, list and stats.
+// engine's I/O thread; a mismatch drops the object, quarantine.cc), lookup, list and stats.
 #include <algorithm>
 #include <cstdio>
 
@@ -65,7 +65,10 @@ void StoreImpl::get(const Key& key, void* dst, size_t dst_bytes, ReadCallback cb
           cb(e.payload_bytes);
         } else {
           ++stats_.failed_gets;
-          if (st.code() == StatusCode::kCorruption) ++stats_.checksum_failures;
+          if (st.code() == StatusCode::kCorruption) {
+            ++stats_.checksum_failures;
+            drop_corrupt(key, e.sequence);
+          }
           cb(st);
         }
         maybe_finish_close();
@@ -118,6 +121,8 @@ StoreStats StoreImpl::stats() const {
   s.objects = index_.size();
   s.live_bytes = live_payload_bytes_;
   s.disk_bytes = live_disk_bytes_;
+  s.quarantined_segments = quarantined_.size();
+  s.quarantined_bytes = quarantined_bytes_;
   s.segments = 0;
   for (const auto& [id, seg] : segments_) {
     if (seg->state != SegmentState::kReclaimed) ++s.segments;

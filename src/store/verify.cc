@@ -1,7 +1,10 @@
 // verify_store_dir: every record of every segment, payload checksums included, read-only.
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 
+#include "store/dir_lock.h"
 #include "store/scan.h"
 #include "store/store.h"
 
@@ -11,6 +14,14 @@ Result<VerifyReport> verify_store_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::not_found("store directory " + dir + " does not exist");
+  // Shared, so that no writer appends or reclaims mid-walk (and a live daemon is named as such).
+  TEMPOKV_ASSIGN_OR_RETURN(int lock_fd, store::lock_store_dir(dir, store::LockMode::kShared));
+  struct Unlock {
+    int fd;
+    ~Unlock() {
+      if (fd >= 0) ::close(fd);
+    }
+  } unlock{lock_fd};
   std::vector<uint32_t> ids;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (auto id = store::parse_segment_file_name(entry.path().filename().string())) {

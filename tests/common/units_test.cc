@@ -23,6 +23,16 @@ TEST(ParseBytes, RejectsUnknownUnitNamingIt) {
   EXPECT_FALSE(parse_bytes("-4KiB").is_ok());
 }
 
+TEST(ParseBytes, RejectsSizesBeyond64BitsNamingTheText) {
+  for (const char* text : {"1e25", "17179869184GiB", "18446744073709551616"}) {
+    auto r = parse_bytes(text);
+    ASSERT_FALSE(r.is_ok()) << text << " parsed as " << r.value();
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().to_string();
+  }
+  EXPECT_EQ(parse_bytes("16777215TiB").value(), 16777215ULL * 1024 * kGiB);
+}
+
 TEST(RoundUp, RoundsToTheAlignment) {
   EXPECT_EQ(round_up(1, kBlockBytes), kBlockBytes);
   EXPECT_EQ(round_up(kBlockBytes, kBlockBytes), kBlockBytes);

@@ -23,6 +23,40 @@ TEST(RealExecutor, TimerFiresNoEarlierThanAsked) {
   EXPECT_GE(fired - start, milliseconds(20));
 }
 
+TEST(RealExecutor, StopBeforeRunEndsThatRun) {
+  RealExecutor ex;
+  ex.stop();  // e.g. a signal handler thread that wins the race against run()
+  bool timed_out = false;
+  ex.after(milliseconds(2000), [&] {
+    timed_out = true;
+    ex.stop();
+  });
+  ex.run();
+  EXPECT_FALSE(timed_out) << "the stop() before run() was lost";
+}
+
+TEST(RealExecutor, StopConsumedByOneRunDoesNotEndTheNext) {
+  RealExecutor ex;
+  ex.post([&] { ex.stop(); });
+  ex.run();
+  bool ran = false;
+  ex.after(milliseconds(5), [&] {
+    ran = true;
+    ex.stop();
+  });
+  ex.run();
+  EXPECT_TRUE(ran);
+  bool done = false;
+  ex.post([&] {
+    done = true;
+    ex.stop();  // the run ends on its predicate; the stop must not leak into the next run
+  });
+  EXPECT_TRUE(ex.run_until([&] { return done; }));
+  bool later = false;
+  ex.after(milliseconds(5), [&] { later = true; });
+  EXPECT_TRUE(ex.run_until([&] { return later; }));
+}
+
 TEST(RealExecutor, PostsFromOtherThreadsAllRunOnTheLoopThread) {
   RealExecutor ex;
   constexpr int kThreads = 4, kPerThread = 1000;

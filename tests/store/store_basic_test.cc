@@ -9,16 +9,7 @@
 namespace tempokv::testing {
 namespace {
 
-class StoreBasicTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    if (!dir_.supports_direct()) GTEST_SKIP() << dir_.path() << " does not support O_DIRECT";
-    ASSERT_TRUE(h_.start(small_options(dir_.path())).is_ok());
-  }
-  TempDir dir_;
-  StoreHarness h_;
-};
+class StoreBasicTest : public SmallStoreTest {};
 
 TEST_F(StoreBasicTest, AlignedPayloadRoundTrips) {
   auto src = AlignedBuffer::allocate(300 * kKiB + 5);  // zero-copy body + bounced tail
@@ -80,6 +71,7 @@ TEST_F(StoreBasicTest, RemoveIsDurableAcrossReopen) {
   ASSERT_TRUE(h_.reopen().is_ok());
   EXPECT_FALSE(h_.store->contains(test_key(1)));
   EXPECT_TRUE(h_.check_seeded(2, 4096));
+  ASSERT_TRUE(h_.close().is_ok());  // verify takes the lock a writer holds
   auto report = verify_store_dir(dir_.path());
   ASSERT_TRUE(report.is_ok());
   EXPECT_EQ(report->good, 2u);
@@ -92,6 +84,7 @@ TEST_F(StoreBasicTest, FullSegmentsAreSealedAndIndexedFromHeadersAtOpen) {
   EXPECT_EQ(h_.store->stats().segments, 4u);
   ASSERT_TRUE(h_.reopen().is_ok());
   for (uint64_t i = 0; i < 10; ++i) EXPECT_TRUE(h_.check_seeded(i, 300 * kKiB));
+  ASSERT_TRUE(h_.close().is_ok());  // verify takes the lock a writer holds
   auto scan_first = verify_store_dir(dir_.path());
   ASSERT_TRUE(scan_first.is_ok());
   EXPECT_EQ(scan_first->good, 10u);

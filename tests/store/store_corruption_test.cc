@@ -8,17 +8,7 @@
 namespace tempokv::testing {
 namespace {
 
-class StoreCorruptionTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    if (!dir_.supports_direct()) GTEST_SKIP() << dir_.path() << " does not support O_DIRECT";
-    ASSERT_TRUE(h_.start(small_options(dir_.path())).is_ok());
-  }
-  std::string segment_file(uint32_t id) { return dir_.path() + "/" + store::segment_file_name(id); }
-  TempDir dir_;
-  StoreHarness h_;
-};
+class StoreCorruptionTest : public SmallStoreTest {};
 
 TEST_F(StoreCorruptionTest, FlippedPayloadByteMakesGetReturnCorruption) {
   ASSERT_TRUE(h_.put_seeded(1, 64 * kKiB).is_ok());
@@ -30,6 +20,7 @@ TEST_F(StoreCorruptionTest, FlippedPayloadByteMakesGetReturnCorruption) {
   EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
   EXPECT_NE(r.status().message().find("checksum"), std::string::npos);
   EXPECT_EQ(h_.store->stats().checksum_failures, 1u);
+  ASSERT_TRUE(h_.close().is_ok());  // verify takes the lock a writer holds
   auto report = verify_store_dir(dir_.path());
   ASSERT_TRUE(report.is_ok());
   EXPECT_EQ(report->corrupt, 1u);
@@ -71,6 +62,7 @@ TEST_F(StoreCorruptionTest, FlippedHeaderByteSkipsTheRecordAndCountsIt) {
   EXPECT_EQ(h_.store->stats().corrupt_records, 1u);
   EXPECT_TRUE(h_.check_seeded(0, 20 * kKiB));
   EXPECT_TRUE(h_.check_seeded(2, 20 * kKiB));  // found again by resynchronizing
+  ASSERT_TRUE(h_.close().is_ok());  // verify takes the lock a writer holds
   auto report = verify_store_dir(dir_.path());
   ASSERT_TRUE(report.is_ok());
   EXPECT_EQ(report->good, 2u);
@@ -87,6 +79,7 @@ TEST_F(StoreCorruptionTest, TruncatedSegmentDropsTheTornTail) {
   EXPECT_EQ(h_.store->stats().torn_records, 1u);
   EXPECT_EQ(h_.store->stats().corrupt_records, 0u);
   EXPECT_TRUE(h_.check_seeded(1, 40 * kKiB));
+  ASSERT_TRUE(h_.close().is_ok());  // verify takes the lock a writer holds
   auto report = verify_store_dir(dir_.path());
   ASSERT_TRUE(report.is_ok());
   EXPECT_EQ(report->torn, 1u);

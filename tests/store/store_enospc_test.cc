@@ -69,6 +69,7 @@ TEST(StoreEnospcTest, FullFileSystemFailsThePutAndTheStoreRecovers) {
   ASSERT_TRUE(h.reopen().is_ok());
   EXPECT_EQ(h.store->stats().objects, stored.size());
   for (uint64_t i : stored) EXPECT_TRUE(h.check_seeded(i, 200 * kKiB));
+  ASSERT_TRUE(h.close().is_ok());  // verify takes the lock a writer holds
   auto report = verify_store_dir(fs.path() + "/store");
   ASSERT_TRUE(report.is_ok());
   EXPECT_EQ(report->corrupt, 0u);
@@ -101,6 +102,7 @@ TEST(StoreEnospcTest, PayloadWriteFailingWithEnospcIsNotServedAfterReopen) {
   EXPECT_EQ(h.store->stats().torn_records, 1u);
   EXPECT_TRUE(h.check_seeded(1, 128 * kKiB));
   EXPECT_TRUE(h.check_seeded(3, 128 * kKiB));
+  ASSERT_TRUE(h.close().is_ok());  // verify takes the lock a writer holds
   auto report = verify_store_dir(dir.path());
   ASSERT_TRUE(report.is_ok());
   EXPECT_EQ(report->corrupt, 0u);

@@ -24,6 +24,7 @@
 #include "executor/real_executor.h"
 #include "ssd/fault_injecting_engine.h"
 #include "ssd/ssd_engine.h"
+#include "store/format.h"
 #include "store/store.h"
 
 namespace tempokv::testing {
@@ -184,6 +185,40 @@ inline StoreOptions small_options(const std::string& dir) {
   o.capacity_bytes = 64 * kMiB;
   o.max_object_bytes = 512 * kKiB;
   return o;
+}
+
+// Segment files (seg-N.tkv) in dir.
+inline size_t segment_file_count(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    n += store::parse_segment_file_name(e.path().filename().string()).has_value();
+  }
+  return n;
+}
+
+// A store in small_options on a fresh O_DIRECT-capable directory (skipped where there is none).
+class SmallStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty());
+    if (!dir_.supports_direct()) GTEST_SKIP() << dir_.path() << " does not support O_DIRECT";
+    ASSERT_TRUE(h_.start(small_options(dir_.path())).is_ok());
+  }
+  std::string segment_file(uint32_t id) const {
+    return dir_.path() + "/" + store::segment_file_name(id);
+  }
+  TempDir dir_;
+  StoreHarness h_;
+};
+
+// Six 1 MiB segments of small_options: three 300 KiB records fill one; 17 records, keys 0-16.
+inline ::testing::AssertionResult fill_six_segments(StoreHarness& h, const std::string& dir) {
+  for (uint64_t i = 0; i < 17; ++i) {
+    Status st = h.put_seeded(i, 300 * kKiB);
+    if (!st.is_ok()) return ::testing::AssertionFailure() << st.to_string();
+  }
+  if (segment_file_count(dir) != 6) return ::testing::AssertionFailure() << "not six segments";
+  return ::testing::AssertionSuccess();
 }
 
 // Overwrites `len` bytes at `offset` of a file with their bitwise complement (buffered I/O).

@@ -26,10 +26,24 @@ TEST(FioJobForExtents, BackToBackRecordsBecomeOneStreamPerRun) {
   EXPECT_EQ(job->ranges[2].path, "b");
 }
 
-TEST(FioJobForExtents, ReadsOfSeveralSizesAreRefused) {
-  std::vector<FioReadExtent> reads{{"a", 0, 4096}, {"a", 8192, 8192}};
-  EXPECT_EQ(fio_job_for_extents(reads, 4096, 1).status().code(),
-            StatusCode::kFailedPrecondition);
+TEST(FioJobForExtents, ShortFinalChunkGetsARangeOfItsOwnSizeAtTheSameDepth) {
+  // A session of two 1 MiB chunks and a 12 KiB final one, records back to back: no replay (which
+  // fio can only run at depth 1), the short read is a job of its own request size.
+  const uint64_t mib = 1 << 20;
+  std::vector<FioReadExtent> reads{{"a", 4096, mib},
+                                   {"a", 4096 + (mib + 4096), mib},
+                                   {"a", 4096 + 2 * (mib + 4096), 12288}};
+  auto job = fio_job_for_extents(reads, 4096, 16);
+  ASSERT_TRUE(job.is_ok()) << job.status().to_string();
+  EXPECT_TRUE(job->read_iolog.empty());
+  EXPECT_EQ(job->iodepth, 16u);
+  EXPECT_EQ(job->block_bytes, mib);
+  ASSERT_EQ(job->ranges.size(), 2u);
+  EXPECT_EQ(job->ranges[0].size_bytes, 2 * mib + 4096);
+  EXPECT_EQ(job->ranges[0].block_bytes, 0u);  // the job's --bs
+  EXPECT_EQ(job->ranges[1].offset_bytes, 4096 + 2 * (mib + 4096));
+  EXPECT_EQ(job->ranges[1].size_bytes, 12288u);
+  EXPECT_EQ(job->ranges[1].block_bytes, 12288u);
   EXPECT_EQ(fio_job_for_extents({}, 4096, 1).status().code(), StatusCode::kInvalidArgument);
 }
 

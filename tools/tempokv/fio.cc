@@ -44,6 +44,7 @@ std::vector<std::string> fio_args(const FioJob& job, const std::string& output) 
     a.push_back("--filename=" + r.path);
     a.push_back("--offset=" + std::to_string(r.offset_bytes));
     a.push_back("--size=" + std::to_string(r.size_bytes));
+    if (r.block_bytes != 0) a.push_back("--bs=" + std::to_string(r.block_bytes));
     a.push_back("--stonewall");
   }
   if (!job.ranges.empty()) return a;
@@ -165,20 +166,15 @@ Result<FioJob> fio_job_for_extents(std::vector<FioReadExtent> reads, uint64_t ga
   job.extra_args = {"--fixedbufs", "--registerfiles"};
   for (size_t i = 0; i < reads.size(); ++i) {
     const FioReadExtent& r = reads[i];
-    if (r.bytes != bytes) {
-      return Status::failed_precondition("fio: reads of " + std::to_string(bytes) + " and " +
-                                         std::to_string(r.bytes) +
-                                         " bytes cannot be one fio pattern");
-    }
-    bool continues = i > 0 && reads[i - 1].path == r.path &&
-                     r.offset == reads[i - 1].offset + bytes + gap_bytes;
+    bool continues = i > 0 && reads[i - 1].path == r.path && r.bytes == reads[i - 1].bytes &&
+                     r.offset == reads[i - 1].offset + r.bytes + gap_bytes;
     if (!continues) {
       if (job.ranges.size() == 256) {
         return Status::failed_precondition("fio: the reads are scattered over more than 256 runs");
       }
-      job.ranges.push_back({r.path, r.offset, 0});
+      job.ranges.push_back({r.path, r.offset, 0, r.bytes == bytes ? 0 : r.bytes});
     }
-    job.ranges.back().size_bytes = r.offset + bytes - job.ranges.back().offset_bytes;
+    job.ranges.back().size_bytes = r.offset + r.bytes - job.ranges.back().offset_bytes;
   }
   return job;
 }

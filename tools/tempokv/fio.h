@@ -34,6 +34,7 @@ struct FioJob {
     std::string path;
     uint64_t offset_bytes = 0;
     uint64_t size_bytes = 0;
+    uint64_t block_bytes = 0;  // this job's --bs; 0: block_bytes above
   };
   std::vector<Range> ranges;
 };
@@ -66,8 +67,9 @@ struct FioReadExtent {
 // A fio job that reads exactly `reads` as sequential streams: one job (range) per run of
 // equal-size reads in one file spaced `gap_bytes` apart, fio's read:<gap> pattern skipping what
 // lies between them (a store record's header), at `depth` with registered buffers and files as
-// the benches' own reads use. The reads must all have one size and are taken in file and offset
-// order. FailedPrecondition when they have several sizes or would need more than 256 jobs.
+// the benches' own reads use. Reads are taken in file and offset order; a read of another size
+// (a session's short final chunk) starts a range with its own --bs, so mixed sizes need no
+// replay. FailedPrecondition when the reads would need more than 256 jobs.
 Result<FioJob> fio_job_for_extents(std::vector<FioReadExtent> reads, uint64_t gap_bytes,
                                    uint32_t depth);
 

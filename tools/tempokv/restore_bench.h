@@ -27,6 +27,7 @@ struct RestoreBenchConfig {
   std::vector<std::string> paths = {"posix", "odirect-bounce", "direct", "gds"};
   uint32_t depth = 4;               // direct/gds: requests in flight
   uint32_t baseline_depth = 1;      // posix/odirect-bounce: chunks in flight (naive backend)
+  bool equal_depth = false;         // also run posix/odirect-bounce at `depth` ("posix@8" rows)
   uint64_t max_request_bytes = 64ULL << 20;  // cap on one read request (a staging slot)
   std::string transfer = "auto";    // transfer engine: auto, emulated, cuda
   int cuda_device = 0;
@@ -56,7 +57,8 @@ struct RestoreBenchRow {
   double cpu_core_s_per_req_excl_emulated_dma = 0;  // minus the emulated device copy's thread
   double cpu_copy_bytes_per_byte = 0;               // host-side CPU copies / payload bytes
   double emulated_device_copy_bytes_per_byte = 0;   // emulated DMA copies / payload bytes
-  std::optional<double> fio_ratio;                   // disk_read_gbps / fio_gbps
+  std::optional<double> fio_ratio;                   // disk_read_gbps / fio_gbps (fio's best)
+  std::optional<double> fio_equal_depth_ratio;       // disk_read_gbps / fio_equal_depth_gbps
   uint64_t peak_rss_bytes = 0;
   bool verified = false;
   std::string error;                                 // first failure, if any restore failed
@@ -64,7 +66,11 @@ struct RestoreBenchRow {
 };
 
 struct RestoreBenchResult {
+  // fio over the reference path's reads: its best over depths {the path's, 8, 16, 32} (the
+  // ceiling the ratios are taken against), and at the path's own depth (median of three).
   std::optional<double> fio_gbps;
+  std::optional<double> fio_equal_depth_gbps;
+  uint32_t fio_best_depth = 0;
   std::string fio_note;  // why fio did not run, or its parameters
   std::string block_device;
   uint64_t bytes_per_token = 0;

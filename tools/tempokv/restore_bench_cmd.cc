@@ -40,6 +40,9 @@ void add_restore_bench_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--baseline-depth", config->baseline_depth,
                   "posix and odirect-bounce: chunks in flight (1 = a naive backend's loop)")
       ->capture_default_str();
+  cmd->add_flag("--equal-depth", config->equal_depth,
+                "Also run posix and odirect-bounce at --depth (rows posix@N, odirect-bounce@N), "
+                "beside their --baseline-depth rows");
   cmd->add_option("--max-request", *max_request, "Largest single read request")
       ->capture_default_str();
   cmd->add_option("--transfer", config->transfer, "Transfer engine: auto, emulated, cuda")
@@ -51,7 +54,9 @@ void add_restore_bench_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--compare-fio", config->compare_fio,
                 "Also run fio (O_DIRECT, io_uring, same request size, depth and files)");
   cmd->add_flag("--keep", config->keep, "Keep the store directory afterwards");
-  cmd->add_flag("--reuse", config->reuse, "Reuse sessions already in --dir");
+  cmd->add_flag("--reuse", config->reuse,
+                "Reuse sessions already in --dir: the store is opened read-only (nothing written "
+                "or reclaimed), and a missing chunk is an error");
   cmd->add_option("--json", config->json_path, "Write the rows as JSON to this file");
 
   cmd->callback([config, session_bytes, max_request, exit_code] {

@@ -13,13 +13,17 @@ std::string format_restore_table(const RestoreBenchResult& r) {
                      r.tokens, format_bytes(r.bytes_per_token),
                      r.rows.empty() ? 0 : r.rows.front().restores,
                      r.block_device.empty() ? "unknown" : r.block_device,
-                     r.fio_gbps ? fmt::format("; fio {:.2f} GB/s", *r.fio_gbps) : "");
-  out += fmt::format("| {:<15}| {:>18} | {:>9} | {:>9} | {:>19} | {:>8} | {:>6} | {:>10} | {:>8} |\n",
+                     r.fio_gbps ? fmt::format("; fio best {:.2f} GB/s (depth {}), {:.2f} GB/s at "
+                                              "the reference path's depth",
+                                              *r.fio_gbps, r.fio_best_depth,
+                                              *r.fio_equal_depth_gbps)
+                                : "");
+  out += fmt::format("| {:<15}| {:>18} | {:>9} | {:>9} | {:>19} | {:>8} | {:>15} | {:>10} | {:>8} |\n",
                      "CONFIGURATION", "RESTORE p50 / p95", "DISK READ", "DELIVERY",
-                     "CPU / REQ (host)", "CPU COPY", "vs fio", "PEAK RSS", "VERIFIED");
+                     "CPU / REQ (host)", "CPU COPY", "vs fio (=depth)", "PEAK RSS", "VERIFIED");
   out += "|" + std::string(16, '-') + "|" + std::string(20, '-') + "|" + std::string(11, '-') +
          "|" + std::string(11, '-') + "|" + std::string(21, '-') + "|" + std::string(10, '-') +
-         "|" + std::string(8, '-') + "|" + std::string(12, '-') + "|" + std::string(10, '-') +
+         "|" + std::string(17, '-') + "|" + std::string(12, '-') + "|" + std::string(10, '-') +
          "|\n";
   for (const RestoreBenchRow& row : r.rows) {
     if (!row.available) {
@@ -30,12 +34,14 @@ std::string format_restore_table(const RestoreBenchResult& r) {
                                   row.cpu_core_s_per_req_excl_emulated_dma);
     out += fmt::format(
         "| {:<15}| {:>7.0f} / {:>5.0f} ms | {:>4.2f} GB/s | {:>4.2f} GB/s | {:>19} | {:>6.2f} B | "
-        "{:>6} | {:>10} | {:>8} |\n",
+        "{:>15} | {:>10} | {:>8} |\n",
         row.path, row.restore_ms_median, row.restore_ms_p95, row.disk_read_gbps,
         row.delivery_gbps, cpu, row.cpu_copy_bytes_per_byte,
-        row.fio_ratio ? fmt::format("{:.2f}", *row.fio_ratio) : "-",
+        row.fio_ratio ? fmt::format("{:.2f} ({:.2f})", *row.fio_ratio, *row.fio_equal_depth_ratio)
+                      : "-",
         format_bytes(row.peak_rss_bytes), row.verified ? "yes" : "NO");
   }
+  out += "vs fio: disk read rate over fio's best (in brackets: over fio at the same depth).\n";
   out += "CPU / REQ: core-seconds of all threads per restore; (host) leaves out the emulated "
          "device copy, which a GPU's DMA engine does.\nCPU COPY: bytes the CPU copied on the "
          "host side per byte restored (page cache, bounce buffer, driver staging).\n";
@@ -55,6 +61,9 @@ nlohmann::json restore_result_json(const RestoreBenchConfig& c, const RestoreBen
         {"path", row.path},
         {"available", row.available},
         {"fio_ratio", row.fio_ratio ? nlohmann::json(*row.fio_ratio) : nlohmann::json(nullptr)},
+        {"fio_equal_depth_ratio", row.fio_equal_depth_ratio
+                                      ? nlohmann::json(*row.fio_equal_depth_ratio)
+                                      : nlohmann::json(nullptr)},
         {"restore_ms_median", row.restore_ms_median},
         {"restore_ms_p95", row.restore_ms_p95},
         {"disk_read_gbps", row.disk_read_gbps},
@@ -79,6 +88,9 @@ nlohmann::json restore_result_json(const RestoreBenchConfig& c, const RestoreBen
   }
   return {
       {"fio_gbps", r.fio_gbps ? nlohmann::json(*r.fio_gbps) : nlohmann::json(nullptr)},
+      {"fio_equal_depth_gbps", r.fio_equal_depth_gbps ? nlohmann::json(*r.fio_equal_depth_gbps)
+                                                      : nlohmann::json(nullptr)},
+      {"fio_best_depth", r.fio_best_depth},
       {"fio_note", r.fio_note},
       {"block_device", r.block_device},
       {"model", c.model},

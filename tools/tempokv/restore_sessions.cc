@@ -45,7 +45,7 @@ Result<std::vector<BenchSession>> write_sessions(RealExecutor& executor, Store& 
     buffers.push_back(std::move(b));
   }
   Status first_error;
-  uint64_t done_bytes = 0;
+  uint64_t done_bytes = 0, missing = 0, chunks = 0;
   std::vector<BenchSession> sessions(spec.count);
   std::vector<uint32_t> tokens(spec.chunk_tokens);
   for (uint32_t s = 0; s < spec.count; ++s) {
@@ -57,11 +57,16 @@ Result<std::vector<BenchSession>> write_sessions(RealExecutor& executor, Store& 
       for (uint32_t j = 0; j < n; ++j) tokens[j] = uint32_t(splitmix64(token_state) % 151936);
       prev = chain_hash(prev, std::span<const uint32_t>(tokens.data(), n));
       Key key{model, prev};
+      ++chunks;
       uint64_t bytes = uint64_t(n) * spec.bytes_per_token;
       sessions[s].keys.push_back(key);
       sessions[s].payload_bytes += bytes;
       if (store.contains(key)) {
         done_bytes += bytes;
+        continue;
+      }
+      if (!spec.write_missing) {
+        ++missing;
         continue;
       }
       // Wait for a free buffer.
@@ -85,6 +90,12 @@ Result<std::vector<BenchSession>> write_sessions(RealExecutor& executor, Store& 
   }
   executor.run_until([&] { return std::none_of(busy.begin(), busy.end(), [](bool b) { return b; }); });
   if (!first_error.is_ok()) return first_error;
+  if (missing > 0) {
+    return Status::not_found(std::to_string(missing) + " of " + std::to_string(chunks) +
+                             " session chunks (" + std::to_string(spec.chunk_tokens) +
+                             " tokens each) are not in the store; --reuse only reads what an "
+                             "earlier run with the same parameters wrote");
+  }
   return sessions;
 }
 

@@ -23,6 +23,7 @@ struct SessionSpec {
   uint32_t chunk_tokens = 0;
   uint32_t count = 0;
   uint32_t puts_in_flight = 4;
+  bool write_missing = true;  // false (--reuse, a read-only store): a missing chunk is an error
 };
 
 struct BenchSession {
@@ -31,7 +32,8 @@ struct BenchSession {
 };
 
 uint64_t session_store_bytes(const SessionSpec& spec);  // bytes all sessions take in the store
-// Writes the sessions (skipping chunks the store already holds); progress(bytes_done).
+// Writes the sessions (skipping chunks the store already holds); progress(bytes_done). Without
+// spec.write_missing, NotFound when the store lacks any chunk.
 Result<std::vector<BenchSession>> write_sessions(RealExecutor& executor, Store& store,
                                                  const SessionSpec& spec,
                                                  const std::function<void(uint64_t)>& progress);

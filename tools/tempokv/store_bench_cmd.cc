@@ -256,7 +256,7 @@ void add_store_bench_command(CLI::App* store, int* exit_code) {
   auto cfg = std::make_shared<BenchConfig>();
   CLI::App* cmd = store->add_subcommand(
       "bench", "Write objects, read them back cold at a queue depth, verify, compare with fio");
-  cfg->store.add_to(cmd);
+  cfg->store.add_to(cmd, true);
   cmd->add_option("--objects", cfg->objects, "Objects to write and read")->capture_default_str();
   cmd->add_option("--object-bytes", cfg->object_bytes,
                   "Object size (32MiB = a 256-token chunk of Llama-3.1-8B)")

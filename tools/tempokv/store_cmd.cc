@@ -1,4 +1,5 @@
 // `tempokv store put|get|ls|verify|stats|bench`: the persistent store from the command line.
+// get, ls, verify and stats inspect: they open the store read-only and never write or reclaim.
 // Errors print the Status and exit 1; nothing here throws past CLI11's own parsing.
 #include <unistd.h>
 
@@ -130,6 +131,8 @@ int run_stats(const StoreCliOptions& o) {
   line("capacity_bytes", t.capacity_bytes);
   line("corrupt_records", t.corrupt_records);
   line("torn_records", t.torn_records);
+  line("quarantined_segments", t.quarantined_segments);
+  line("quarantined_bytes", t.quarantined_bytes);
   line("reclaimed_segments", t.reclaimed_segments);
   return 0;
 }
@@ -145,30 +148,31 @@ void add_store_commands(CLI::App& app, int* exit_code) {
   auto path = std::make_shared<std::string>();
 
   CLI::App* put = store->add_subcommand("put", "Store a file (or stdin) under a key");
-  opts->add_to(put);
+  opts->add_to(put, true);
   key->add_to(put, true);
   put->add_option("--file", *path, "Payload file ('-' or absent: stdin)");
   put->callback([=] { *exit_code = run_put(*opts, *key, *path); });
 
   CLI::App* get = store->add_subcommand("get", "Write an object's payload to a file");
-  opts->add_to(get);
+  opts->add_to(get, false);
   key->add_to(get, true);
   get->add_option("--out", *path, "Output file")->required();
-  get->callback([=] { *exit_code = run_get(*opts, *key, *path); });
+  get->callback([=] { *exit_code = run_get(opts->inspecting(), *key, *path); });
 
   CLI::App* ls = store->add_subcommand("ls", "One line per object: key, tokens, bytes, segment");
-  opts->add_to(ls);
-  ls->callback([=] { *exit_code = run_ls(*opts); });
+  opts->add_to(ls, false);
+  ls->callback([=] { *exit_code = run_ls(opts->inspecting()); });
 
   CLI::App* verify = store->add_subcommand(
       "verify", "Check every record and payload; exit 1 when any is corrupt (torn is expected "
                 "after a crash)");
-  opts->add_to(verify);
+  opts->add_to(verify, false);
   verify->callback([=] { *exit_code = run_verify(*opts); });
 
-  CLI::App* stats = store->add_subcommand("stats", "Open the store and print its counters");
-  opts->add_to(stats);
-  stats->callback([=] { *exit_code = run_stats(*opts); });
+  CLI::App* stats =
+      store->add_subcommand("stats", "Open the store read-only and print its counters");
+  opts->add_to(stats, false);
+  stats->callback([=] { *exit_code = run_stats(opts->inspecting()); });
 
   add_store_bench_command(store, exit_code);
 }

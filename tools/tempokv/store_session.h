@@ -21,22 +21,41 @@ struct StoreCliOptions {
   std::string engine = "uring";
   std::string segment_bytes = "1GiB";
   std::string capacity = "64GiB";
+  bool reclaim = false;    // --reclaim: a store above --capacity loses its oldest segments
+  bool read_only = false;  // inspection: shared lock, no writes, no reclamation
 
-  // Registers --dir, --engine, --segment-bytes, --capacity on a subcommand.
-  void add_to(CLI::App* cmd) {
+  // Registers --dir and --engine on a subcommand, and for a writer (put, bench) --segment-bytes,
+  // --capacity and --reclaim. Inspection commands take no sizes: they never write or reclaim.
+  void add_to(CLI::App* cmd, bool writer) {
     cmd->add_option("--dir", dir, "Store directory")->required();
     cmd->add_option("--engine", engine, "SSD engine: uring or threadpool")->capture_default_str();
+    if (!writer) return;
     cmd->add_option("--segment-bytes", segment_bytes, "Segment file size (e.g. 1GiB)")
         ->capture_default_str();
-    cmd->add_option("--capacity", capacity, "Bound on all segment files (e.g. 64GiB)")
+    cmd->add_option("--capacity", capacity,
+                    "Bound on all segment files (e.g. 64GiB); a store already larger is refused "
+                    "unless --reclaim")
         ->capture_default_str();
+    cmd->add_flag("--reclaim", reclaim,
+                  "Delete the oldest segments of a store found above --capacity");
   }
   Result<StoreOptions> store_options(uint64_t max_object_bytes = 1ULL << 30) const {
     StoreOptions o;
     o.dir = dir;
     TEMPOKV_ASSIGN_OR_RETURN(o.segment_bytes, parse_bytes(segment_bytes));
     TEMPOKV_ASSIGN_OR_RETURN(o.capacity_bytes, parse_bytes(capacity));
+    if (o.segment_bytes < 4 * kBlockBytes) {
+      return Status::invalid_argument("--segment-bytes " + segment_bytes + " is below 16 KiB");
+    }
     o.max_object_bytes = std::min<uint64_t>(max_object_bytes, o.segment_bytes - 3 * kBlockBytes);
+    o.read_only = read_only;
+    o.reclaim_at_open = reclaim;
+    return o;
+  }
+  // A copy for an inspection command.
+  StoreCliOptions inspecting() const {
+    StoreCliOptions o = *this;
+    o.read_only = true;
     return o;
   }
 };

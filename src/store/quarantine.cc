@@ -1,0 +1,93 @@
+// Damage found after the scan: segment files whose header is corrupt (renamed aside, counted
+// against capacity, reclaimed before any live segment) and records whose payload fails its
+// checksum on get (dropped from the index and tombstoned, so no later claim serves them).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <string_view>
+
+#include "store/store_impl.h"
+
+namespace tempokv::store {
+namespace {
+
+constexpr std::string_view kQuarantineSuffix = ".quarantine";
+
+}  // namespace
+
+Status StoreImpl::quarantine(uint32_t id, const std::string& path) {
+  std::error_code ec;
+  uint64_t bytes = std::filesystem::file_size(path, ec);
+  if (ec) return Status::io_error("size of " + path + ": " + ec.message());
+  std::string aside = path + std::string(kQuarantineSuffix);
+  if (!options_.read_only) {
+    if (std::rename(path.c_str(), aside.c_str()) != 0) {
+      return Status::from_errno(errno, "rename " + path + " to " + aside);
+    }
+    TEMPOKV_RETURN_IF_ERROR(sync_dir(options_.dir));
+  }
+  ++stats_.quarantined_segments;
+  quarantined_[id] = {options_.read_only ? path : aside, bytes};
+  quarantined_bytes_ += bytes;
+  live_disk_bytes_ += bytes;
+  return Status::ok();
+}
+
+Status StoreImpl::adopt_quarantined(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!name.ends_with(kQuarantineSuffix)) continue;
+    auto id = parse_segment_file_name(
+        std::string_view(name).substr(0, name.size() - kQuarantineSuffix.size()));
+    if (!id) continue;
+    uint64_t bytes = entry.file_size(ec);
+    if (ec) return Status::io_error("size of " + entry.path().string() + ": " + ec.message());
+    ++stats_.quarantined_segments;
+    quarantined_[*id] = {entry.path().string(), bytes};
+    quarantined_bytes_ += bytes;
+    live_disk_bytes_ += bytes;
+    next_segment_id_ = std::max(next_segment_id_, *id + 1);
+  }
+  if (ec) return Status::io_error("list " + dir + ": " + ec.message());
+  return Status::ok();
+}
+
+bool StoreImpl::reclaim_quarantined() {
+  if (quarantined_.empty() || options_.read_only) return false;
+  auto q = quarantined_.begin();
+  for (const auto& [id, seg] : segments_) {
+    if (seg->state == SegmentState::kReclaimed) continue;
+    if (id < q->first) return false;  // a live segment is older: strict oldest-first
+    break;
+  }
+  ::unlink(q->second.first.c_str());
+  (void)sync_dir(options_.dir);
+  live_disk_bytes_ -= q->second.second;
+  quarantined_bytes_ -= q->second.second;
+  quarantined_.erase(q);
+  return true;
+}
+
+void StoreImpl::drop_corrupt(const Key& key, uint64_t sequence) {
+  auto it = index_.find(key);
+  if (it == index_.end() || it->second.sequence != sequence) return;  // replaced or gone already
+  ++stats_.dropped_records;
+  if (options_.read_only || closing_) {
+    index_erase(key);
+    return;
+  }
+  // A tombstone hides every older record of key at the next scan, the corrupt one included.
+  RecordHeader h;
+  h.flags = kFlagTombstone;
+  h.key = key;
+  h.aux = kTombstoneCorrupt;
+  Result<PendingWrite*> w = place(h, nullptr);
+  index_erase(key);  // gone now; durable when the tombstone is
+  if (w.is_ok()) submit(*w, nullptr);
+}
+
+}  // namespace tempokv::store
