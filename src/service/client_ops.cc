@@ -86,10 +86,12 @@ Result<Duration> ServiceClient::last_ttu(uint64_t /*id*/) const {
 Status ServiceClient::heartbeat() { return call_status(s::Heartbeat{}); }
 
 Status ServiceClient::bye() {
+  stop_heartbeat_thread();  // first: a heartbeat after the bye would find the session gone
   Status st = call_status(s::Bye{});
   closed_ = true;
   detach();
   claims_.clear();
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   notifications_.clear();
   return st;
 }

@@ -141,6 +141,9 @@ struct HelloResult {
   uint64_t tier_bytes = 0;
   std::string write_path;  // the shared write region: map it read-write
   uint64_t write_bytes = 0;
+  // This daemon process's id, drawn at start: a client that finds another one after a reconnect
+  // knows the daemon restarted (its claims are gone, its shared files are new). 0: not sent.
+  uint64_t instance = 0;
 };
 // Where one object's bytes are in the fast tier's mapping.
 struct TierSpan {

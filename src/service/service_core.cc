@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <random>
 
 #include "service/service_metrics.h"
 #include "service/service_state.h"
@@ -14,8 +15,21 @@ std::string default_shm_path(std::string_view what) {
   return "/dev/shm/tempokvd-" + std::to_string(getpid()) + "-" + std::string(what);
 }
 
+namespace {
+
+// A random, nonzero id for this daemon process (hello's `instance`).
+uint64_t draw_instance_id() {
+  std::random_device rd;
+  uint64_t id = 0;
+  while (id == 0) id = (uint64_t(rd()) << 32) ^ rd();
+  return id;
+}
+
+}  // namespace
+
 ServiceCore::ServiceCore(Executor& executor, const CoreOptions& options, SendFn send)
-    : executor_(executor), options_(options), send_(std::move(send)) {}
+    : executor_(executor), options_(options), send_(std::move(send)),
+      instance_(draw_instance_id()) {}
 
 ServiceCore::~ServiceCore() {
   housekeeping_timer_.cancel();
@@ -114,6 +128,7 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
   r.tier_bytes = tier_->options().capacity_bytes;
   r.write_path = writes_->path();
   r.write_bytes = writes_->bytes();
+  r.instance = instance_;
   return r;
 }
 
@@ -152,8 +167,13 @@ void ServiceCore::end_runtime(Runtime& rt) {
   for (const auto& [id, share] : shares_)
     if (share.runtime == &rt) ids.insert(id);
   for (uint64_t id : ids) {
-    if (shares_.count(id)) ++counters_.claims_abandoned;
+    auto share = shares_.find(id);
+    const bool in_transfer = share != shares_.end() && share->second.in_transfer;
+    if (share != shares_.end()) ++counters_.claims_abandoned;
     (void)rt.adapter->cancel(id);
+    // No session of the runtime is left to copy: a transfer it had begun ends now, and with it
+    // the claim's protection.
+    if (in_transfer) (void)rt.adapter->end_transfer(id);
     record_claim_end(id);
     shares_.erase(id);
     owner_.erase(id);

@@ -27,6 +27,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "adapter/cost_profile.h"
@@ -108,6 +109,7 @@ class ServiceCore {
   // The Prometheus text exposition of /metrics.
   std::string metrics_text() const;
 
+  uint64_t instance() const { return instance_; }
   FastTier& tier() { return *tier_; }
   StagingProvider& provider() { return *provider_; }
   Controller& controller() { return *controller_; }
@@ -134,6 +136,13 @@ class ServiceCore {
   Status owned(const Session& s, uint64_t request_id, const char* op) const;
   void end_share(uint64_t request_id);
   void maybe_end_transfer(uint64_t request_id);
+  // The claim's request was cancelled or finished: sessions waiting or copying are told `why`;
+  // the share ends now, or once no session copies it.
+  void abandon_share(uint64_t request_id, uint64_t by_session, const Status& why);
+  // With declared ranks: how many sessions must have copied a claim (or an object) for it to end.
+  size_t copies_needed(const Runtime& rt) const;
+  // Whether the sessions in `done` cover every copy the claim (or one object) waits for.
+  bool all_copied(const ClaimShare& share, const std::set<uint64_t>& done) const;
   // service_core.cc
   void end_runtime(Runtime& rt);
   void record_claim_end(uint64_t request_id);
@@ -145,6 +154,7 @@ class ServiceCore {
   Executor& executor_;
   CoreOptions options_;
   SendFn send_;
+  const uint64_t instance_;  // hello's `instance`: drawn at start
   std::unique_ptr<SsdEngine> ssd_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<FastTier> tier_;
@@ -159,6 +169,7 @@ class ServiceCore {
   uint32_t next_runtime_id_ = 0;
   uint64_t puts_in_flight_ = 0;
   std::unordered_map<uint64_t, uint32_t> puts_by_session_;  // puts in flight, by session
+  std::unordered_set<Key> puts_by_key_;                     // keys of the puts in flight
   bool shutting_down_ = false;
   std::function<void(Status)> shutdown_done_;
   std::unique_ptr<Histograms> histograms_;

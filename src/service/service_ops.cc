@@ -83,6 +83,11 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
     TEMPOKV_RETURN_IF_ERROR(owned(s, m->request_id, "finished"));
     TEMPOKV_RETURN_IF_ERROR(a.finished(m->request_id, m->output_tokens));
     s.runtime->requests.erase(m->request_id);
+    // The adapter cancelled a claim that was not released: sessions waiting for it or copying
+    // it are told, and it ends once none copies it.
+    abandon_share(m->request_id, s.id,
+                  Status::cancelled("request " + std::to_string(m->request_id) +
+                                    " finished before its claim was released"));
     if (!shares_.count(m->request_id)) owner_.erase(m->request_id);
     return reply(Status::ok());
   }
@@ -137,17 +142,29 @@ Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
                                     ")");
   }
   // The reservation now belongs to the put: it is freed when the store is done with the bytes,
-  // even if the session ends first.
+  // even if the session ends first (or now, when the put is refused).
   s.writes.erase(m.offset);
+  // A key names immutable KV: replacing it would leave the tier's copy and claims already
+  // committed on the old bytes stale, so an overwrite is refused, in the store or on its way.
+  std::optional<ObjectInfo> stored = store_->lookup(m.key);
+  if (stored || puts_by_key_.count(m.key)) {
+    writes_->release(m.offset);
+    return Status::failed_precondition(
+        "put: key " + m.key.to_string() + " is already stored" +
+        (stored ? " (" + std::to_string(stored->payload_bytes) + " bytes)" : " (a put is on its way)") +
+        "; stored KV is never replaced");
+  }
+  puts_by_key_.insert(m.key);
   ++puts_in_flight_;
   ++puts_by_session_[s.id];
   const uint64_t session = s.id;
   const uint64_t bytes = m.bytes;
   std::weak_ptr<int> alive = alive_;
   store_->put(m.key, m.tokens, writes_->data(m.offset), m.bytes,
-              [this, alive, session, id, offset = m.offset, bytes](Status st) {
+              [this, alive, session, id, offset = m.offset, bytes, key = m.key](Status st) {
                 if (alive.expired()) return;
                 writes_->release(offset);
+                puts_by_key_.erase(key);
                 --puts_in_flight_;
                 if (--puts_by_session_[session] == 0) puts_by_session_.erase(session);
                 if (st.is_ok()) {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "service/daemon_process.h"
+#include "service/daemon_fixture.h"
 #include "service/protocol.h"
 #include "service/wire.h"
 
@@ -18,93 +18,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using std::chrono::milliseconds;
-
-constexpr uint64_t kObject = 1 << 20;
-
-std::vector<std::byte> payload(uint64_t seed, size_t bytes = kObject) {
-  std::vector<std::byte> p(bytes);
-  for (size_t i = 0; i < bytes; ++i) p[i] = std::byte((seed * 131 + i * 7) & 0xff);
-  return p;
-}
-
-class DaemonTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "tkvd-" + std::to_string(getpid()) + "-" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    daemon_ = std::make_unique<DaemonProcess>(dir_);
-    ASSERT_TRUE(daemon_->start()) << "tempokvd did not start";
-  }
-  void TearDown() override {
-    if (daemon_) {
-      EXPECT_EQ(daemon_->stop(), 0) << "tempokvd did not stop cleanly";
-    }
-    std::filesystem::remove_all(dir_);
-  }
-  std::unique_ptr<ServiceClient> client(std::string runtime = "") {
-    auto c = daemon_->connect(std::move(runtime));
-    EXPECT_TRUE(c.is_ok()) << c.status().to_string();
-    return c.is_ok() ? std::move(c).value() : nullptr;
-  }
-  // Puts n objects of model 1 and returns their manifest.
-  std::vector<ManifestEntry> put_objects(ServiceClient& c, uint64_t first, int n) {
-    std::vector<ManifestEntry> m;
-    for (int i = 0; i < n; ++i) {
-      const Key key{1, first + uint64_t(i)};
-      auto bytes = payload(first + uint64_t(i));
-      Status st = c.put(key, TokenRange{uint32_t(i) * 256, uint32_t(i + 1) * 256}, bytes);
-      EXPECT_TRUE(st.is_ok()) << st.to_string();
-      m.push_back({key, kObject});
-    }
-    return m;
-  }
-  // Waits (dispatching) until pred() holds; false after 5 s.
-  static bool wait_for(ServiceClient& c, const std::function<bool()>& pred) {
-    for (int i = 0; i < 500; ++i) {
-      c.dispatch();
-      if (pred()) return true;
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return false;
-  }
-  static double stat_of(ServiceClient& c, const std::string& name) {
-    auto s = c.stats();
-    return s.is_ok() ? stat(*s, name) : std::nan("");
-  }
-  // Checks the claim's spans against what was put.
-  static void expect_bytes(ServiceClient& c, uint64_t id, const std::vector<ManifestEntry>& m) {
-    auto spans = c.objects(id);
-    ASSERT_TRUE(spans.is_ok()) << spans.status().to_string();
-    ASSERT_EQ(spans->size(), m.size());
-    for (size_t i = 0; i < m.size(); ++i) {
-      ASSERT_EQ((*spans)[i].bytes, m[i].bytes);
-      ASSERT_LE((*spans)[i].offset + m[i].bytes, c.tier_bytes());
-      auto want = payload(m[i].key.hash);
-      EXPECT_EQ(std::memcmp(c.tier_data() + (*spans)[i].offset, want.data(), want.size()), 0)
-          << "object " << i;
-    }
-  }
-  // Request `id` through add, hit, order and retrieval until the transfer may begin.
-  static void stage(ServiceClient& c, uint64_t id, const std::vector<ManifestEntry>& m) {
-    ASSERT_TRUE(c.add_request({id, 2048, 1024, m.size() * kObject, 16}).is_ok());
-    ASSERT_TRUE(c.report_hit(id, m).is_ok());
-    ASSERT_TRUE(c.update_order(std::vector<uint64_t>{id}).is_ok());
-    ASSERT_TRUE(c.admitted(id).is_ok());
-    bool ready = false;
-    auto answer = c.request_retrieval(id, [&](ClaimId, Result<RetrievalPath> p) {
-      EXPECT_TRUE(p.is_ok()) << p.status().to_string();
-      ready = true;
-    });
-    ASSERT_TRUE(answer.is_ok()) << answer.status().to_string();
-    if (*answer == RetrievalAnswer::kWait) {
-      ASSERT_TRUE(wait_for(c, [&] { return ready; }));
-    }
-  }
-
-  std::string dir_;
-  std::unique_ptr<DaemonProcess> daemon_;
-};
 
 TEST_F(DaemonTest, EveryCallWorksAndTheClaimsBytesAreInTheSharedTier) {
   auto c = client();
