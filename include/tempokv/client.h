@@ -123,6 +123,12 @@ class ServiceClient final : public RuntimeApi {
   // it, returning once the daemon says it is durable. FailedPrecondition without a write region.
   Status put(const Key& key, TokenRange tokens, std::span<const std::byte> payload);
   Result<service::StatList> stats();
+  // Protocol v2: one message per scheduler iteration (docs/protocol.md, "step") carrying the
+  // batch, the finished and newly queued requests and the waiting order, in place of the
+  // add_request / admitted / iteration_started / prefill_done / tokens_generated / finished /
+  // update_order calls. Sent without waiting (its seq is set here); an error it is answered with
+  // is counted in late_errors(). FailedPrecondition when the daemon speaks only version 1.
+  Status step(service::Step step);
 
   // A ready claim's objects, one span per manifest entry in manifest order, located in
   // tier_data(). NotFound for a claim not answered here; FailedPrecondition while it waits;
@@ -191,6 +197,8 @@ class ServiceClient final : public RuntimeApi {
   Status call_status(service::Op op) { return call(std::move(op)).status(); }
   // A progress report: call_status, or sent without waiting with pipeline_reports.
   Status report(service::Op op);
+  // Sends without waiting for the reply (an error reply is counted in late_errors()).
+  Status send_only(service::Op op);
   // Hands the request to the socket, waiting up to `timeout` for a connection.
   Status send_request(const service::Request& request, Duration timeout);
   void note_unawaited(const service::ServerMessage& message);
@@ -216,6 +224,7 @@ class ServiceClient final : public RuntimeApi {
   std::unordered_map<uint64_t, Claim> claims_;            // by request id
   std::deque<service::ReadyNotification> notifications_;  // received, not yet delivered
   uint64_t recoveries_ = 0;
+  uint64_t step_seq_ = 0;  // the seq of the last step sent
 
   // Shared with the heartbeat thread: the socket, next_id_, notifications_, late errors and the
   // times below are used under mu_ (recursive: a call's dispatch may call again).

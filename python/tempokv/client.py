@@ -1,7 +1,7 @@
 """TempoKVClient: the runtime adapter's calls carried to tempokvd.
 
 The Python twin of the C++ ``ServiceClient`` (include/tempokv/client.h). It
-speaks version 1 of the wire protocol (docs/protocol.md): one MessagePack map
+speaks versions 1..2 of the wire protocol (docs/protocol.md): one MessagePack map
 per ZeroMQ message on a DEALER socket, requests ``{v, id, op, args}``, replies
 ``{id, ok, result | error}`` and ``ready`` notifications ``{event, request_id,
 path | error, objects}``.
@@ -62,7 +62,8 @@ from .errors import (ClaimLost, FailedPrecondition, Internal, InvalidArgument, N
 
 __all__ = ["TempoKVClient", "PROTOCOL_VERSION"]
 
-PROTOCOL_VERSION = 1  # the versions this client speaks: 1..1
+PROTOCOL_VERSION = 2  # the newest version this client speaks
+MIN_PROTOCOL_VERSION = 1  # the oldest: it speaks 1..2 (step needs 2)
 
 _U32_MAX = (1 << 32) - 1
 _U64_MAX = (1 << 64) - 1
@@ -153,6 +154,9 @@ class TempoKVClient:
         self.lookup_timeout_s = float(lookup_timeout_s)
         self.reconnect = bool(reconnect)
         self.recoveries = 0  # hellos said again after the daemon lost the session
+        self.late_errors = 0  # error replies nobody waited for (a step's, a timed-out call's)
+        self.last_late_error = None
+        self._step_seq = 0
         self._map_shm = bool(map_shared_memory)
         self._lock = threading.RLock()  # the socket and the notification queue
         self._session_lost = False  # the heartbeat thread found the session gone
@@ -177,7 +181,8 @@ class TempoKVClient:
         self._socket.setsockopt(zmq.IMMEDIATE, 1)
         try:
             self._socket.connect(endpoint)
-            args = {"versions": [PROTOCOL_VERSION], "client": str(name)}
+            args = {"versions": list(range(MIN_PROTOCOL_VERSION, PROTOCOL_VERSION + 1)),
+                    "client": str(name)}
             if runtime:
                 args["runtime"] = str(runtime)
             if max_active:
@@ -333,6 +338,62 @@ class TempoKVClient:
         request_id = _u64("request_id", request_id)
         self._claims.pop(request_id, None)
         self._call("cancel", {"request_id": request_id})
+
+    def step(self, prefills=(), decoders=(), finished=(), queued=(), waiting=(),
+             boundary_in_ns=0):
+        """Protocol v2: one message per scheduler iteration, in place of add_request, admitted,
+        iteration_started, prefill_done, tokens_generated, finished and update_order
+        (docs/protocol.md, "step"). Sent without waiting for the daemon; an error it is answered
+        with is counted in ``late_errors`` (``last_late_error``) when a later call or poll reads
+        it.
+
+        ``prefills``: [(request_id, tokens)] prefilling in the iteration starting now (a chunk
+        of a chunked prefill lists the request again); ``decoders``: request ids decoding one
+        token in it; ``finished``: [(request_id, output_tokens)] ended since the last step;
+        ``queued``: [(request_id, prompt_tokens, cached_tokens, cached_bytes,
+        max_output_tokens)] that joined the waiting queue; ``waiting``: the waiting order after
+        this schedule; ``boundary_in_ns``: time until the iteration starting now ends.
+        """
+        if self._version < 2:
+            raise FailedPrecondition("FailedPrecondition",
+                                     f"step: tempokvd at {self.endpoint} speaks protocol version "
+                                     f"{self._version}; step needs 2")
+
+        def rows(name, values, width):
+            out = []
+            for i, row in enumerate(values):
+                try:
+                    row = list(row)
+                except TypeError:
+                    row = None
+                if row is None or len(row) != width:
+                    raise InvalidArgument("InvalidArgument",
+                                          f"step: {name}[{i}] must have {width} integers")
+                out.append([_u64(f"{name}[{i}][0]", row[0])] +
+                           [(_u64 if (name == "queued" and j == 3) else _u32)(
+                               f"{name}[{i}][{j}]", row[j]) for j in range(1, width)])
+            return out
+
+        args = {
+            "seq": self._step_seq + 1,
+            "queued": rows("queued", queued, 5),
+            "finished": rows("finished", finished, 2),
+            "prefills": rows("prefills", prefills, 2),
+            "decoders": _ids("decoders", decoders),
+            "waiting": _ids("waiting", waiting),
+            "boundary_in_ns": _uint("boundary_in_ns", max(0, int(boundary_in_ns)), _I64_MAX),
+        }
+        self._check_open("step")
+        if self.reconnect and self._session_lost:
+            self._recover()
+        with self._lock:
+            request_id = self._next_id
+            self._next_id += 1
+            message = msgpack.packb({"v": self._version, "id": request_id, "op": "step",
+                                     "args": args}, use_bin_type=True)
+            self._send("step", message, 0)
+            self._last_sent = time.monotonic()
+            self._step_seq += 1
 
     # ----------------------------------------------------------------------------------------
     # Extras: session, store, stats.
@@ -529,14 +590,7 @@ class TempoKVClient:
         self._session_open = False
         self._claims.clear()
         self._notifications.clear()
-        for attr in ("_tier", "_write"):
-            m = getattr(self, attr)
-            setattr(self, attr, None)
-            if m is not None:
-                try:
-                    m.close()
-                except BufferError:
-                    pass  # exported memoryviews keep it; it is unmapped when they go
+        self._unmap_shared_memory()
         if self._socket is not None:
             self._socket.close(linger=0)
             self._socket = None
@@ -573,6 +627,16 @@ class TempoKVClient:
         self._write = self._map(self.hello.get("write_path", ""),
                                 self.hello.get("write_bytes", 0), True, "the write region")
 
+    def _unmap_shared_memory(self):
+        for attr in ("_tier", "_write"):
+            m = getattr(self, attr)
+            setattr(self, attr, None)
+            if m is not None:
+                try:
+                    m.close()
+                except BufferError:
+                    pass  # exported memoryviews keep it; it is unmapped when they go
+
     @staticmethod
     def _map(path, nbytes, writable, what):
         if not nbytes:
@@ -604,11 +668,11 @@ class TempoKVClient:
         """The hello (always written in version 1: its envelope is frozen); checks the version."""
         result = self._exchange("hello", self._hello_args, version=1)
         version = result.get("version")
-        if version != PROTOCOL_VERSION:
+        if not isinstance(version, int) or not MIN_PROTOCOL_VERSION <= version <= PROTOCOL_VERSION:
             raise FailedPrecondition(
                 "FailedPrecondition",
                 f"tempokvd at {self.endpoint} picked protocol version {version}, "
-                f"this client speaks {PROTOCOL_VERSION}")
+                f"this client speaks {MIN_PROTOCOL_VERSION}..{PROTOCOL_VERSION}")
         return result
 
     def _recover(self):
@@ -629,14 +693,7 @@ class TempoKVClient:
             self._version = hello["version"]
             self.recoveries += 1
             if restarted and self._map_shm:
-                for attr in ("_tier", "_write"):
-                    m = getattr(self, attr)
-                    setattr(self, attr, None)
-                    if m is not None:
-                        try:
-                            m.close()
-                        except BufferError:
-                            pass  # exported memoryviews keep it until they go
+                self._unmap_shared_memory()
                 self._map_shared_memory()
             why = ("restarted" if restarted else "ended this client's session")
             for request_id, claim in self._claims.items():
@@ -780,6 +837,7 @@ class TempoKVClient:
             # A nil id means the daemon could not read the envelope: the request in flight.
             if reply_id is None or reply_id == request_id:
                 raise _error_of(msg.get("error"))
+            self._note_late_error(msg)
         raise Unavailable("Unavailable", f"tempokvd at {self.endpoint} did not answer {op} "
                                          f"(id {request_id}) within {timeout_s:g} s")
 
@@ -807,7 +865,17 @@ class TempoKVClient:
             elif msg is not None and "event" in msg:
                 continue  # an event this version does not know: ignored
             else:
-                timeout_ms = 0  # late replies and undecodable messages have nobody waiting
+                # Late replies and undecodable messages have nobody waiting; errors are counted.
+                if msg is not None and msg.get("ok") is False:
+                    self._note_late_error(msg)
+                timeout_ms = 0
+
+    def _note_late_error(self, msg):
+        error = _error_of(msg.get("error"))
+        self.late_errors += 1
+        self.last_late_error = error
+        if _session_gone(error):
+            self._session_lost = True
 
     def _deliver(self, n):
         if n.get("event") != "ready":

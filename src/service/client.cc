@@ -115,6 +115,10 @@ Result<Reply> ServiceClient::exchange(const service::Request& request) {
 
 Status ServiceClient::report(service::Op op) {
   if (!options_.pipeline_reports) return call_status(std::move(op));
+  return send_only(std::move(op));
+}
+
+Status ServiceClient::send_only(service::Op op) {
   if (closed_) {
     return Status::failed_precondition(std::string(service::op_name(op)) +
                                        ": the client is closed (bye was sent)");

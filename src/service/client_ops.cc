@@ -127,6 +127,16 @@ Status ServiceClient::put(const Key& key, TokenRange tokens, std::span<const std
   return call_status(s::Put{key, tokens, offset, bytes});
 }
 
+Status ServiceClient::step(service::Step step) {
+  if (version_ < service::kStepVersion) {
+    return Status::failed_precondition(
+        "step: tempokvd at " + options_.endpoint + " speaks protocol version " +
+        std::to_string(version_) + "; step needs " + std::to_string(service::kStepVersion));
+  }
+  step.seq = ++step_seq_;
+  return send_only(std::move(step));
+}
+
 Result<service::StatList> ServiceClient::stats() {
   TEMPOKV_ASSIGN_OR_RETURN(s::Reply reply, call(s::GetStats{}));
   return std::move(reply.stats);

@@ -168,6 +168,7 @@ struct ArgsPacker {
     pack_field(pk, "offset", m.offset);
   }
   void operator()(const GetStats&) { pk.pack_map(0); }
+  void operator()(const Step& m) { wire::pack_step_args(pk, m); }
 };
 
 // "objects": [[offset, bytes], ...]

@@ -1,6 +1,7 @@
 // ServiceCore: assembly, sessions and runtimes, shutdown.
 #include "service/service_core.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,19 @@ uint64_t draw_instance_id() {
   uint64_t id = 0;
   while (id == 0) id = (uint64_t(rd()) << 32) ^ rd();
   return id;
+}
+
+// Creates `path` with `bytes` allocated (posix_fallocate): a /dev/shm too small for the tier
+// fails at start, naming the setting, instead of a SIGBUS when a page is first touched.
+Status allocate_shared_file(const std::string& path, uint64_t bytes, const char* setting) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::from_errno(errno, "create " + path);
+  const int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  close(fd);
+  if (err == 0) return Status::ok();
+  unlink(path.c_str());
+  return Status::from_errno(err, "allocate " + std::to_string(bytes) + " bytes for " + path +
+                                     " (is its filesystem large enough? lower " + setting + ")");
 }
 
 }  // namespace
@@ -67,7 +81,11 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   to.backing = BackingKind::kFile;
   to.path = options.tier_path;
   to.populate = true;
-  if (!options.tier_is_device) (void)unlink(options.tier_path.c_str());  // a stale tier
+  if (!options.tier_is_device) {
+    (void)unlink(options.tier_path.c_str());  // a stale tier
+    TEMPOKV_RETURN_IF_ERROR(allocate_shared_file(options.tier_path, options.tier_bytes,
+                                                 "tier.capacity_bytes"));
+  }
   TEMPOKV_ASSIGN_OR_RETURN(c->tier_, FastTier::create(to));
   ProviderOptions po;
   po.max_reads_in_flight = options.max_reads_in_flight;

@@ -131,6 +131,10 @@ class ServiceCore {
   Status object_transferred(Session& s, uint64_t request_id, const Key& key);
   Status cancel(Session& s, uint64_t request_id);
   Status put(Session& s, uint64_t id, const Put& put);
+  Status add_request(Session& s, const RequestInfo& request);
+  Status finish_request(Session& s, uint64_t request_id, uint32_t output_tokens);
+  // service_step.cc
+  Status step(Session& s, const Step& m);
   void on_ready(uint64_t request_id, Result<RetrievalPath> outcome);
   std::vector<TierSpan> spans(const ClaimShare& share) const;
   Status owned(const Session& s, uint64_t request_id, const char* op) const;
@@ -177,6 +181,7 @@ class ServiceCore {
   struct Counters {
     uint64_t sessions_opened = 0, sessions_closed = 0, requests = 0, errors = 0;
     uint64_t puts = 0, put_bytes = 0, failed_puts = 0, runtimes_ended = 0, claims_abandoned = 0;
+    uint64_t steps = 0, steps_missed = 0;
   } counters_;
   TimerHandle housekeeping_timer_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

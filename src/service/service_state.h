@@ -21,6 +21,10 @@ struct ServiceCore::Runtime {
   uint32_t ranks = 0;  // sessions that copy each claim (0: whoever asked)
   uint32_t copiers_seen = 0;  // its sessions, live or gone, that ever began a transfer
   std::unordered_set<uint64_t> requests;  // ids it added that are not finished or cancelled
+  // Protocol v2 steps: requests admitted by a step (tokens generated so far), and the batch of
+  // the iteration the last step started.
+  std::unordered_map<uint64_t, uint32_t> stepping;
+  std::vector<uint64_t> step_prefills, step_decoders;
 };
 
 // A claim whose manifest was reported, as its sessions see it.
@@ -48,6 +52,7 @@ struct ServiceCore::Session {
   Runtime* runtime = nullptr;
   std::unordered_set<uint64_t> writes;  // write-region reservations it holds (offsets)
   bool copier = false;                  // it began a transfer at least once
+  uint64_t last_step_seq = 0;           // the seq of its last step (protocol v2)
 };
 
 }  // namespace tempokv::service

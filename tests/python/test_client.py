@@ -88,7 +88,7 @@ class ClientTest(fx.DaemonTestCase):
         for field, typ in HELLO_FIELDS.items():
             self.assertIn(field, c.hello)
             self.assertIsInstance(c.hello[field], typ, field)
-        self.assertEqual(c.hello["version"], 1)
+        self.assertEqual(c.hello["version"], 2)
         self.assertEqual(c.hello["max_message_bytes"], 1 << 20)
         self.assertEqual(c.hello["max_manifest_entries"], 16384)
         self.assertEqual(c.hello["heartbeat_timeout_ms"], int(fx.HEARTBEAT_TIMEOUT_S * 1000))

@@ -3,9 +3,6 @@
 // still copying; a re-put never serves stale bytes; progressive release and the
 // tensor-parallel rule count distinct copying sessions.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-
-#include <csignal>
 
 #include "service/daemon_fixture.h"
 
@@ -89,33 +86,17 @@ TEST_F(DaemonTest, ACancelByOneRankReachesARankStillCopying) {
 }
 
 TEST_F(DaemonTest, ACopierKilledMidCopyGivesTheProtectionBack) {
-  {
-    auto c = client();
-    ASSERT_TRUE(c);
-    put_objects(*c, 540, 4);
-    ASSERT_TRUE(c->bye().is_ok());
-  }
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    // The child's runtime stages a claim, begins copying it and dies without a word.
-    auto c = daemon_->connect();
-    if (!c.is_ok()) _exit(2);
-    std::vector<ManifestEntry> m;
-    for (uint64_t i = 0; i < 4; ++i) m.push_back({Key{1, 540 + i}, kObject});
+  auto m = put_and_leave(540, 4);
+  // The child's runtime stages a claim, begins copying it and dies without a word.
+  in_killed_child([&](ServiceClient& c) {
     bool ready = false;
-    if (!(*c)->add_request({5, 4096, 1024, 4 * kObject, 16}).is_ok()) _exit(3);
-    if (!(*c)->report_hit(5, m).is_ok()) _exit(4);
-    auto answer = (*c)->request_retrieval(5, [&](ClaimId, Result<RetrievalPath>) { ready = true; });
-    if (!answer.is_ok()) _exit(5);
-    if (*answer == RetrievalAnswer::kWait && !wait_for(**c, [&] { return ready; })) _exit(6);
-    if (!(*c)->begin_transfer(5).is_ok()) _exit(7);
-    raise(SIGKILL);
-    _exit(8);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "child exit " << WEXITSTATUS(status);
+    if (!c.add_request({5, 4096, 1024, 4 * kObject, 16}).is_ok()) return 3;
+    if (!c.report_hit(5, m).is_ok()) return 4;
+    auto answer = c.request_retrieval(5, [&](ClaimId, Result<RetrievalPath>) { ready = true; });
+    if (!answer.is_ok()) return 5;
+    if (*answer == RetrievalAnswer::kWait && !wait_for(c, [&] { return ready; })) return 6;
+    return c.begin_transfer(5).is_ok() ? 0 : 7;
+  });
   auto c = client();
   ASSERT_TRUE(c);
   EXPECT_TRUE(wait_for(*c, [&] { return nothing_held(*c) && stat_of(*c, "sessions") == 1; }))

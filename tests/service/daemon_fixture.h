@@ -4,6 +4,9 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <csignal>
 
 #include <cmath>
 #include <cstring>
@@ -87,6 +90,30 @@ class DaemonTest : public ::testing::Test {
       EXPECT_EQ(std::memcmp(c.tier_data() + (*spans)[i].offset, want.data(), want.size()), 0)
           << "object " << i;
     }
+  }
+  // Puts n objects through a session that then says bye; returns their manifest.
+  std::vector<ManifestEntry> put_and_leave(uint64_t first, int n) {
+    auto c = client();
+    if (!c) return {};
+    auto m = put_objects(*c, first, n);
+    EXPECT_TRUE(c->bye().is_ok());
+    return m;
+  }
+  // Runs `body` in a forked process with a session of its own; the process dies by SIGKILL,
+  // without a word to the daemon, once body returns 0 (it exits with body's code otherwise).
+  void in_killed_child(const std::function<int(ServiceClient&)>& body) {
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      auto c = daemon_->connect();
+      if (!c.is_ok()) _exit(100);
+      const int code = body(**c);
+      if (code == 0) raise(SIGKILL);
+      _exit(code);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "child exit " << WEXITSTATUS(status);
   }
   // Request `id` through add, hit, order and retrieval until the transfer may begin.
   static void stage(ServiceClient& c, uint64_t id, const std::vector<ManifestEntry>& m) {
