@@ -20,21 +20,39 @@
 // messages; after it fires, or after any call, has_pending() says whether dispatch() has work.
 // attach() does all of that on a RealExecutor and sends heartbeats while the runtime is quiet.
 //
+// Recovery (ClientOptions::background_heartbeat, reconnect): a background thread sends a
+// heartbeat whenever no request went out for a third of the daemon's heartbeat timeout, so an
+// idle runtime keeps its session. When the daemon no longer knows the session (it restarted, or
+// the session timed out), the next call or dispatch() says hello again, maps the tier and write
+// region anew when the daemon is a new instance (HelloResult::instance), and fails every claim
+// this client held: a waiting claim's callback gets Unavailable from dispatch(), a ready
+// claim's objects() answers Unavailable ("lost"); the call that found out is then made again
+// (put and abort_write, whose offsets belonged to the old session, answer Unavailable instead).
+// Pointers into the old tier_data() are invalid after a recovery (recoveries() counts them).
+// A daemon that is down fails calls fast: a request that cannot be handed to a connection
+// within its timeout is Unavailable (lookup waits at most lookup_timeout), and while the
+// background heartbeat finds the daemon down, at once.
+//
 // Ownership: owns its socket and its mappings of the daemon's files (not the files). The
 // destructor sends nothing: the daemon ends the session when it notices the disconnect or the
 // heartbeat timeout; bye() ends it at once.
 //
 // Threading: not thread-safe. One thread makes every call, runs dispatch() and destroys the
-// client; when attached, that is the executor's loop thread.
+// client; when attached, that is the executor's loop thread. (The background heartbeat thread
+// shares only the socket with it, under a lock, and never runs callbacks.)
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -59,6 +77,11 @@ struct ClientOptions {
   Duration call_timeout = std::chrono::seconds(10);  // longest wait for one reply
   bool map_shared_memory = true;  // map the fast tier (read-only) and the write region
   bool pipeline_reports = false;  // progress reports do not wait for their replies (see above)
+  // A lookup waits at most this long (a serving engine falls back to recompute rather than
+  // stall on a daemon that is down).
+  Duration lookup_timeout = std::chrono::milliseconds(250);
+  bool background_heartbeat = true;  // heartbeat from a background thread (see Recovery)
+  bool reconnect = true;  // say hello again when the daemon lost the session (see Recovery)
   Status validate() const;
 };
 
@@ -100,9 +123,17 @@ class ServiceClient final : public RuntimeApi {
   // it, returning once the daemon says it is durable. FailedPrecondition without a write region.
   Status put(const Key& key, TokenRange tokens, std::span<const std::byte> payload);
   Result<service::StatList> stats();
+  // Protocol v2: one message per scheduler iteration (docs/protocol.md, "step") carrying the
+  // batch, the finished and newly queued requests and the waiting order, in place of the
+  // add_request / admitted / iteration_started / prefill_done / tokens_generated / finished /
+  // update_order calls. Sent without waiting (its seq is set here); an error it is answered with
+  // is counted in late_errors(). FailedPrecondition when the daemon speaks only version 1.
+  Status step(service::Step step);
 
   // A ready claim's objects, one span per manifest entry in manifest order, located in
-  // tier_data(). NotFound for a claim not answered here; FailedPrecondition while it waits.
+  // tier_data(). NotFound for a claim not answered here; FailedPrecondition while it waits;
+  // Cancelled once dispatch() delivered a cancel by another session of the runtime (stop copying
+  // and call end_transfer: the daemon keeps the bytes protected until then).
   Result<std::vector<service::TierSpan>> objects(uint64_t id) const;
   const service::HelloResult& hello() const { return hello_; }
   const std::byte* tier_data() const { return tier_.data(); }  // null when not mapped
@@ -117,6 +148,8 @@ class ServiceClient final : public RuntimeApi {
   // out), and the last of them.
   uint64_t late_errors() const { return late_errors_; }
   const Status& last_late_error() const { return last_late_error_; }
+  // Hellos said again after the daemon lost the session (see Recovery).
+  uint64_t recoveries() const { return recoveries_; }
 
   int fd() const;
   // Queued notifications, or messages readable on the socket.
@@ -137,18 +170,37 @@ class ServiceClient final : public RuntimeApi {
     bool ready = false;    // `objects` are valid
     RetrievalCallback on_ready;
     std::vector<service::TierSpan> objects;
+    Status lost;  // why a ready claim was taken away (cancelled by another session)
   };
 
   ServiceClient(ClientOptions options, std::unique_ptr<service::ClientSocket> socket);
   Status map_shared_memory();
-  // Sends one request and waits for its reply; notifications met meanwhile are queued.
+  // Sends one request and waits for its reply; notifications met meanwhile are queued. Recovers
+  // a lost session first (or when the reply says it is lost, then asks again).
   Result<service::Reply> call(service::Op op);
+  Result<service::Reply> call_once(const service::Op& op);
   Result<service::Reply> exchange(const service::Request& request);  // counted in calls()
-  Result<service::Reply> exchange_once(const service::Request& request);
+  // wait_for_connection false: a request no connection takes at once is Unavailable.
+  Result<service::Reply> exchange_once(const service::Request& request, Duration timeout,
+                                       bool wait_for_connection = true);
+  // client_recovery.cc
+  service::Hello hello_request() const;
+  // Says hello (version 1) and checks the version the daemon picked.
+  Result<service::HelloResult> say_hello();
+  // The daemon no longer knows this session: hello again, remap if it is a new instance, fail
+  // the claims held here. Not from the heartbeat thread.
+  Status recover();
+  static bool session_gone(const Status& st);
+  void start_heartbeat_thread();
+  void stop_heartbeat_thread();
+  void heartbeat_loop();
   Status call_status(service::Op op) { return call(std::move(op)).status(); }
   // A progress report: call_status, or sent without waiting with pipeline_reports.
   Status report(service::Op op);
-  Status send_request(const service::Request& request);
+  // Sends without waiting for the reply (an error reply is counted in late_errors()).
+  Status send_only(service::Op op);
+  // Hands the request to the socket, waiting up to `timeout` for a connection.
+  Status send_request(const service::Request& request, Duration timeout);
   void note_unawaited(const service::ServerMessage& message);
   void drain_socket();
   void deliver(service::ReadyNotification notification);
@@ -171,6 +223,20 @@ class ServiceClient final : public RuntimeApi {
   service::ClientMapping write_;
   std::unordered_map<uint64_t, Claim> claims_;            // by request id
   std::deque<service::ReadyNotification> notifications_;  // received, not yet delivered
+  uint64_t recoveries_ = 0;
+  uint64_t step_seq_ = 0;  // the seq of the last step sent
+
+  // Shared with the heartbeat thread: the socket, next_id_, notifications_, late errors and the
+  // times below are used under mu_ (recursive: a call's dispatch may call again).
+  mutable std::recursive_mutex mu_;
+  std::chrono::steady_clock::time_point last_request_{};  // when the last request went out
+  std::atomic<bool> session_lost_{false};  // the heartbeat thread found the session gone
+  std::atomic<bool> daemon_down_{false};   // the heartbeat thread's last heartbeat got no reply
+  std::atomic<int64_t> heartbeat_interval_ms_{0};
+  std::thread heartbeat_thread_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;  // under stop_mu_
 
   RealExecutor* executor_ = nullptr;  // while attached
   TimerHandle heartbeat_timer_;

@@ -78,6 +78,7 @@ class RuntimeAdapter : public RuntimeApi {
   Status admitted(uint64_t id) override;
   Status prefill_done(uint64_t id) override;  // the prefill produced the first token
   Status tokens_generated(uint64_t id, uint32_t total_generated) override;
+  // The request is done; a claim of it that is not released yet is cancelled.
   Status finished(uint64_t id, uint32_t output_tokens) override;
 
   Result<RetrievalAnswer> request_retrieval(uint64_t id, RetrievalCallback on_ready) override;

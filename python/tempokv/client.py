@@ -1,7 +1,7 @@
 """TempoKVClient: the runtime adapter's calls carried to tempokvd.
 
 The Python twin of the C++ ``ServiceClient`` (include/tempokv/client.h). It
-speaks version 1 of the wire protocol (docs/protocol.md): one MessagePack map
+speaks versions 1..2 of the wire protocol (docs/protocol.md): one MessagePack map
 per ZeroMQ message on a DEALER socket, requests ``{v, id, op, args}``, replies
 ``{id, ok, result | error}`` and ``ready`` notifications ``{event, request_id,
 path | error, objects}``.
@@ -22,30 +22,48 @@ for that object, or ``cancel``. :meth:`put` stores new KV through the write
 region.
 
 Heartbeats: the daemon ends a session after ``heartbeat_timeout_ms`` without
-any request. Any call counts; :meth:`poll` sends a heartbeat itself when no
-request went out for a third of that time, so a runtime that polls regularly
-stays alive. Nothing runs in the background.
+any request. Any call counts; a background thread (``background_heartbeat``)
+sends a heartbeat when no request went out for a third of that time, and so
+does :meth:`poll`.
+
+Recovery (``reconnect``): when the daemon no longer knows the session (it
+restarted, or the session timed out), the next call or :meth:`poll` says
+hello again, maps the new tier and write region when the daemon is a new
+instance (``hello["instance"]``), and fails every claim held here with
+:class:`tempokv.errors.ClaimLost` (a waiting claim's ``on_ready`` gets it from
+:meth:`poll`; a ready claim's :meth:`objects` raises it); then the call that
+found out is made again (``put`` raises Unavailable instead: its reservation
+belonged to the old session). Memoryviews of the old tier must not be used
+after a recovery (``recoveries`` counts them). A daemon that is down fails
+calls fast: a request no connection takes within the call's timeout raises
+Unavailable (:meth:`lookup` waits at most ``lookup_timeout_s``), at once
+while the background heartbeat finds the daemon down.
 
 Threading: NOT thread-safe. One thread makes every call, runs :meth:`poll`
 (and so the callbacks) and closes the client. Callbacks may call back into
 the client. Use one client per thread (e.g. one per tensor-parallel rank,
-sharing a claim through the same ``runtime`` name).
+sharing a claim through the same ``runtime`` name). The background heartbeat
+shares only the socket with that thread, under a lock, and runs no callbacks.
 """
 
 import collections
 import mmap
 import os
+import threading
 import time
+import weakref
 
 import msgpack
 import zmq
 
 from . import errors
-from .errors import FailedPrecondition, Internal, InvalidArgument, NotFound, Unavailable
+from .errors import (ClaimLost, FailedPrecondition, Internal, InvalidArgument, NotFound,
+                     Unavailable)
 
 __all__ = ["TempoKVClient", "PROTOCOL_VERSION"]
 
-PROTOCOL_VERSION = 1  # the versions this client speaks: 1..1
+PROTOCOL_VERSION = 2  # the newest version this client speaks
+MIN_PROTOCOL_VERSION = 1  # the oldest: it speaks 1..2 (step needs 2)
 
 _U32_MAX = (1 << 32) - 1
 _U64_MAX = (1 << 64) - 1
@@ -101,8 +119,14 @@ def _spans(objects):
     return out
 
 
+def _session_gone(error):
+    """Whether an error reply says the daemon has no session for this client (docs/protocol.md,
+    Errors for bad messages)."""
+    return isinstance(error, FailedPrecondition) and "has not said hello" in error.message
+
+
 class _Claim:
-    __slots__ = ("waiting", "ready", "on_ready", "objects", "path")
+    __slots__ = ("waiting", "ready", "on_ready", "objects", "path", "lost")
 
     def __init__(self):
         self.waiting = False  # answered wait; its notification has not been delivered
@@ -110,19 +134,35 @@ class _Claim:
         self.on_ready = None
         self.objects = []
         self.path = None  # "staged" | "ordinary" once ready
+        self.lost = None  # why a ready claim was taken away (a TempoKVError)
 
 
 class TempoKVClient:
     """One session with tempokvd (see the module documentation). Not thread-safe."""
 
     def __init__(self, endpoint, name="", runtime="", max_active=0, timeout_s=10.0,
-                 map_shared_memory=True, ranks=0):
+                 map_shared_memory=True, ranks=0, lookup_timeout_s=0.25,
+                 background_heartbeat=True, reconnect=True):
         if not endpoint:
             raise InvalidArgument("InvalidArgument", "endpoint is empty")
         if timeout_s <= 0:
             raise InvalidArgument("InvalidArgument", "timeout_s must be positive")
+        if lookup_timeout_s <= 0:
+            raise InvalidArgument("InvalidArgument", "lookup_timeout_s must be positive")
         self.endpoint = endpoint
         self.timeout_s = float(timeout_s)
+        self.lookup_timeout_s = float(lookup_timeout_s)
+        self.reconnect = bool(reconnect)
+        self.recoveries = 0  # hellos said again after the daemon lost the session
+        self.late_errors = 0  # error replies nobody waited for (a step's, a timed-out call's)
+        self.last_late_error = None
+        self._step_seq = 0
+        self._map_shm = bool(map_shared_memory)
+        self._lock = threading.RLock()  # the socket and the notification queue
+        self._session_lost = False  # the heartbeat thread found the session gone
+        self._daemon_down = False  # the heartbeat thread's last heartbeat got no answer
+        self._stop = threading.Event()
+        self._heartbeat_thread = None
         self._next_id = 1
         self._version = PROTOCOL_VERSION
         self._closed = False  # close() ran: nothing works any more
@@ -137,31 +177,32 @@ class TempoKVClient:
         self._context = zmq.Context()
         self._socket = self._context.socket(zmq.DEALER)
         self._socket.setsockopt(zmq.LINGER, 0)
+        # Queue only on a live connection: a request to a daemon that is down fails.
+        self._socket.setsockopt(zmq.IMMEDIATE, 1)
         try:
             self._socket.connect(endpoint)
-            args = {"versions": [PROTOCOL_VERSION], "client": str(name)}
+            args = {"versions": list(range(MIN_PROTOCOL_VERSION, PROTOCOL_VERSION + 1)),
+                    "client": str(name)}
             if runtime:
                 args["runtime"] = str(runtime)
             if max_active:
                 args["max_active"] = _u32("max_active", max_active)
             if ranks:
                 args["ranks"] = _u32("ranks", ranks)
-            # The hello is always written in version 1 (its envelope is frozen).
-            result = self._call("hello", args, version=1)
-            version = result.get("version")
-            if version != PROTOCOL_VERSION:
-                raise FailedPrecondition(
-                    "FailedPrecondition",
-                    f"tempokvd at {endpoint} picked protocol version {version}, "
-                    f"this client speaks {PROTOCOL_VERSION}")
-            self.hello = result
-            self._version = version
+            self._hello_args = args
+            self.hello = self._say_hello()
+            self._version = self.hello["version"]
             self._session_open = True
             if map_shared_memory:
                 self._map_shared_memory()
         except BaseException:
             self.close()
             raise
+        if background_heartbeat:
+            self._heartbeat_thread = threading.Thread(
+                target=TempoKVClient._heartbeat_main, args=(weakref.ref(self), self._stop),
+                name="tempokv-heartbeat", daemon=True)
+            self._heartbeat_thread.start()
 
     # ----------------------------------------------------------------------------------------
     # Properties of the session.
@@ -191,6 +232,11 @@ class TempoKVClient:
     @property
     def closed(self):
         return self._closed
+
+    @property
+    def instance(self):
+        """The daemon process's id from the hello (changes when the daemon restarts)."""
+        return self.hello.get("instance")
 
     # ----------------------------------------------------------------------------------------
     # The adapter's calls.
@@ -293,6 +339,62 @@ class TempoKVClient:
         self._claims.pop(request_id, None)
         self._call("cancel", {"request_id": request_id})
 
+    def step(self, prefills=(), decoders=(), finished=(), queued=(), waiting=(),
+             boundary_in_ns=0):
+        """Protocol v2: one message per scheduler iteration, in place of add_request, admitted,
+        iteration_started, prefill_done, tokens_generated, finished and update_order
+        (docs/protocol.md, "step"). Sent without waiting for the daemon; an error it is answered
+        with is counted in ``late_errors`` (``last_late_error``) when a later call or poll reads
+        it.
+
+        ``prefills``: [(request_id, tokens)] prefilling in the iteration starting now (a chunk
+        of a chunked prefill lists the request again); ``decoders``: request ids decoding one
+        token in it; ``finished``: [(request_id, output_tokens)] ended since the last step;
+        ``queued``: [(request_id, prompt_tokens, cached_tokens, cached_bytes,
+        max_output_tokens)] that joined the waiting queue; ``waiting``: the waiting order after
+        this schedule; ``boundary_in_ns``: time until the iteration starting now ends.
+        """
+        if self._version < 2:
+            raise FailedPrecondition("FailedPrecondition",
+                                     f"step: tempokvd at {self.endpoint} speaks protocol version "
+                                     f"{self._version}; step needs 2")
+
+        def rows(name, values, width):
+            out = []
+            for i, row in enumerate(values):
+                try:
+                    row = list(row)
+                except TypeError:
+                    row = None
+                if row is None or len(row) != width:
+                    raise InvalidArgument("InvalidArgument",
+                                          f"step: {name}[{i}] must have {width} integers")
+                out.append([_u64(f"{name}[{i}][0]", row[0])] +
+                           [(_u64 if (name == "queued" and j == 3) else _u32)(
+                               f"{name}[{i}][{j}]", row[j]) for j in range(1, width)])
+            return out
+
+        args = {
+            "seq": self._step_seq + 1,
+            "queued": rows("queued", queued, 5),
+            "finished": rows("finished", finished, 2),
+            "prefills": rows("prefills", prefills, 2),
+            "decoders": _ids("decoders", decoders),
+            "waiting": _ids("waiting", waiting),
+            "boundary_in_ns": _uint("boundary_in_ns", max(0, int(boundary_in_ns)), _I64_MAX),
+        }
+        self._check_open("step")
+        if self.reconnect and self._session_lost:
+            self._recover()
+        with self._lock:
+            request_id = self._next_id
+            self._next_id += 1
+            message = msgpack.packb({"v": self._version, "id": request_id, "op": "step",
+                                     "args": args}, use_bin_type=True)
+            self._send("step", message, 0)
+            self._last_sent = time.monotonic()
+            self._step_seq += 1
+
     # ----------------------------------------------------------------------------------------
     # Extras: session, store, stats.
 
@@ -377,6 +479,8 @@ class TempoKVClient:
         if claim is None:
             raise NotFound("NotFound", f"objects: request {request_id} has no claim answered "
                                        "ready on this client")
+        if claim.lost is not None:
+            raise claim.lost
         if not claim.ready:
             raise FailedPrecondition("FailedPrecondition", f"objects: request {request_id} is "
                                                            "waiting for its ready notification")
@@ -398,9 +502,10 @@ class TempoKVClient:
 
     def pending(self):
         """Whether :meth:`poll` has something to deliver now (queued or on the socket)."""
-        if self._notifications:
-            return True
-        return self._socket is not None and bool(self._socket.poll(0, zmq.POLLIN))
+        with self._lock:
+            if self._notifications:
+                return True
+            return self._socket is not None and bool(self._socket.poll(0, zmq.POLLIN))
 
     def poll(self, timeout_s=0):
         """Receives the messages that arrive within ``timeout_s`` (0: only those already here;
@@ -408,6 +513,8 @@ class TempoKVClient:
         queued notifications. Sends a heartbeat first when none is due. Returns how many
         notifications were delivered."""
         self._check_open("poll")
+        if self.reconnect and self._session_lost:
+            self._recover()  # the claims lost with the session are delivered below
         self._heartbeat_if_due()
         deadline = time.monotonic() + max(0.0, timeout_s)
         self._drain(0)
@@ -418,8 +525,12 @@ class TempoKVClient:
             self._drain(left)
         delivered = 0
         # Drain before each delivery: a callback's own calls may have queued more.
-        while self._notifications:
-            self._deliver(self._notifications.popleft())
+        while True:
+            with self._lock:
+                if not self._notifications:
+                    break
+                n = self._notifications.popleft()
+            self._deliver(n)
             delivered += 1
             self._drain(0)
         return delivered
@@ -462,6 +573,10 @@ class TempoKVClient:
         :meth:`read_object` still alive keep their mapping until they are released."""
         if self._closed:
             return
+        self._stop.set()
+        thread, self._heartbeat_thread = self._heartbeat_thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
         if send_bye and self._session_open and self._socket is not None:
             saved = self.timeout_s
             self.timeout_s = min(saved, 1.0)
@@ -475,14 +590,7 @@ class TempoKVClient:
         self._session_open = False
         self._claims.clear()
         self._notifications.clear()
-        for attr in ("_tier", "_write"):
-            m = getattr(self, attr)
-            setattr(self, attr, None)
-            if m is not None:
-                try:
-                    m.close()
-                except BufferError:
-                    pass  # exported memoryviews keep it; it is unmapped when they go
+        self._unmap_shared_memory()
         if self._socket is not None:
             self._socket.close(linger=0)
             self._socket = None
@@ -519,6 +627,16 @@ class TempoKVClient:
         self._write = self._map(self.hello.get("write_path", ""),
                                 self.hello.get("write_bytes", 0), True, "the write region")
 
+    def _unmap_shared_memory(self):
+        for attr in ("_tier", "_write"):
+            m = getattr(self, attr)
+            setattr(self, attr, None)
+            if m is not None:
+                try:
+                    m.close()
+                except BufferError:
+                    pass  # exported memoryviews keep it; it is unmapped when they go
+
     @staticmethod
     def _map(path, nbytes, writable, what):
         if not nbytes:
@@ -546,9 +664,139 @@ class TempoKVClient:
         if interval > 0 and time.monotonic() - self._last_sent >= interval:
             self.heartbeat()
 
-    def _call(self, op, args, version=None):
+    def _say_hello(self):
+        """The hello (always written in version 1: its envelope is frozen); checks the version."""
+        result = self._exchange("hello", self._hello_args, version=1)
+        version = result.get("version")
+        if not isinstance(version, int) or not MIN_PROTOCOL_VERSION <= version <= PROTOCOL_VERSION:
+            raise FailedPrecondition(
+                "FailedPrecondition",
+                f"tempokvd at {self.endpoint} picked protocol version {version}, "
+                f"this client speaks {MIN_PROTOCOL_VERSION}..{PROTOCOL_VERSION}")
+        return result
+
+    def _recover(self):
+        """The daemon lost the session: hello again, remap when it is a new instance, and fail
+        every claim held here with ClaimLost."""
+        with self._lock:
+            self._session_lost = False
+            try:
+                hello = self._say_hello()
+            except errors.TempoKVError as e:
+                self._session_lost = True  # the next call tries again
+                raise errors.error_from_code(
+                    e.code, f"tempokvd at {self.endpoint} lost this client's session and a new "
+                            f"hello failed: {e.message}") from e
+            restarted = any(hello.get(k) != self.hello.get(k)
+                            for k in ("instance", "tier_path", "write_path"))
+            self.hello = hello
+            self._version = hello["version"]
+            self.recoveries += 1
+            if restarted and self._map_shm:
+                self._unmap_shared_memory()
+                self._map_shared_memory()
+            why = ("restarted" if restarted else "ended this client's session")
+            for request_id, claim in self._claims.items():
+                lost = ClaimLost("Unavailable", f"claim of request {request_id} lost: tempokvd "
+                                                f"{why}; the daemon no longer knows it")
+                if claim.waiting:
+                    self._notifications.append({"event": "ready", "request_id": request_id,
+                                                "_lost": lost})
+                else:
+                    claim.ready = False
+                    claim.objects = []
+                    claim.lost = lost
+
+    def _call(self, op, args):
+        """One call, recovering a lost session first, or when the reply says it is lost (then
+        asking again). Returns the reply's ``result`` map or raises."""
+        self._check_open(op)
+        may_recover = self.reconnect and op != "bye"
+        if may_recover and self._session_lost:
+            self._recover()
+        try:
+            return self._exchange(op, args)
+        except FailedPrecondition as e:
+            if not (may_recover and _session_gone(e)):
+                raise
+        self._recover()
+        if op in ("put", "abort_write"):
+            raise Unavailable("Unavailable", f"{op}: tempokvd lost this client's session and its "
+                                             "write reservations; a new session is open, "
+                                             "reserve again")
+        return self._exchange(op, args)
+
+    @staticmethod
+    def _heartbeat_main(ref, stop):
+        """The background heartbeat: keeps an idle session alive and notices a daemon that is
+        down or lost the session. Never runs callbacks. Holds the client only weakly, so a client
+        nobody references is still collected (and its session ends)."""
+        while True:
+            client = ref()
+            if client is None:
+                return
+            interval = client.heartbeat_timeout_s / 3
+            with client._lock:
+                wait_s = 1.0 if interval <= 0 else client._last_sent + interval - time.monotonic()
+            del client
+            if stop.wait(max(0.01, wait_s)):
+                return
+            client = ref()
+            if client is None:
+                return
+            client._heartbeat_if_idle()
+            del client
+
+    def _heartbeat_if_idle(self):
+        interval = self.heartbeat_timeout_s / 3
+        if interval <= 0:  # a daemon without a heartbeat timeout needs none
+            return
+        with self._lock:
+            if self._closed or not self._session_open or \
+                    time.monotonic() - self._last_sent < interval:
+                return
+            try:
+                self._exchange("heartbeat", {}, timeout_s=min(interval, 1.0), connect_wait=False)
+                self._daemon_down = False
+            except FailedPrecondition as e:
+                if _session_gone(e):
+                    self._daemon_down = False
+                    self._session_lost = True
+            except Unavailable:
+                self._daemon_down = True
+            except errors.TempoKVError:
+                pass
+            finally:
+                self._last_sent = time.monotonic()
+
+    def _send(self, op, message, timeout_s):
+        """Hands the message to a live connection, waiting up to timeout_s for one."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self._socket.send(message, zmq.NOBLOCK, copy=True)
+                return
+            except zmq.Again:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Unavailable("Unavailable", f"{op}: tempokvd at {self.endpoint} is not "
+                                                     f"reachable (no connection took the request "
+                                                     f"within {timeout_s:g} s)") from None
+                self._socket.poll(max(1, int(left * 1000 + 0.999)), zmq.POLLOUT)
+            except zmq.ZMQError as e:
+                raise Unavailable("Unavailable", f"{op}: sending to tempokvd at "
+                                                 f"{self.endpoint}: {e}") from e
+
+    def _exchange(self, op, args, version=None, timeout_s=None, connect_wait=True):
+        with self._lock:
+            return self._exchange_locked(op, args, version, timeout_s, connect_wait)
+
+    def _exchange_locked(self, op, args, version, timeout_s, connect_wait):
         """Sends one request and waits for its reply; returns its ``result`` map or raises."""
         self._check_open(op)
+        if timeout_s is None:
+            timeout_s = min(self.lookup_timeout_s, self.timeout_s) if op == "lookup" \
+                else self.timeout_s
         request_id = self._next_id
         self._next_id += 1
         message = msgpack.packb({"v": self._version if version is None else version,
@@ -558,13 +806,9 @@ class TempoKVClient:
             raise InvalidArgument("InvalidArgument",
                                   f"{op}: message of {len(message)} bytes exceeds the daemon's "
                                   f"limit of {limit} bytes")
-        try:
-            self._socket.send(message, copy=True)
-        except zmq.ZMQError as e:
-            raise Unavailable("Unavailable", f"{op}: sending to tempokvd at {self.endpoint}: "
-                                             f"{e}") from e
+        self._send(op, message, timeout_s if connect_wait and not self._daemon_down else 0)
         self._last_sent = time.monotonic()
-        deadline = self._last_sent + self.timeout_s
+        deadline = self._last_sent + timeout_s
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -572,6 +816,7 @@ class TempoKVClient:
             if not self._socket.poll(max(1, int(left * 1000 + 0.999)), zmq.POLLIN):
                 continue
             frame = self._socket.recv(zmq.NOBLOCK, copy=True)
+            self._daemon_down = False  # it answers
             msg = self._decode(frame)
             if msg is None:
                 # With one request in flight this is most likely its reply; failing now beats
@@ -592,8 +837,9 @@ class TempoKVClient:
             # A nil id means the daemon could not read the envelope: the request in flight.
             if reply_id is None or reply_id == request_id:
                 raise _error_of(msg.get("error"))
+            self._note_late_error(msg)
         raise Unavailable("Unavailable", f"tempokvd at {self.endpoint} did not answer {op} "
-                                         f"(id {request_id}) within {self.timeout_s:g} s")
+                                         f"(id {request_id}) within {timeout_s:g} s")
 
     @staticmethod
     def _decode(frame):
@@ -606,6 +852,10 @@ class TempoKVClient:
     def _drain(self, timeout_s):
         """Queues the notifications that arrive within timeout_s (stops at the first one after
         waiting); stray replies are dropped."""
+        with self._lock:
+            self._drain_locked(timeout_s)
+
+    def _drain_locked(self, timeout_s):
         timeout_ms = int(timeout_s * 1000 + 0.999) if timeout_s > 0 else 0
         while self._socket.poll(timeout_ms, zmq.POLLIN):
             msg = self._decode(self._socket.recv(zmq.NOBLOCK, copy=True))
@@ -615,20 +865,41 @@ class TempoKVClient:
             elif msg is not None and "event" in msg:
                 continue  # an event this version does not know: ignored
             else:
-                timeout_ms = 0  # late replies and undecodable messages have nobody waiting
+                # Late replies and undecodable messages have nobody waiting; errors are counted.
+                if msg is not None and msg.get("ok") is False:
+                    self._note_late_error(msg)
+                timeout_ms = 0
+
+    def _note_late_error(self, msg):
+        error = _error_of(msg.get("error"))
+        self.late_errors += 1
+        self.last_late_error = error
+        if _session_gone(error):
+            self._session_lost = True
 
     def _deliver(self, n):
         if n.get("event") != "ready":
             return
         request_id = n.get("request_id")
         claim = self._claims.get(request_id)
-        if claim is None or not claim.waiting:
-            return  # unknown or not waiting: ignored
+        if claim is None:
+            return  # unknown: ignored
+        if not claim.waiting:
+            # A ready claim fails only when another session of the runtime cancelled it: stop
+            # copying and end_transfer (the daemon keeps the bytes until then).
+            if n.get("path") is None and claim.ready:
+                claim.ready = False
+                claim.objects = []
+                claim.lost = _error_of(n.get("error"))
+            return
         claim.waiting = False
         on_ready = claim.on_ready
         claim.on_ready = None
         path, error = n.get("path"), None
-        if path is not None:
+        if "_lost" in n:
+            path, error = None, n["_lost"]
+            self._claims.pop(request_id, None)
+        elif path is not None:
             claim.ready = True
             claim.path = path
             try:

@@ -62,6 +62,12 @@ class Unavailable(TempoKVError):
     code = "Unavailable"
 
 
+class ClaimLost(Unavailable):
+    """A claim this client held is gone because tempokvd lost the session (it restarted, or the
+    session timed out): the client said hello again, and the daemon no longer knows the request.
+    Reach it as ``tempokv.errors.ClaimLost``; it is an :class:`Unavailable`."""
+
+
 class Cancelled(TempoKVError):
     code = "Cancelled"
 

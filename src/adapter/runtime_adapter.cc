@@ -249,9 +249,17 @@ Status RuntimeAdapter::finished(uint64_t id, uint32_t output_tokens) {
                                        " already finished");
   }
   if (r->phase == Phase::kRunning) predictor_.record_completion(output_tokens);
+  const bool claimed = r->has_claim;
   std::erase(running_, id);
-  requests_.erase(id);  // its claim, if any, lives on in the controller until released
-  return Status::ok();
+  requests_.erase(id);
+  // A claim the finished request no longer needs must not stay behind to commit or stay
+  // protected: it is cancelled (one being copied ends when its copier reports end_transfer).
+  if (!claimed) return Status::ok();
+  Result<ClaimInfo> claim = controller_.info(id);
+  if (!claim.is_ok() || claim->state == ClaimState::kReleased || claim->cancelled) {
+    return Status::ok();
+  }
+  return controller_.cancel(id);
 }
 
 Result<RetrievalAnswer> RuntimeAdapter::request_retrieval(uint64_t id,

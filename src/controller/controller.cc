@@ -95,8 +95,16 @@ void Controller::account() {
 }
 
 Status Controller::report(ClaimId id, std::vector<ManifestEntry> manifest, Duration ttu) {
-  if (claims_.count(id)) {
-    return Status::failed_precondition("claim " + std::to_string(id) + " is already reported");
+  if (Rec* old = find(id)) {
+    // A released claim's id may be reused once the provider has let go of it.
+    if (old->info.state != ClaimState::kReleased) {
+      return Status::failed_precondition("claim " + std::to_string(id) + " is already reported");
+    }
+    if (provider_.phase(id)) {
+      return Status::failed_precondition("claim " + std::to_string(id) +
+                                         " was released but its reads are still in flight");
+    }
+    claims_.erase(id);
   }
   if (manifest.empty()) {
     return Status::invalid_argument("claim " + std::to_string(id) + " has an empty manifest");
@@ -112,16 +120,17 @@ Status Controller::report(ClaimId id, std::vector<ManifestEntry> manifest, Durat
       footprint += provider_.tier().charge_bytes(round_up(e.bytes, kBlockBytes));
     }
   }
-  uint64_t budget = provider_.tier().stats().budget_bytes;
-  if (footprint > budget) {
+  const FastTierStats tier = provider_.tier().stats();
+  if (footprint > tier.capacity_bytes) {
     return Status::invalid_argument("claim " + std::to_string(id) + " needs " +
-                                    format_bytes(footprint) + ", more than the protected budget " +
-                                    format_bytes(budget));
+                                    format_bytes(footprint) + ", more than the fast tier " +
+                                    format_bytes(tier.capacity_bytes));
   }
   Rec& r = claims_[id];
   r.claim = StagingClaim{id, std::move(manifest)};
   r.info.id = id;
   r.info.footprint_bytes = footprint;
+  r.info.ordinary_only = footprint > tier.budget_bytes;
   r.info.timeline.reported = executor_.now();
   r.seq = next_seq_++;
   set_ttu(r, ttu, executor_.now());

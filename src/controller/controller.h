@@ -8,7 +8,7 @@
 // the runtime that last listed it (Queue-K = among the first K of that runtime's queue).
 //
 // Rules kept here:
-//  * Attempts go first to claims whose retrieval is requested (in request order), then to
+//  * A claim whose retrieval is requested is attempted at once (commit, else ORDINARY), then
 //    eligible planned claims in attempt order: by rank, runtimes interleaved (rank 0 of every
 //    runtime in runtime-id order, then rank 1, ...), then claims in no order (in report order). A
 //    refused or ineligible claim never blocks the others.
@@ -38,7 +38,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -93,6 +92,8 @@ struct ClaimInfo {
   uint64_t footprint_bytes = 0;  // fast-tier charge of its objects
   bool ordinary = false;         // took the ordinary path
   bool refused = false;          // at least one commit attempt was refused
+  bool ordinary_only = false;    // larger than the protected budget: never committed
+  bool cancelled = false;        // cancelled while being copied: released at end_transfer
   Status failure;                // why it was released early (read error, missing object)
   ClaimTimeline timeline;
   // What the controller expected when it committed: the projected use time (TTU at commit
@@ -125,8 +126,11 @@ class Controller {
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
 
-  // A reusable-KV hit of a waiting request: a metadata-only claim. InvalidArgument for an empty
-  // manifest or one larger than the protected budget; FailedPrecondition for a known id.
+  // A reusable-KV hit of a waiting request: a metadata-only claim. A claim larger than the
+  // protected budget is never committed: it takes the ordinary path when its retrieval is
+  // requested (the paper's demand path needs no protection). InvalidArgument for an empty
+  // manifest or one larger than the fast tier; FailedPrecondition for a live id (a released one
+  // may be reported again once the provider has let go of it).
   Status report(ClaimId id, std::vector<ManifestEntry> manifest, Duration ttu);
   // New TTU estimates (each timestamped now) and runtime `runtime`'s waiting order (replacing
   // that runtime's previous one; other runtimes' orders stay), then one reevaluation. Unknown ids
@@ -138,11 +142,15 @@ class Controller {
   Status update_estimates(std::span<const std::pair<ClaimId, Duration>> ttus);
   Result<RetrievalAnswer> request_retrieval(ClaimId id, RetrievalCallback on_ready);
   Status begin_transfer(ClaimId id);
-  // The copy is done: the claim is released and its protection ends.
+  // The copy is done: the claim is released and its protection ends. Also ends the transfer of a
+  // claim cancelled while it was being copied.
   Status end_transfer(ClaimId id);
   // One object's copy to the device is done. With progressive_release its protection ends now;
   // otherwise nothing changes (it ends with the transfer).
   Status object_transferred(ClaimId id, const Key& key);
+  // Ends a claim. A claim being copied (TRANSFERRING, or ORDINARY after begin_transfer) stays in
+  // its state, marked cancelled, until the copier reports end_transfer: only then can no copy
+  // touch its objects, and its protection (or hold) ends. Any other claim is RELEASED now.
   Status cancel(ClaimId id);
 
   // When this claim's KV is projected to be stage-ready, from now: 0 once ready (or on a path
@@ -219,6 +227,8 @@ class Controller {
   // Once a claim committed before its retrieval request is both ready and requested: its timing
   // error goes to the error feedback.
   void note_timing(Rec& r);
+  // Between begin_transfer and end_transfer (either path).
+  static bool copying(const Rec& r);
 
   Executor& executor_;
   StagingProvider& provider_;
@@ -226,7 +236,6 @@ class Controller {
   ControllerOptions options_;
   std::unordered_map<ClaimId, Rec> claims_;
   std::map<uint32_t, std::vector<ClaimId>> orders_;  // each runtime's latest waiting order
-  std::deque<ClaimId> requested_;  // planned claims with retrieval requested, request order
   // Indexes of PLANNED claims (a claim leaves them when it leaves PLANNED):
   std::map<uint64_t, ClaimId> unranked_;            // in no runtime's order, by report order
   std::set<std::pair<TimePoint, ClaimId>> by_use_;  // by absolute use time

@@ -5,6 +5,7 @@
 namespace tempokv {
 
 bool Controller::try_commit(Rec& r) {
+  if (r.info.ordinary_only) return false;  // larger than the budget: only the ordinary path
   std::weak_ptr<int> alive = alive_;
   const Duration ttr = provider_.ttr(r.claim);
   auto result = provider_.commit(r.claim, [this, alive](ClaimId id, Status st) {
@@ -134,6 +135,12 @@ Result<RetrievalAnswer> Controller::request_retrieval(ClaimId id, RetrievalCallb
   }
 }
 
+bool Controller::copying(const Rec& r) {
+  return r.info.state == ClaimState::kTransferring ||
+         (r.info.state == ClaimState::kOrdinary && r.info.timeline.transfer_start &&
+          !r.info.timeline.transfer_end);
+}
+
 Status Controller::begin_transfer(ClaimId id) {
   Rec* r = find(id);
   if (!r) return Status::not_found("begin_transfer: claim " + std::to_string(id) + " is not reported");
@@ -154,15 +161,15 @@ Status Controller::begin_transfer(ClaimId id) {
 Status Controller::end_transfer(ClaimId id) {
   Rec* r = find(id);
   if (!r) return Status::not_found("end_transfer: claim " + std::to_string(id) + " is not reported");
-  bool ordinary = r->info.state == ClaimState::kOrdinary && r->info.timeline.transfer_start;
-  if (r->info.state != ClaimState::kTransferring && !ordinary) {
+  if (!copying(*r)) {
     return Status::failed_precondition("end_transfer: claim " + std::to_string(id) +
                                        " is not transferring");
   }
   TEMPOKV_RETURN_IF_ERROR(provider_.end_transfer(id));
-  TEMPOKV_RETURN_IF_ERROR(provider_.release(id));
+  // A cancelled claim was already let go in the provider: ending the copy ends its protection.
+  if (!r->info.cancelled) TEMPOKV_RETURN_IF_ERROR(provider_.release(id));
   r->info.timeline.transfer_end = executor_.now();
-  ++stats_.released;
+  if (!r->info.cancelled) ++stats_.released;
   transition(*r, ClaimState::kReleased);
   reevaluate();
   return Status::ok();
@@ -174,12 +181,12 @@ Status Controller::object_transferred(ClaimId id, const Key& key) {
     return Status::not_found("object_transferred: claim " + std::to_string(id) +
                              " is not reported");
   }
-  bool ordinary = r->info.state == ClaimState::kOrdinary && r->info.timeline.transfer_start;
-  if (r->info.state != ClaimState::kTransferring && !ordinary) {
+  if (!copying(*r)) {
     return Status::failed_precondition("object_transferred: claim " + std::to_string(id) +
                                        " is not transferring");
   }
-  if (!options_.progressive_release) return Status::ok();
+  // A cancelled claim's protection ends with its transfer, all at once.
+  if (!options_.progressive_release || r->info.cancelled) return Status::ok();
   TEMPOKV_RETURN_IF_ERROR(provider_.release_object(id, key));
   reevaluate();  // capacity was released
   return Status::ok();
@@ -188,12 +195,18 @@ Status Controller::object_transferred(ClaimId id, const Key& key) {
 Status Controller::cancel(ClaimId id) {
   Rec* r = find(id);
   if (!r) return Status::not_found("cancel: claim " + std::to_string(id) + " is not reported");
-  if (r->info.state == ClaimState::kReleased) {
-    return Status::failed_precondition("cancel: claim " + std::to_string(id) + " is released");
+  if (r->info.state == ClaimState::kReleased || r->info.cancelled) {
+    return Status::failed_precondition("cancel: claim " + std::to_string(id) + " is " +
+                                       (r->info.cancelled ? "already cancelled" : "released"));
   }
   if (r->info.state != ClaimState::kPlanned) TEMPOKV_RETURN_IF_ERROR(provider_.cancel(id));
   ++stats_.cancelled;
   r->on_ready = nullptr;
+  if (copying(*r)) {
+    // A copy may still be reading its objects: they stay protected until end_transfer.
+    r->info.cancelled = true;
+    return Status::ok();
+  }
   transition(*r, ClaimState::kReleased);
   reevaluate();
   return Status::ok();

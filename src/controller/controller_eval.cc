@@ -43,13 +43,8 @@ void Controller::for_each_in_attempt_order(uint32_t rank_limit, Fn&& fn) {
 void Controller::evaluate_once() {
   ++stats_.evaluations;
   ++eval_id_;
-  // Claims whose retrieval is requested come first and never wait: commit or go ordinary.
-  while (!requested_.empty()) {
-    ClaimId id = requested_.front();
-    requested_.pop_front();
-    Rec* r = find(id);
-    if (r && r->info.state == ClaimState::kPlanned && !try_commit(*r)) start_ordinary(*r);
-  }
+  // Claims whose retrieval is requested never wait here: request_retrieval() commits them or
+  // sends them down the ordinary path at once.
   next_wake_.reset();
   if (planned_ == 0) return;
   if (!policy_->timed()) {
@@ -90,6 +85,7 @@ void Controller::note_wake(TimePoint t) {
 }
 
 bool Controller::consider_timed(Rec& r, TimePoint now) {
+  if (r.info.ordinary_only) return false;  // no laxity makes it committable
   // TTR >= 0, so a claim whose use time has passed has laxity <= 0 without a projection (claims
   // left behind by refusals would otherwise cost a projection of the whole queue every time).
   Duration lax = r.use_at <= now ? Duration::zero() : laxity(r, now);

@@ -21,6 +21,12 @@ Status StagingProvider::check_invariants() const {
     return Status::internal("queued_bytes_ is " + std::to_string(queued_bytes_) +
                             " but the queue holds " + std::to_string(queue_bytes));
   }
+  uint64_t demand = 0;
+  for (const Key& key : queue_) demand += demand_charge(objects_.at(key));
+  if (demand != demand_queued_bytes_) {
+    return Status::internal("demand_queued_bytes_ is " + std::to_string(demand_queued_bytes_) +
+                            " but queued unreserved reads charge " + std::to_string(demand));
+  }
   std::unordered_map<Key, uint32_t> holds;  // expected fast-tier holds per object
   for (const auto& [id, c] : claims_) {
     for (const Key& key : c.held) ++holds[key];

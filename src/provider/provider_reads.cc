@@ -32,6 +32,7 @@ void StagingProvider::pump() {
   pumping_ = true;
   do {
     repump_ = false;
+    admit_waiting_ordinary();
     // Choose first, then issue: a store callback that runs at once may change the queue.
     std::vector<Key> chosen;
     for (auto it = queue_.begin(); it != queue_.end() && in_flight_keys_.size() + chosen.size() <
@@ -42,6 +43,7 @@ void StagingProvider::pump() {
         ++it;  // no room yet: it waits in place
         continue;
       }
+      demand_queued_bytes_ -= demand_charge(rec);
       rec.read = ReadState::kInFlight;
       chosen.push_back(key);
       queued_bytes_ -= rec.read_bytes;

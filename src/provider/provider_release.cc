@@ -88,6 +88,7 @@ Status StagingProvider::cancel(ClaimId id) {
 }
 
 void StagingProvider::end_claim(ClaimId id, ClaimRec& c) {
+  if (!c.admitted) ordinary_waiting_.remove(id);
   c.draining = true;
   c.on_ready = nullptr;
   if (c.transfers == 0) retire(id, c);
@@ -119,7 +120,9 @@ void StagingProvider::drop_member(const Key& key, ClaimId id, bool ordinary) {
     ++claims_[id].draining_reads;
     return;
   }
+  demand_queued_bytes_ -= demand_charge(rec);
   members.erase(m);
+  demand_queued_bytes_ += demand_charge(rec);
   if (!ordinary) {
     if (tier_.resident(key)) {
       tier_.unprotect(key);
@@ -138,6 +141,7 @@ void StagingProvider::maybe_forget(const Key& key) {
   if (!rec.owners.empty() || !rec.waiters.empty()) return;
   if (rec.read == ReadState::kInFlight) return;
   if (rec.read == ReadState::kQueued) {
+    demand_queued_bytes_ -= demand_charge(rec);
     queued_bytes_ -= rec.read_bytes;
     queue_.erase(rec.queue_pos);
     ++state_version_;

@@ -91,9 +91,10 @@ void StagingProvider::enqueue(const Key& key, ObjectRec& rec, TimePoint use_at) 
     if (rec.queue_pos->first.first <= use_at) return;
     queue_.erase(rec.queue_pos);  // a claim used sooner needs it: it moves up
   } else {
+    rec.read = ReadState::kQueued;
+    demand_queued_bytes_ += demand_charge(rec);
     queued_bytes_ += rec.read_bytes;
   }
-  rec.read = ReadState::kQueued;
   rec.queue_pos = queue_.emplace(QueueKey{use_at, queue_seq_++}, key).first;
   ++state_version_;
 }
@@ -120,9 +121,14 @@ Status StagingProvider::expedite(ClaimId id, TimePoint use_at) {
 Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCallback on_ready) {
   TEMPOKV_ASSIGN_OR_RETURN(Validated v, validate_claim(claim));
   ProtectCost cost;
+  // Room owed to admitted demand reads stays theirs, except for the reads this commit reserves.
+  uint64_t owed = demand_queued_bytes_;
   for (size_t i = 0; i < v.keys.size(); ++i) {
     tier_.add_protect_cost(v.keys[i], round_up(v.payload_bytes[i], kBlockBytes), cost);
+    auto it = objects_.find(v.keys[i]);
+    if (it != objects_.end()) owed -= demand_charge(it->second);
   }
+  cost.occupied_bytes += owed;
   if (Status st = tier_.check_protect_cost(cost); !st.is_ok()) {
     ++stats_.refusals;
     return Status(st.code(), "claim " + std::to_string(claim.id) + " refused: " + st.message());
@@ -133,6 +139,7 @@ Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCall
   for (size_t i = 0; i < c.keys.size(); ++i) {
     const Key& key = c.keys[i];
     ObjectRec& rec = object(key, v.payload_bytes[i]);
+    demand_queued_bytes_ -= demand_charge(rec);  // a queued demand read becomes reserved
     rec.owners.push_back({claim.id, false});
     if (tier_.use(key)) {
       Status st = tier_.protect(key);
@@ -159,34 +166,6 @@ Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCall
   return CommitState::kStaging;
 }
 
-Result<ClaimPhase> StagingProvider::start_ordinary(const StagingClaim& claim,
-                                                   ReadyCallback on_ready) {
-  TEMPOKV_ASSIGN_OR_RETURN(Validated v, validate_claim(claim));
-  ClaimRec& c = claims_[claim.id];
-  c.ordinary = true;
-  c.keys = std::move(v.keys);
-  ++stats_.ordinary;
-  for (size_t i = 0; i < c.keys.size(); ++i) {
-    const Key& key = c.keys[i];
-    if (tier_.use(key)) {
-      Status st = tier_.hold(key);
-      assert(st.is_ok());
-      (void)st;
-      c.held.push_back(key);
-      continue;
-    }
-    ObjectRec& rec = object(key, v.payload_bytes[i]);
-    rec.waiters.push_back({claim.id, false});
-    ++c.pending;
-    enqueue(key, rec, executor_.now());  // the ordinary path needs it now
-  }
-  if (c.pending == 0) return ClaimPhase::kOrdinaryReady;
-  c.on_ready = std::move(on_ready);
-  pump();
-  flush_callbacks();
-  return ClaimPhase::kOrdinaryReading;
-}
-
 void StagingProvider::flush_callbacks() {
   while (!callbacks_.empty()) {
     auto batch = std::move(callbacks_);
@@ -211,6 +190,7 @@ ProviderStats StagingProvider::stats() const {
   s.claims = claims_.size();
   s.draining_claims = 0;
   for (const auto& [id, c] : claims_) s.draining_claims += c.draining ? 1 : 0;
+  s.ordinary_waiting = ordinary_waiting_.size();
   s.read_bytes_per_s = rate_.bytes_per_s();
   s.rate_samples = rate_.samples();
   return s;

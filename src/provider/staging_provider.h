@@ -30,6 +30,12 @@
 // filling or held objects) waits in place and later reads may pass it. TTR projects this order: a
 // claim's reads go after the queued reads used no later than it (and move its queued reads up).
 //
+// Ordinary room is all-or-nothing: an ordinary claim holds objects and queues its demand reads
+// only once everything it will occupy fits beside what is protected, reserved, pinned and owed to
+// the demand reads of ordinary claims already admitted; until then it waits (first come, first
+// admitted) holding nothing. So two ordinary claims can never each hold part of the tier while
+// waiting for room the other holds. Commits count the room owed to admitted demand reads too.
+//
 // Invariants (check_invariants() verifies them):
 //  * An object's owners are the committed claims that need it. Resident: protect_count == number
 //    of owners. Not resident: reserved iff it has owners, and draining owners only while its read
@@ -37,6 +43,9 @@
 //  * Waiters (ordinary claims) exist only while the object's read is queued or in flight; an
 //    ordinary claim holds (fast-tier hold) each of its objects that is resident.
 //  * A claim with pending == 0 and not draining is stage-ready (or ordinary-ready).
+//  * demand_queued_bytes_ is the charge of queued reads that no committed claim reserves.
+//  * protected + reserved + pinned + demand_queued_bytes_ <= capacity whenever an ordinary claim
+//    is admitted or a claim committed (a hold of a resident object may briefly break it).
 //
 // Threading: every method on the Executor thread; it never blocks. Callbacks run there too and may
 // call back in. Destroy it only when no read is in flight (stats().in_flight_reads == 0).
@@ -79,6 +88,7 @@ struct ProviderStats {
   uint64_t in_flight_reads = 0;  // now
   uint64_t claims = 0;           // known now, draining included
   uint64_t draining_claims = 0;  // now
+  uint64_t ordinary_waiting = 0;  // now: ordinary claims waiting for room to be admitted
   double read_bytes_per_s = 0;   // the calibrated aggregate rate
   uint64_t rate_samples = 0;
 };
@@ -187,6 +197,8 @@ class StagingProvider {
     uint32_t draining_reads = 0;  // in-flight reads that still count it
     bool draining = false;
     bool retired = false;  // its objects were let go
+    bool admitted = true;  // ordinary: holds its objects and queued its reads
+    std::vector<uint64_t> payload_bytes;  // ordinary, until admitted: keys' payload bytes
     ReadyCallback on_ready;
   };
   struct Validated {
@@ -203,6 +215,13 @@ class StagingProvider {
   void enqueue(const Key& key, ObjectRec& rec, TimePoint use_at);
   TimePoint use_time(const StagingClaim& claim) const;
   void flush_callbacks();
+  // Ordinary admission (provider_ordinary.cc).
+  uint64_t ordinary_extra_bytes(const ClaimRec& c) const;
+  bool ordinary_fits(uint64_t extra_bytes) const;
+  void admit_ordinary(ClaimId id, ClaimRec& c);
+  void admit_waiting_ordinary();
+  // The charge a queued read owes to demand_queued_bytes_ (0 unless queued and unreserved).
+  uint64_t demand_charge(const ObjectRec& rec) const;
   // provider_release.cc
   void became_ready(ClaimId id, ClaimRec& c);
   void end_claim(ClaimId id, ClaimRec& c);
@@ -231,6 +250,8 @@ class StagingProvider {
   Queue queue_;                      // reads not yet issued, in issue order
   uint64_t queue_seq_ = 0;
   uint64_t queued_bytes_ = 0;        // read_bytes of every read in queue_
+  uint64_t demand_queued_bytes_ = 0;  // fast-tier charge of queued reads nobody reserves
+  std::list<ClaimId> ordinary_waiting_;  // ordinary claims not yet admitted, in arrival order
   std::vector<Key> in_flight_keys_;  // reads issued, not completed
   // Fluid model of the reads in flight (processor sharing at the calibrated rate): bytes each has
   // received since the provider started, as of fluid_last_.

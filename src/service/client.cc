@@ -18,6 +18,9 @@ Status ClientOptions::validate() const {
   if (call_timeout <= Duration::zero()) {
     return Status::invalid_argument("ClientOptions.call_timeout must be positive");
   }
+  if (lookup_timeout <= Duration::zero()) {
+    return Status::invalid_argument("ClientOptions.lookup_timeout must be positive");
+  }
   if (name.size() > service::kMaxStringBytes || runtime.size() > service::kMaxStringBytes) {
     return Status::invalid_argument("ClientOptions.name and .runtime must be at most " +
                                     std::to_string(service::kMaxStringBytes) + " bytes");
@@ -29,6 +32,7 @@ ServiceClient::ServiceClient(ClientOptions options, std::unique_ptr<service::Cli
     : options_(std::move(options)), socket_(std::move(socket)) {}
 
 ServiceClient::~ServiceClient() {
+  stop_heartbeat_thread();
   detach();
   *alive_ = false;
 }
@@ -38,27 +42,9 @@ Result<std::unique_ptr<ServiceClient>> ServiceClient::connect(const ClientOption
   TEMPOKV_ASSIGN_OR_RETURN(auto socket, service::ClientSocket::open(options.endpoint));
   std::unique_ptr<ServiceClient> client(new ServiceClient(options, std::move(socket)));
 
-  service::Hello hello{
-      .client = options.name, .runtime = options.runtime, .max_active = options.max_active,
-      .ranks = options.ranks};
-  for (uint32_t v = service::kMinProtocolVersion; v <= service::kProtocolVersion; ++v) {
-    hello.versions.push_back(v);
-  }
-  // The hello is always written in version 1 (docs/protocol.md: the envelope and hello are
-  // frozen), whatever is negotiated.
-  TEMPOKV_ASSIGN_OR_RETURN(Reply reply, client->exchange(service::Request{
-                                            .version = 1, .id = client->next_id_++, .op = hello}));
-  if (!reply.hello) {
-    return Status::internal("tempokvd at " + options.endpoint +
-                            " answered hello without a hello result");
-  }
-  const uint32_t v = reply.hello->version;
-  if (v < service::kMinProtocolVersion || v > service::kProtocolVersion) {
-    return Status::failed_precondition("tempokvd at " + options.endpoint + " picked version " +
-                                       std::to_string(v) + ", which this client does not speak");
-  }
-  client->hello_ = std::move(*reply.hello);
-  client->version_ = v;
+  TEMPOKV_ASSIGN_OR_RETURN(client->hello_, client->say_hello());
+  client->version_ = client->hello_.version;
+  client->heartbeat_interval_ms_ = int64_t(client->hello_.heartbeat_timeout_ms / 3);
   if (options.map_shared_memory) {
     Status mapped = client->map_shared_memory();
     if (!mapped.is_ok()) {
@@ -67,6 +53,7 @@ Result<std::unique_ptr<ServiceClient>> ServiceClient::connect(const ClientOption
       return mapped;
     }
   }
+  if (options.background_heartbeat) client->start_heartbeat_thread();
   return client;
 }
 
@@ -90,17 +77,37 @@ Result<Reply> ServiceClient::call(service::Op op) {
     return Status::failed_precondition(std::string(service::op_name(op)) +
                                        ": the client is closed (bye was sent)");
   }
-  Result<Reply> reply =
-      exchange(service::Request{.version = version_, .id = next_id_++, .op = std::move(op)});
+  const bool may_recover = options_.reconnect && !std::holds_alternative<service::Bye>(op);
+  if (may_recover && session_lost_.load()) TEMPOKV_RETURN_IF_ERROR(recover());
+  Result<Reply> reply = call_once(op);
+  if (may_recover && !reply.is_ok() && session_gone(reply.status())) {
+    TEMPOKV_RETURN_IF_ERROR(recover());
+    if (std::holds_alternative<service::Put>(op) ||
+        std::holds_alternative<service::AbortWrite>(op)) {
+      return Status::unavailable(std::string(service::op_name(op)) +
+                                 ": tempokvd lost this client's session and its write "
+                                 "reservations; a new session is open, reserve again");
+    }
+    reply = call_once(op);
+  }
   // fd() may not fire for messages that came in behind the reply: the wait consumed the signal.
   schedule_dispatch();
   return reply;
 }
 
+Result<Reply> ServiceClient::call_once(const service::Op& op) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  return exchange(service::Request{.version = version_, .id = next_id_++, .op = op});
+}
+
 Result<Reply> ServiceClient::exchange(const service::Request& request) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point started = Clock::now();
-  Result<Reply> reply = exchange_once(request);
+  const Duration timeout = std::holds_alternative<service::Lookup>(request.op)
+                               ? std::min(options_.lookup_timeout, options_.call_timeout)
+                               : options_.call_timeout;
+  Result<Reply> reply = exchange_once(request, timeout);
   ++calls_;
   call_seconds_ += std::chrono::duration<double>(Clock::now() - started).count();
   return reply;
@@ -108,20 +115,26 @@ Result<Reply> ServiceClient::exchange(const service::Request& request) {
 
 Status ServiceClient::report(service::Op op) {
   if (!options_.pipeline_reports) return call_status(std::move(op));
+  return send_only(std::move(op));
+}
+
+Status ServiceClient::send_only(service::Op op) {
   if (closed_) {
     return Status::failed_precondition(std::string(service::op_name(op)) +
                                        ": the client is closed (bye was sent)");
   }
+  if (options_.reconnect && session_lost_.load()) TEMPOKV_RETURN_IF_ERROR(recover());
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point started = Clock::now();
-  Status st =
-      send_request(service::Request{.version = version_, .id = next_id_++, .op = std::move(op)});
+  Status st = send_request(
+      service::Request{.version = version_, .id = next_id_++, .op = std::move(op)}, Duration{});
   ++calls_;
   call_seconds_ += std::chrono::duration<double>(Clock::now() - started).count();
   return st;
 }
 
-Status ServiceClient::send_request(const service::Request& request) {
+Status ServiceClient::send_request(const service::Request& request, Duration timeout) {
   const std::vector<std::byte> bytes = service::encode_request(request);
   if (hello_.max_message_bytes != 0 && bytes.size() > hello_.max_message_bytes) {
     return Status::invalid_argument(std::string(service::op_name(request.op)) + ": message of " +
@@ -129,7 +142,11 @@ Status ServiceClient::send_request(const service::Request& request) {
                                     " bytes exceeds the daemon's limit of " +
                                     std::to_string(hello_.max_message_bytes) + " bytes");
   }
-  TEMPOKV_RETURN_IF_ERROR(socket_->send(bytes));
+  // A daemon the heartbeat found down is not waited for.
+  const Duration wait = daemon_down_.load() ? Duration::zero() : timeout;
+  TEMPOKV_RETURN_IF_ERROR(
+      socket_->send(bytes, std::chrono::ceil<std::chrono::milliseconds>(wait)));
+  last_request_ = std::chrono::steady_clock::now();
   if (executor_ != nullptr) last_sent_ = executor_->now();
   return Status::ok();
 }
@@ -140,23 +157,25 @@ void ServiceClient::note_unawaited(const service::ServerMessage& message) {
   if (const auto* e = std::get_if<service::ErrorReply>(&message)) {
     ++late_errors_;
     last_late_error_ = e->error;
+    if (session_gone(e->error)) session_lost_ = true;
   }
 }
 
-Result<Reply> ServiceClient::exchange_once(const service::Request& request) {
+Result<Reply> ServiceClient::exchange_once(const service::Request& request, Duration timeout,
+                                           bool wait_for_connection) {
   const std::string op(service::op_name(request.op));
-  TEMPOKV_RETURN_IF_ERROR(send_request(request));
-
   // Wall-clock time, not an Executor's: this wait blocks the calling thread on a socket, and a
   // client need not have an executor at all.
   using Clock = std::chrono::steady_clock;
-  const Clock::time_point deadline = Clock::now() + options_.call_timeout;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  TEMPOKV_RETURN_IF_ERROR(send_request(request, wait_for_connection ? timeout : Duration{}));
   for (;;) {
     const Clock::duration left = deadline - Clock::now();
     if (left <= Clock::duration::zero()) break;
     TEMPOKV_ASSIGN_OR_RETURN(auto frame,
                              socket_->receive(std::chrono::ceil<std::chrono::milliseconds>(left)));
     if (!frame) continue;
+    daemon_down_ = false;  // it answers
     Result<service::ServerMessage> msg = service::decode_server_message(*frame);
     if (!msg.is_ok()) {
       // With one request in flight this is most likely its reply; failing now beats waiting out
@@ -181,16 +200,19 @@ Result<Reply> ServiceClient::exchange_once(const service::Request& request) {
   return Status::unavailable(
       "tempokvd at " + options_.endpoint + " did not answer " + op + " (id " +
       std::to_string(request.id) + ") within " +
-      std::to_string(
-          std::chrono::duration_cast<std::chrono::milliseconds>(options_.call_timeout).count()) +
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) +
       " ms");
 }
 
 int ServiceClient::fd() const { return socket_->fd(); }
 
-bool ServiceClient::has_pending() const { return !notifications_.empty() || socket_->readable(); }
+bool ServiceClient::has_pending() const {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  return !notifications_.empty() || socket_->readable();
+}
 
 void ServiceClient::drain_socket() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   while (socket_->readable()) {
     auto frame = socket_->receive(std::chrono::milliseconds::zero());
     if (!frame.is_ok()) {
@@ -212,19 +234,35 @@ void ServiceClient::drain_socket() {
 void ServiceClient::dispatch() {
   // Drain before each delivery and once more at the end: the last ZMQ_EVENTS read that finds
   // nothing is what re-arms fd(), and a callback's own calls may have queued more.
+  // A session the heartbeat found gone: its claims' failures are delivered now, never a hang.
+  if (options_.reconnect && !closed_ && session_lost_.load()) static_cast<void>(recover());
   for (;;) {
     drain_socket();
-    if (notifications_.empty()) return;
-    ReadyNotification n = std::move(notifications_.front());
-    notifications_.pop_front();
+    ReadyNotification n;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (notifications_.empty()) return;
+      n = std::move(notifications_.front());
+      notifications_.pop_front();
+    }
     deliver(std::move(n));
   }
 }
 
 void ServiceClient::deliver(ReadyNotification notification) {
   auto it = claims_.find(notification.request_id);
-  if (it == claims_.end() || !it->second.waiting) return;  // unknown or not waiting: ignored
+  if (it == claims_.end()) return;  // unknown: ignored
   Claim& claim = it->second;
+  if (!claim.waiting) {
+    // A claim already ready fails only when another session of the runtime cancelled it: the
+    // copy must stop and end its transfer (the daemon keeps the bytes until then).
+    if (!notification.outcome.is_ok()) {
+      claim.ready = false;
+      claim.objects.clear();
+      claim.lost = notification.outcome.status();
+    }
+    return;
+  }
   claim.waiting = false;
   RetrievalCallback on_ready = std::move(claim.on_ready);
   claim.on_ready = nullptr;
@@ -244,6 +282,7 @@ Result<std::vector<service::TierSpan>> ServiceClient::objects(uint64_t id) const
     return Status::not_found("objects: request " + std::to_string(id) +
                              " has no claim answered ready on this client");
   }
+  if (!it->second.lost.is_ok()) return it->second.lost;
   if (!it->second.ready) {
     return Status::failed_precondition("objects: request " + std::to_string(id) +
                                        " is waiting for its ready notification");

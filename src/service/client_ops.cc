@@ -86,10 +86,12 @@ Result<Duration> ServiceClient::last_ttu(uint64_t /*id*/) const {
 Status ServiceClient::heartbeat() { return call_status(s::Heartbeat{}); }
 
 Status ServiceClient::bye() {
+  stop_heartbeat_thread();  // first: a heartbeat after the bye would find the session gone
   Status st = call_status(s::Bye{});
   closed_ = true;
   detach();
   claims_.clear();
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   notifications_.clear();
   return st;
 }
@@ -123,6 +125,16 @@ Status ServiceClient::put(const Key& key, TokenRange tokens, std::span<const std
   std::memcpy(write_.data() + offset, payload.data(), bytes);
   // The daemon frees the reservation whatever the put's outcome: no abort_write after it.
   return call_status(s::Put{key, tokens, offset, bytes});
+}
+
+Status ServiceClient::step(service::Step step) {
+  if (version_ < service::kStepVersion) {
+    return Status::failed_precondition(
+        "step: tempokvd at " + options_.endpoint + " speaks protocol version " +
+        std::to_string(version_) + "; step needs " + std::to_string(service::kStepVersion));
+  }
+  step.seq = ++step_seq_;
+  return send_only(std::move(step));
 }
 
 Result<service::StatList> ServiceClient::stats() {

@@ -32,6 +32,9 @@ Result<std::unique_ptr<ClientSocket>> ClientSocket::open(const std::string& endp
     auto z = std::make_unique<Zmq>();
     // Linger 0: closing must never wait for a daemon that is gone.
     z->socket.set(zmq::sockopt::linger, 0);
+    // Queue only on a live connection: a request to a daemon that is down fails instead of
+    // waiting for one that may come back as another instance.
+    z->socket.set(zmq::sockopt::immediate, 1);
     z->socket.connect(endpoint);
     const int fd = z->socket.get(zmq::sockopt::fd);
     return std::unique_ptr<ClientSocket>(new ClientSocket(std::move(z), endpoint, fd));
@@ -43,14 +46,26 @@ Result<std::unique_ptr<ClientSocket>> ClientSocket::open(const std::string& endp
   }
 }
 
-Status ClientSocket::send(std::span<const std::byte> payload) {
+Status ClientSocket::send(std::span<const std::byte> payload, std::chrono::milliseconds timeout) {
   try {
-    zmq::send_result_t sent = zmq_->socket.send(zmq::const_buffer(payload.data(), payload.size()),
-                                                zmq::send_flags::dontwait);
-    if (!sent) {
-      return Status::unavailable("send queue to tempokvd at " + endpoint_ + " is full");
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point deadline = Clock::now() + timeout;
+    for (;;) {
+      zmq::send_result_t sent = zmq_->socket.send(
+          zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::dontwait);
+      if (sent) return Status::ok();
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left <= std::chrono::milliseconds::zero()) break;
+      zmq_pollitem_t item{zmq_->socket.handle(), 0, ZMQ_POLLOUT, 0};
+      try {
+        zmq::poll(&item, 1, left);
+      } catch (const zmq::error_t& e) {
+        if (e.num() != EINTR) throw;
+      }
     }
-    return Status::ok();
+    return Status::unavailable("tempokvd at " + endpoint_ +
+                               " is not reachable (no connection took the request within " +
+                               std::to_string(timeout.count()) + " ms)");
   } catch (const zmq::error_t& e) {
     return zmq_failure(e, "send", endpoint_);
   }

@@ -3,7 +3,7 @@
 // ROUTER adds and strips the identity frame, so this side sends and receives bare payloads.
 //
 // It keeps libzmq out of the public client header and turns cppzmq's exceptions into Status at
-// this boundary. Sends never block (a full send queue is Unavailable). The socket closes with
+// this boundary. Sends wait at most their timeout for a connection (none: Unavailable). The socket closes with
 // ZMQ_LINGER 0: messages not yet sent are dropped, closing never waits for the daemon.
 //
 // Ownership: owns its context and socket. Threading: one thread at a time (ZeroMQ sockets are
@@ -30,7 +30,10 @@ class ClientSocket {
   ClientSocket(const ClientSocket&) = delete;
   ClientSocket& operator=(const ClientSocket&) = delete;
 
-  Status send(std::span<const std::byte> payload);
+  // Hands the message to a live connection, waiting up to `timeout` for one (ZMQ_IMMEDIATE: a
+  // daemon that is down is Unavailable, not a queue that fills while nobody reads it).
+  Status send(std::span<const std::byte> payload,
+              std::chrono::milliseconds timeout = std::chrono::milliseconds::zero());
   // One message, waiting up to `timeout` (zero: only what is already here); nullopt when none
   // came. A multi-frame message is refused (after its frames are drained).
   Result<std::optional<std::vector<std::byte>>> receive(std::chrono::milliseconds timeout);

@@ -1,8 +1,12 @@
 #include "service/daemon.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "service/service_metrics.h"
@@ -63,6 +67,33 @@ void remove_stale_shared_files() {
   }
 }
 
+// Takes data_dir/tempokvd.lock (flock, held for the daemon's life, released by the kernel even
+// on SIGKILL): a second daemon on the same data directory would scan the store under a live
+// writer and steal its socket.
+Result<int> lock_data_dir(const std::string& dir) {
+  const std::string path = dir + "/tempokvd.lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) return Status::from_errno(errno, "open " + path);
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char pid[32] = {};
+    const ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+    ::close(fd);
+    if (err != EWOULDBLOCK) return Status::from_errno(err, "flock " + path);
+    return Status::failed_precondition(
+        "data_dir " + dir + " is in use by another tempokvd (pid " +
+        (n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string("?")) +
+        ", lock " + path + "); stop it first or give this one another data_dir");
+  }
+  const std::string mine = std::to_string(getpid());
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, mine.data(), mine.size(), 0) < 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::from_errno(err, "write " + path);
+  }
+  return fd;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const DaemonConfig& config,
@@ -71,8 +102,10 @@ Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const Daem
   std::error_code ec;
   std::filesystem::create_directories(config.data_dir, ec);
   if (ec) return Status::io_error("create data_dir " + config.data_dir + ": " + ec.message());
-  remove_stale_shared_files();
+  TEMPOKV_ASSIGN_OR_RETURN(const int lock_fd, lock_data_dir(config.data_dir));
   std::unique_ptr<Daemon> d(new Daemon());
+  d->lock_fd_ = lock_fd;
+  remove_stale_shared_files();
   ServerOptions so;
   so.endpoint = config.resolved_endpoint();
   so.heartbeat_timeout = options.heartbeat_timeout;
@@ -99,11 +132,16 @@ Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const Daem
                  MetricType::kCounter, {}, double(s.sessions_disconnected)});
     m.push_back({"sessions_refused_total", "Sessions refused over max_sessions",
                  MetricType::kCounter, {}, double(s.sessions_refused)});
+    // A summary: quantiles over the recent replies, sum and count over all of them.
+    const char* help = "Request receipt to reply (quantiles over recent replies)";
     for (double q : {0.5, 0.99, 0.999}) {
-      m.push_back({"reply_latency_seconds", "Request receipt to reply, recent replies",
-                   MetricType::kGauge, {{"quantile", format_metric_value(q)}},
-                   server->latency_quantile(q)});
+      m.push_back({"reply_latency_seconds", help, MetricType::kSummary,
+                   {{"quantile", format_metric_value(q)}}, server->latency_quantile(q)});
     }
+    m.push_back({"reply_latency_seconds_sum", help, MetricType::kSummary, {},
+                 server->latency_sum_seconds()});
+    m.push_back({"reply_latency_seconds_count", help, MetricType::kSummary, {},
+                 double(server->latency_count())});
   });
   if (!config.server.metrics_address.empty()) {
     ServiceCore* core = d->core_.get();
@@ -119,6 +157,7 @@ Daemon::~Daemon() {
   metrics_.reset();
   server_.reset();  // before the core: nothing may reach it any more
   core_.reset();
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // the next daemon on the data directory may start
 }
 
 void Daemon::shutdown(std::function<void(Status)> done) {

@@ -43,6 +43,7 @@ class Daemon {
   std::unique_ptr<Server> server_;
   std::unique_ptr<ServiceCore> core_;
   std::unique_ptr<MetricsHttpServer> metrics_;
+  int lock_fd_ = -1;  // data_dir/tempokvd.lock, held (flock) for the daemon's life
 };
 
 }  // namespace tempokv::service

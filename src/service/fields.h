@@ -158,6 +158,9 @@ inline Result<Key> read_key(const object& o, const std::string& what) {
   return Key{v[0], v[1]};
 }
 
+// The step op's args (protocol_step.cc).
+Result<Step> read_step_args(const object& args, const std::string& where);
+
 // Unpacks one whole message with the allocation bounded by the protocol's limits.
 inline Status unpack(std::span<const std::byte> bytes, msgpack::object_handle& out) {
   if (bytes.empty()) return bad("empty message");

@@ -28,6 +28,8 @@ std::string_view type_name(MetricType type) {
       return "gauge";
     case MetricType::kHistogram:
       return "histogram";
+    case MetricType::kSummary:
+      return "summary";
     case MetricType::kUntyped:
       break;
   }

@@ -15,7 +15,7 @@
 
 namespace tempokv::service {
 
-enum class MetricType { kCounter, kGauge, kHistogram, kUntyped };
+enum class MetricType { kCounter, kGauge, kHistogram, kSummary, kUntyped };
 
 // Label name and value, in the order they are written.
 using Labels = std::vector<std::pair<std::string, std::string>>;

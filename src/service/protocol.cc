@@ -168,6 +168,7 @@ struct ArgsPacker {
     pack_field(pk, "offset", m.offset);
   }
   void operator()(const GetStats&) { pk.pack_map(0); }
+  void operator()(const Step& m) { wire::pack_step_args(pk, m); }
 };
 
 // "objects": [[offset, bytes], ...]
@@ -225,7 +226,7 @@ std::vector<std::byte> encode_reply(uint64_t id) {
 std::vector<std::byte> encode_hello_reply(uint64_t id, const HelloResult& result) {
   Sink sink;
   Packer pk(sink);
-  begin_reply(pk, id, 11);
+  begin_reply(pk, id, 12);
   pack_field(pk, "version", result.version);
   pack_str(pk, "server");
   pack_str(pk, result.server);
@@ -240,6 +241,7 @@ std::vector<std::byte> encode_hello_reply(uint64_t id, const HelloResult& result
   pack_str(pk, "write_path");
   pack_str(pk, result.write_path);
   pack_field(pk, "write_bytes", result.write_bytes);
+  pack_field(pk, "instance", result.instance);
   return std::move(sink.bytes);
 }
 

@@ -23,13 +23,14 @@
 
 namespace tempokv::service {
 
-inline constexpr uint32_t kProtocolVersion = 1;              // the newest version spoken
+inline constexpr uint32_t kProtocolVersion = 2;              // the newest version spoken
 inline constexpr uint32_t kMinProtocolVersion = 1;           // the oldest version spoken
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 20;  // a larger message is refused
 inline constexpr size_t kMaxManifestEntries = 16384;         // objects in one report_hit
 inline constexpr size_t kMaxIdList = 65536;      // ids in update_order / iteration_started
 inline constexpr size_t kMaxHelloVersions = 16;  // versions offered in one hello
 inline constexpr size_t kMaxStringBytes = 4096;  // any string field
+inline constexpr uint32_t kStepVersion = 2;      // the first version with the step op
 
 struct Hello {
   std::vector<uint32_t> versions;  // protocol versions the client speaks
@@ -105,12 +106,30 @@ struct AbortWrite {
   uint64_t offset = 0;  // a reservation given back unused
 };
 struct GetStats {};
+// Protocol v2: one message per scheduler iteration, answered only when it fails (docs/protocol.md).
+struct StepPrefill {
+  uint64_t request_id = 0;
+  uint32_t tokens = 0;  // the prompt tokens this iteration prefills (a chunk, or all of them)
+};
+struct StepFinished {
+  uint64_t request_id = 0;
+  uint32_t output_tokens = 0;
+};
+struct Step {
+  uint64_t seq = 0;                    // strictly increasing per session
+  std::vector<RequestInfo> queued;     // requests that entered the waiting queue (add_request)
+  std::vector<StepFinished> finished;  // requests that ended since the last step
+  std::vector<StepPrefill> prefills;   // the batch of the iteration starting now: prefills
+  std::vector<uint64_t> decoders;      // ... and decoders (one token each)
+  std::vector<uint64_t> waiting;       // the waiting order after this schedule
+  int64_t boundary_in_ns = 0;          // time until the iteration starting now ends; >= 0
+};
 
 // The order of alternatives is the order of kOpNames in protocol.cc.
 using Op = std::variant<Hello, Heartbeat, AddRequest, ReportHit, UpdateOrder, IterationStarted,
                         Admitted, PrefillDone, TokensGenerated, Finished, RequestRetrieval,
                         BeginTransfer, EndTransfer, ObjectTransferred, Cancel, Bye, Lookup,
-                        ReserveWrite, Put, AbortWrite, GetStats>;
+                        ReserveWrite, Put, AbortWrite, GetStats, Step>;
 
 struct Request {
   uint32_t version = kProtocolVersion;  // "v": the version the message is written in
@@ -141,6 +160,9 @@ struct HelloResult {
   uint64_t tier_bytes = 0;
   std::string write_path;  // the shared write region: map it read-write
   uint64_t write_bytes = 0;
+  // This daemon process's id, drawn at start: a client that finds another one after a reconnect
+  // knows the daemon restarted (its claims are gone, its shared files are new). 0: not sent.
+  uint64_t instance = 0;
 };
 // Where one object's bytes are in the fast tier's mapping.
 struct TierSpan {

@@ -101,7 +101,7 @@ Result<ServerMessage> decode_server_message(std::span<const std::byte> bytes) {
                                                     "offset", "bytes", "stats", "session",
                                                     "runtime_id", "heartbeat_timeout_ms",
                                                     "tier_path", "tier_bytes", "write_path",
-                                                    "write_bytes"},
+                                                    "write_bytes", "instance"},
                                                    true));
   if (rf.get("version") != nullptr) {
     HelloResult h;
@@ -116,6 +116,9 @@ Result<ServerMessage> decode_server_message(std::span<const std::byte> bytes) {
     TEMPOKV_ASSIGN_OR_RETURN(h.tier_bytes, rf.u64("tier_bytes"));
     TEMPOKV_ASSIGN_OR_RETURN(h.write_path, rf.str("write_path"));
     TEMPOKV_ASSIGN_OR_RETURN(h.write_bytes, rf.u64("write_bytes"));
+    if (rf.get("instance") != nullptr) {
+      TEMPOKV_ASSIGN_OR_RETURN(h.instance, rf.u64("instance"));
+    }
     r.hello = std::move(h);
   }
   TEMPOKV_ASSIGN_OR_RETURN(r.objects, read_spans(rf));

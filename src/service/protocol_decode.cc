@@ -183,6 +183,10 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       TEMPOKV_ASSIGN_OR_RETURN(m.offset, f.u64("offset"));
       return Op{m};
     }
+    case 21: {
+      TEMPOKV_ASSIGN_OR_RETURN(Step m, read_step_args(args_obj, where));
+      return Op{std::move(m)};
+    }
     default:
       return Status::internal("op index out of range");
   }
@@ -226,6 +230,10 @@ Result<Request> decode_request(std::span<const std::byte> bytes, std::optional<u
   size_t index = 0;
   while (index < wire::kOpNames.size() && wire::kOpNames[index] != op) ++index;
   if (index == wire::kOpNames.size()) return bad("unknown op '" + op + "'");
+  if (wire::kOpNames[index] == "step" && r.version < kStepVersion) {
+    return bad("op 'step' needs protocol version " + std::to_string(kStepVersion) +
+               " (the message is in version " + std::to_string(r.version) + ")");
+  }
   TEMPOKV_ASSIGN_OR_RETURN(const object* args, f.need("args"));
   TEMPOKV_ASSIGN_OR_RETURN(r.op, decode_args(index, *args));
   return r;

@@ -76,7 +76,6 @@ Result<std::unique_ptr<Server>> Server::start(RealExecutor& executor, const Serv
   };
   TEMPOKV_RETURN_IF_ERROR(executor.watch(s->router_fd_, EPOLLIN, on_ready));
   TEMPOKV_RETURN_IF_ERROR(executor.watch(s->monitor_fd_, EPOLLIN, on_ready));
-  s->latencies_.reserve(kLatencySamples);
   return s;
 }
 
@@ -178,32 +177,37 @@ void Server::drain_monitor() {
 }
 
 void Server::on_message(std::string identity, const std::vector<std::byte>& payload, int fd) {
-  auto it = by_identity_.find(identity);
-  if (it == by_identity_.end()) {
-    if (by_identity_.size() >= options_.max_sessions) {
-      ++stats_.sessions_refused;
-      reply_error(identity, std::nullopt,
-                  Status::resource_exhausted("tempokvd serves at most " +
-                                             std::to_string(options_.max_sessions) + " sessions"));
-      return;
-    }
-    Peer peer;
-    peer.session = next_session_++;
-    peer.identity = identity;
-    by_session_[peer.session] = identity;
-    it = by_identity_.emplace(identity, std::move(peer)).first;
-  }
-  Peer& peer = it->second;
-  peer.last_seen = executor_.now();
-  if (fd >= 0) peer.fd = fd;
   std::optional<uint64_t> id;
   Result<Request> request = decode_request(payload, &id);
-  handling_since_ = peer.last_seen;
+  handling_since_ = executor_.now();
   handling_ = true;
+  auto it = by_identity_.find(identity);
   if (!request.is_ok()) {
     ++stats_.bad_messages;
     reply_error(identity, id, request.status());
+  } else if (it == by_identity_.end() && !std::holds_alternative<Hello>(request->op)) {
+    // Only a valid hello creates a session: anything else from an unknown peer is answered
+    // and forgotten, so garbage from many peers holds no state and takes no session slot.
+    ++stats_.bad_messages;
+    reply_error(identity, request->id,
+                Status::failed_precondition(std::string(op_name(request->op)) +
+                                            ": the session has not said hello"));
+  } else if (it == by_identity_.end() && by_identity_.size() >= options_.max_sessions) {
+    ++stats_.sessions_refused;
+    reply_error(identity, request->id,
+                Status::resource_exhausted("tempokvd serves at most " +
+                                           std::to_string(options_.max_sessions) + " sessions"));
   } else {
+    if (it == by_identity_.end()) {
+      Peer peer;
+      peer.session = next_session_++;
+      peer.identity = identity;
+      by_session_[peer.session] = identity;
+      it = by_identity_.emplace(identity, std::move(peer)).first;
+    }
+    Peer& peer = it->second;
+    peer.last_seen = handling_since_;
+    if (fd >= 0) peer.fd = fd;
     on_request(peer, *request);
   }
   handling_ = false;
@@ -267,24 +271,15 @@ void Server::send_raw(const std::string& identity, const std::vector<std::byte>&
   ++stats_.replies;
   if (handling_) {
     const double s = to_seconds(executor_.now() - handling_since_);
-    if (latencies_.size() < kLatencySamples) {
-      latencies_.push_back(s);
-    } else {
-      latencies_[latency_next_] = s;
-    }
-    latency_next_ = (latency_next_ + 1) % kLatencySamples;
+    latency_.observe(s);
+    latency_sum_s_ += s;
+    ++latency_count_;
   }
   // Sending may consume the descriptor's edge for messages that arrived meanwhile.
   if (readable(router_)) post_drain();
 }
 
-double Server::latency_quantile(double q) const {
-  if (latencies_.empty()) return 0;
-  std::vector<double> v = latencies_;
-  const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(k), v.end());
-  return v[k];
-}
+double Server::latency_quantile(double q) const { return latency_.quantile(q); }
 
 void Server::end_peer(const std::string& identity) {
   auto it = by_identity_.find(identity);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "executor/real_executor.h"
+#include "service/latency_sketch.h"
 #include "service/protocol.h"
 
 namespace tempokv::service {
@@ -63,8 +64,11 @@ class Server {
   ServerStats stats() const { return stats_; }
   size_t sessions() const { return by_identity_.size(); }
   // The q-quantile (0..1) of the reply latency (receipt of a request to its reply leaving), in
-  // seconds, over the last kLatencySamples immediate replies; 0 before any.
+  // seconds, over the last 64-128k immediate replies, within 1% (LatencySketch); 0 before any.
   double latency_quantile(double q) const;
+  // Every reply's latency summed, and how many (the summary's _sum and _count).
+  double latency_sum_seconds() const { return latency_sum_s_; }
+  uint64_t latency_count() const { return latency_count_; }
 
  private:
   struct Peer {
@@ -77,7 +81,6 @@ class Server {
     int fd = -1;
   };
   static constexpr int kBatch = 256;
-  static constexpr size_t kLatencySamples = size_t{1} << 17;
 
   Server(RealExecutor& executor, const ServerOptions& options)
       : executor_(executor), options_(options) {}
@@ -108,8 +111,9 @@ class Server {
   // The request being handled, so its reply's latency can be measured.
   TimePoint handling_since_{};
   bool handling_ = false;
-  std::vector<double> latencies_;  // a ring of kLatencySamples
-  size_t latency_next_ = 0;
+  LatencySketch latency_;
+  double latency_sum_s_ = 0;
+  uint64_t latency_count_ = 0;
   ServerStats stats_;
   TimerHandle sweep_timer_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

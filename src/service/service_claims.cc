@@ -31,9 +31,11 @@ std::vector<TierSpan> ServiceCore::spans(const ClaimShare& share) const {
   out.reserve(share.manifest.size());
   for (const ManifestEntry& e : share.manifest) {
     const FastObject* o = tier_->find(e.key);
-    // Ready means resident and protected or held; anything else is a bug worth seeing.
-    out.push_back(o && o->residency == Residency::kResident ? TierSpan{o->offset, e.bytes}
-                                                             : TierSpan{UINT64_MAX, 0});
+    // Ready means resident and protected or held, and the manifest's length was checked against
+    // the store at commit; a span never reaches past the tier's object. Anything else is a bug
+    // worth seeing.
+    const bool whole = o && o->residency == Residency::kResident && e.bytes <= o->object_bytes;
+    out.push_back(whole ? TierSpan{o->offset, e.bytes} : TierSpan{UINT64_MAX, 0});
   }
   return out;
 }
@@ -46,6 +48,10 @@ Status ServiceCore::retrieval(Session& s, uint64_t id, uint64_t request_id) {
                                        std::to_string(request_id) + " has no reported hit");
   }
   ClaimShare& share = it->second;
+  if (share.cancelled) {
+    return Status::cancelled("request_retrieval: request " + std::to_string(request_id) +
+                             " was cancelled");
+  }
   if (share.participants.count(s.id)) {
     return Status::failed_precondition("request_retrieval: this session already requested "
                                        "request " + std::to_string(request_id));
@@ -106,6 +112,7 @@ Status ServiceCore::begin_transfer(Session& s, uint64_t request_id) {
     return Status::failed_precondition(what + ": this session did not request its retrieval");
   }
   ClaimShare& share = it->second;
+  if (share.cancelled) return Status::cancelled(what + " was cancelled");
   if (!share.ready) return Status::failed_precondition(what + " is not ready yet");
   if (share.copying.count(s.id) || share.participants[s.id]) {
     return Status::failed_precondition(what + ": this session's transfer already began");
@@ -115,6 +122,10 @@ Status ServiceCore::begin_transfer(Session& s, uint64_t request_id) {
     share.in_transfer = true;
   }
   share.copying.insert(s.id);
+  if (!s.copier) {
+    s.copier = true;
+    ++s.runtime->copiers_seen;
+  }
   return Status::ok();
 }
 
@@ -131,19 +142,45 @@ Status ServiceCore::end_transfer(Session& s, uint64_t request_id) {
   return Status::ok();
 }
 
+size_t ServiceCore::copies_needed(const Runtime& rt) const {
+  // Live sessions that copy, plus declared ranks that have not shown themselves yet (a rank
+  // that has not begun its first transfer is still coming); a session that never copies (a
+  // scheduler) never counts, and a copier that left counts no more.
+  size_t live = 0;
+  for (uint64_t id : rt.sessions) live += sessions_.at(id)->copier ? 1 : 0;
+  const size_t unseen = rt.ranks > rt.copiers_seen ? rt.ranks - rt.copiers_seen : 0;
+  return std::max<size_t>(1, std::min<size_t>(rt.ranks, live + unseen));
+}
+
+bool ServiceCore::all_copied(const ClaimShare& share, const std::set<uint64_t>& done) const {
+  // Nobody copying may still need it, and enough distinct sessions must have copied it: with
+  // declared ranks, as many as copies_needed(); without, every session that asked.
+  for (uint64_t session : share.copying)
+    if (!done.count(session)) return false;
+  if (share.runtime->ranks == 0) {
+    for (const auto& [session, ended] : share.participants)
+      if (!done.count(session)) return false;
+    return !done.empty();
+  }
+  size_t live = 0;
+  for (uint64_t session : done) live += share.runtime->sessions.count(session);
+  return live >= copies_needed(*share.runtime);
+}
+
 void ServiceCore::maybe_end_transfer(uint64_t request_id) {
   auto it = shares_.find(request_id);
   if (it == shares_.end() || !it->second.in_transfer) return;
-  size_t done_sessions = 0;
-  for (const auto& [session, done] : it->second.participants) {
-    if (!done) return;
-    ++done_sessions;
+  ClaimShare& share = it->second;
+  if (!share.copying.empty()) return;
+  if (!share.cancelled) {
+    std::set<uint64_t> ended;
+    for (const auto& [session, done] : share.participants)
+      if (done) ended.insert(session);
+    if (!all_copied(share, ended)) return;
   }
-  // A runtime that declared its ranks waits for that many copies (fewer if ranks have left).
-  const Runtime& rt = *it->second.runtime;
-  if (done_sessions < std::min<size_t>(rt.ranks, rt.sessions.size())) return;
-  // Every session that asked has copied (or left): the claim's transfer ends and it is released.
-  (void)it->second.runtime->adapter->end_transfer(request_id);
+  // Every copy it waited for is done (or its copier left): the transfer ends, and the claim is
+  // released (a cancelled one was let go already; this ends its protection).
+  (void)share.runtime->adapter->end_transfer(request_id);
   record_claim_end(request_id);
   end_share(request_id);
 }
@@ -156,27 +193,51 @@ Status ServiceCore::object_transferred(Session& s, uint64_t request_id, const Ke
                                        std::to_string(request_id) + " began in this session");
   }
   ClaimShare& share = it->second;
-  // The object's protection may end only when every participant has copied it.
-  if (++share.objects_done[key] == share.participants.size()) {
-    return s.runtime->adapter->object_transferred(request_id, key);
-  }
-  return Status::ok();
+  if (share.cancelled || share.objects_released.count(key)) return Status::ok();
+  std::set<uint64_t>& done = share.objects_done[key];
+  done.insert(s.id);
+  // The object's protection may end only when every session that will copy it has.
+  if (!all_copied(share, done)) return Status::ok();
+  share.objects_released.insert(key);
+  return s.runtime->adapter->object_transferred(request_id, key);
 }
 
 Status ServiceCore::cancel(Session& s, uint64_t request_id) {
   TEMPOKV_RETURN_IF_ERROR(owned(s, request_id, "cancel"));
-  Status st = s.runtime->adapter->cancel(request_id);
   auto it = shares_.find(request_id);
-  if (it != shares_.end()) {
-    const Status why = Status::cancelled("request " + std::to_string(request_id) +
-                                         " was cancelled by session " + std::to_string(s.id));
-    for (uint64_t session : it->second.waiting) send_(session, encode_ready(request_id, why));
-    record_claim_end(request_id);
+  if (it != shares_.end() && it->second.cancelled) {
+    // Already cancelled by another session: this one's copy, if any, ends here.
+    it->second.copying.erase(s.id);
+    maybe_end_transfer(request_id);
+    return Status::ok();
   }
-  shares_.erase(request_id);
+  Status st = s.runtime->adapter->cancel(request_id);
   s.runtime->requests.erase(request_id);
-  owner_.erase(request_id);
+  s.runtime->stepping.erase(request_id);
+  abandon_share(request_id, s.id,
+                Status::cancelled("request " + std::to_string(request_id) +
+                                  " was cancelled by session " + std::to_string(s.id)));
+  if (!shares_.count(request_id)) owner_.erase(request_id);
   return st;
+}
+
+void ServiceCore::abandon_share(uint64_t request_id, uint64_t by_session, const Status& why) {
+  auto it = shares_.find(request_id);
+  if (it == shares_.end()) return;
+  ClaimShare& share = it->second;
+  for (uint64_t session : share.waiting) send_(session, encode_ready(request_id, why));
+  share.waiting.clear();
+  share.copying.erase(by_session);  // the session that cancels stops its own copy
+  if (!share.in_transfer) {
+    record_claim_end(request_id);
+    end_share(request_id);
+    return;
+  }
+  // Sessions still copying are told to stop; the bytes stay protected until each has ended its
+  // transfer (or left), because they may still be reading them.
+  share.cancelled = true;
+  for (uint64_t session : share.copying) send_(session, encode_ready(request_id, why));
+  maybe_end_transfer(request_id);
 }
 
 void ServiceCore::end_share(uint64_t request_id) {

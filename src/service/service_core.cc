@@ -1,9 +1,11 @@
 // ServiceCore: assembly, sessions and runtimes, shutdown.
 #include "service/service_core.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <random>
 
 #include "service/service_metrics.h"
 #include "service/service_state.h"
@@ -14,8 +16,34 @@ std::string default_shm_path(std::string_view what) {
   return "/dev/shm/tempokvd-" + std::to_string(getpid()) + "-" + std::string(what);
 }
 
+namespace {
+
+// A random, nonzero id for this daemon process (hello's `instance`).
+uint64_t draw_instance_id() {
+  std::random_device rd;
+  uint64_t id = 0;
+  while (id == 0) id = (uint64_t(rd()) << 32) ^ rd();
+  return id;
+}
+
+// Creates `path` with `bytes` allocated (posix_fallocate): a /dev/shm too small for the tier
+// fails at start, naming the setting, instead of a SIGBUS when a page is first touched.
+Status allocate_shared_file(const std::string& path, uint64_t bytes, const char* setting) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::from_errno(errno, "create " + path);
+  const int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  close(fd);
+  if (err == 0) return Status::ok();
+  unlink(path.c_str());
+  return Status::from_errno(err, "allocate " + std::to_string(bytes) + " bytes for " + path +
+                                     " (is its filesystem large enough? lower " + setting + ")");
+}
+
+}  // namespace
+
 ServiceCore::ServiceCore(Executor& executor, const CoreOptions& options, SendFn send)
-    : executor_(executor), options_(options), send_(std::move(send)) {}
+    : executor_(executor), options_(options), send_(std::move(send)),
+      instance_(draw_instance_id()) {}
 
 ServiceCore::~ServiceCore() {
   housekeeping_timer_.cancel();
@@ -53,7 +81,11 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   to.backing = BackingKind::kFile;
   to.path = options.tier_path;
   to.populate = true;
-  if (!options.tier_is_device) (void)unlink(options.tier_path.c_str());  // a stale tier
+  if (!options.tier_is_device) {
+    (void)unlink(options.tier_path.c_str());  // a stale tier
+    TEMPOKV_RETURN_IF_ERROR(allocate_shared_file(options.tier_path, options.tier_bytes,
+                                                 "tier.capacity_bytes"));
+  }
   TEMPOKV_ASSIGN_OR_RETURN(c->tier_, FastTier::create(to));
   ProviderOptions po;
   po.max_reads_in_flight = options.max_reads_in_flight;
@@ -114,6 +146,7 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
   r.tier_bytes = tier_->options().capacity_bytes;
   r.write_path = writes_->path();
   r.write_bytes = writes_->bytes();
+  r.instance = instance_;
   return r;
 }
 
@@ -152,8 +185,13 @@ void ServiceCore::end_runtime(Runtime& rt) {
   for (const auto& [id, share] : shares_)
     if (share.runtime == &rt) ids.insert(id);
   for (uint64_t id : ids) {
-    if (shares_.count(id)) ++counters_.claims_abandoned;
+    auto share = shares_.find(id);
+    const bool in_transfer = share != shares_.end() && share->second.in_transfer;
+    if (share != shares_.end()) ++counters_.claims_abandoned;
     (void)rt.adapter->cancel(id);
+    // No session of the runtime is left to copy: a transfer it had begun ends now, and with it
+    // the claim's protection.
+    if (in_transfer) (void)rt.adapter->end_transfer(id);
     record_claim_end(id);
     shares_.erase(id);
     owner_.erase(id);

@@ -27,6 +27,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "adapter/cost_profile.h"
@@ -108,6 +109,7 @@ class ServiceCore {
   // The Prometheus text exposition of /metrics.
   std::string metrics_text() const;
 
+  uint64_t instance() const { return instance_; }
   FastTier& tier() { return *tier_; }
   StagingProvider& provider() { return *provider_; }
   Controller& controller() { return *controller_; }
@@ -129,11 +131,22 @@ class ServiceCore {
   Status object_transferred(Session& s, uint64_t request_id, const Key& key);
   Status cancel(Session& s, uint64_t request_id);
   Status put(Session& s, uint64_t id, const Put& put);
+  Status add_request(Session& s, const RequestInfo& request);
+  Status finish_request(Session& s, uint64_t request_id, uint32_t output_tokens);
+  // service_step.cc
+  Status step(Session& s, const Step& m);
   void on_ready(uint64_t request_id, Result<RetrievalPath> outcome);
   std::vector<TierSpan> spans(const ClaimShare& share) const;
   Status owned(const Session& s, uint64_t request_id, const char* op) const;
   void end_share(uint64_t request_id);
   void maybe_end_transfer(uint64_t request_id);
+  // The claim's request was cancelled or finished: sessions waiting or copying are told `why`;
+  // the share ends now, or once no session copies it.
+  void abandon_share(uint64_t request_id, uint64_t by_session, const Status& why);
+  // With declared ranks: how many sessions must have copied a claim (or an object) for it to end.
+  size_t copies_needed(const Runtime& rt) const;
+  // Whether the sessions in `done` cover every copy the claim (or one object) waits for.
+  bool all_copied(const ClaimShare& share, const std::set<uint64_t>& done) const;
   // service_core.cc
   void end_runtime(Runtime& rt);
   void record_claim_end(uint64_t request_id);
@@ -145,6 +158,7 @@ class ServiceCore {
   Executor& executor_;
   CoreOptions options_;
   SendFn send_;
+  const uint64_t instance_;  // hello's `instance`: drawn at start
   std::unique_ptr<SsdEngine> ssd_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<FastTier> tier_;
@@ -159,6 +173,7 @@ class ServiceCore {
   uint32_t next_runtime_id_ = 0;
   uint64_t puts_in_flight_ = 0;
   std::unordered_map<uint64_t, uint32_t> puts_by_session_;  // puts in flight, by session
+  std::unordered_set<Key> puts_by_key_;                     // keys of the puts in flight
   bool shutting_down_ = false;
   std::function<void(Status)> shutdown_done_;
   std::unique_ptr<Histograms> histograms_;
@@ -166,6 +181,7 @@ class ServiceCore {
   struct Counters {
     uint64_t sessions_opened = 0, sessions_closed = 0, requests = 0, errors = 0;
     uint64_t puts = 0, put_bytes = 0, failed_puts = 0, runtimes_ended = 0, claims_abandoned = 0;
+    uint64_t steps = 0, steps_missed = 0;
   } counters_;
   TimerHandle housekeeping_timer_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

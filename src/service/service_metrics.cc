@@ -102,6 +102,9 @@ std::vector<Metric> ServiceCore::metrics() const {
   add("puts_failed_total", "Puts that failed", kC, double(counters.failed_puts));
   add("claims_abandoned_total", "Claims cancelled because their runtime's last session ended",
       kC, double(counters.claims_abandoned));
+  add("steps_total", "Step messages (protocol v2) handled", kC, double(counters.steps));
+  add("steps_missed_total", "Step sequence numbers skipped (steps never received)", kC,
+      double(counters.steps_missed));
   add("write_region_used_bytes", "Write region bytes reserved", kG, double(writes_->used_bytes()));
   if (transport_metrics_) transport_metrics_(m);
   return m;
@@ -122,11 +125,16 @@ StatList ServiceCore::stats() const {
 std::string ServiceCore::metrics_text() const {
   const std::vector<Metric> m = metrics();
   PrometheusWriter w;
-  std::string last;
+  std::string family;
   for (const Metric& x : m) {
     const std::string name = "tempokv_" + x.name;
-    if (name != last) w.family(name, x.help, x.type);
-    last = name;
+    // A summary's _sum and _count belong to its family: no header of their own.
+    const bool part = x.type == MetricType::kSummary &&
+                      (name == family + "_sum" || name == family + "_count");
+    if (name != family && !part) {
+      w.family(name, x.help, x.type);
+      family = name;
+    }
     w.sample(name, x.labels, x.value);
   }
   w.histogram("tempokv_ttr_error_seconds",

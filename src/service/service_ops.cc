@@ -38,17 +38,7 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
     if (st.is_ok()) send_(s.id, encode_reply(id));
     return st;
   };
-  if (const auto* m = std::get_if<AddRequest>(&op)) {
-    const uint64_t rid = m->request.id;
-    if (owner_.count(rid)) {
-      return Status::failed_precondition("add_request: request id " + std::to_string(rid) +
-                                         " is in use (ids are unique across the daemon)");
-    }
-    TEMPOKV_RETURN_IF_ERROR(a.add_request(m->request));
-    owner_[rid] = s.runtime;
-    s.runtime->requests.insert(rid);
-    return reply(Status::ok());
-  }
+  if (const auto* m = std::get_if<AddRequest>(&op)) return reply(add_request(s, m->request));
   if (const auto* m = std::get_if<ReportHit>(&op)) {
     TEMPOKV_RETURN_IF_ERROR(owned(s, m->request_id, "report_hit"));
     TEMPOKV_RETURN_IF_ERROR(a.report_hit(m->request_id, m->manifest));
@@ -80,12 +70,9 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
     return reply(a.tokens_generated(m->request_id, m->total_generated));
   }
   if (const auto* m = std::get_if<Finished>(&op)) {
-    TEMPOKV_RETURN_IF_ERROR(owned(s, m->request_id, "finished"));
-    TEMPOKV_RETURN_IF_ERROR(a.finished(m->request_id, m->output_tokens));
-    s.runtime->requests.erase(m->request_id);
-    if (!shares_.count(m->request_id)) owner_.erase(m->request_id);
-    return reply(Status::ok());
+    return reply(finish_request(s, m->request_id, m->output_tokens));
   }
+  if (const auto* m = std::get_if<Step>(&op)) return step(s, *m);  // answered only on failure
   if (std::holds_alternative<Heartbeat>(op)) return reply(Status::ok());
   if (std::holds_alternative<GetStats>(op)) {
     send_(s.id, encode_stats_reply(id, stats()));
@@ -124,6 +111,31 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
   return claim_op(s, id, op);
 }
 
+Status ServiceCore::add_request(Session& s, const RequestInfo& request) {
+  if (owner_.count(request.id)) {
+    return Status::failed_precondition("add_request: request id " + std::to_string(request.id) +
+                                       " is in use (ids are unique across the daemon)");
+  }
+  TEMPOKV_RETURN_IF_ERROR(s.runtime->adapter->add_request(request));
+  owner_[request.id] = s.runtime;
+  s.runtime->requests.insert(request.id);
+  return Status::ok();
+}
+
+Status ServiceCore::finish_request(Session& s, uint64_t request_id, uint32_t output_tokens) {
+  TEMPOKV_RETURN_IF_ERROR(owned(s, request_id, "finished"));
+  TEMPOKV_RETURN_IF_ERROR(s.runtime->adapter->finished(request_id, output_tokens));
+  s.runtime->requests.erase(request_id);
+  s.runtime->stepping.erase(request_id);
+  // The adapter cancelled a claim that was not released: sessions waiting for it or copying
+  // it are told, and it ends once none copies it.
+  abandon_share(request_id, s.id,
+                Status::cancelled("request " + std::to_string(request_id) +
+                                  " finished before its claim was released"));
+  if (!shares_.count(request_id)) owner_.erase(request_id);
+  return Status::ok();
+}
+
 Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
   std::optional<uint64_t> reserved = writes_->reserved(m.offset);
   if (!s.writes.count(m.offset) || !reserved) {
@@ -137,17 +149,29 @@ Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
                                     ")");
   }
   // The reservation now belongs to the put: it is freed when the store is done with the bytes,
-  // even if the session ends first.
+  // even if the session ends first (or now, when the put is refused).
   s.writes.erase(m.offset);
+  // A key names immutable KV: replacing it would leave the tier's copy and claims already
+  // committed on the old bytes stale, so an overwrite is refused, in the store or on its way.
+  std::optional<ObjectInfo> stored = store_->lookup(m.key);
+  if (stored || puts_by_key_.count(m.key)) {
+    writes_->release(m.offset);
+    return Status::failed_precondition(
+        "put: key " + m.key.to_string() + " is already stored" +
+        (stored ? " (" + std::to_string(stored->payload_bytes) + " bytes)" : " (a put is on its way)") +
+        "; stored KV is never replaced");
+  }
+  puts_by_key_.insert(m.key);
   ++puts_in_flight_;
   ++puts_by_session_[s.id];
   const uint64_t session = s.id;
   const uint64_t bytes = m.bytes;
   std::weak_ptr<int> alive = alive_;
   store_->put(m.key, m.tokens, writes_->data(m.offset), m.bytes,
-              [this, alive, session, id, offset = m.offset, bytes](Status st) {
+              [this, alive, session, id, offset = m.offset, bytes, key = m.key](Status st) {
                 if (alive.expired()) return;
                 writes_->release(offset);
+                puts_by_key_.erase(key);
                 --puts_in_flight_;
                 if (--puts_by_session_[session] == 0) puts_by_session_.erase(session);
                 if (st.is_ok()) {

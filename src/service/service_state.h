@@ -19,7 +19,12 @@ struct ServiceCore::Runtime {
   std::unique_ptr<RuntimeAdapter> adapter;
   std::set<uint64_t> sessions;
   uint32_t ranks = 0;  // sessions that copy each claim (0: whoever asked)
+  uint32_t copiers_seen = 0;  // its sessions, live or gone, that ever began a transfer
   std::unordered_set<uint64_t> requests;  // ids it added that are not finished or cancelled
+  // Protocol v2 steps: requests admitted by a step (tokens generated so far), and the batch of
+  // the iteration the last step started.
+  std::unordered_map<uint64_t, uint32_t> stepping;
+  std::vector<uint64_t> step_prefills, step_decoders;
 };
 
 // A claim whose manifest was reported, as its sessions see it.
@@ -29,11 +34,16 @@ struct ServiceCore::ClaimShare {
   bool requested = false;  // the adapter's request_retrieval was made
   std::optional<RetrievalPath> ready;  // the path once the transfer may begin
   bool in_transfer = false;            // the adapter's begin_transfer was made
+  // Cancelled (or its request finished) while sessions copy it: it ends, and its protection with
+  // it, once no session copies it any more.
+  bool cancelled = false;
   // Sessions that requested the retrieval: false while their transfer has not ended.
   std::map<uint64_t, bool> participants;
   std::set<uint64_t> waiting;   // participants owed a ready notification
   std::set<uint64_t> copying;   // participants between their begin and end transfer
-  std::map<Key, uint32_t> objects_done;  // object_transferred counts (progressive release)
+  // Progressive release: the sessions that copied each object, and the objects released.
+  std::map<Key, std::set<uint64_t>> objects_done;
+  std::set<Key> objects_released;
 };
 
 struct ServiceCore::Session {
@@ -41,6 +51,8 @@ struct ServiceCore::Session {
   std::string client;
   Runtime* runtime = nullptr;
   std::unordered_set<uint64_t> writes;  // write-region reservations it holds (offsets)
+  bool copier = false;                  // it began a transfer at least once
+  uint64_t last_step_seq = 0;           // the seq of its last step (protocol v2)
 };
 
 }  // namespace tempokv::service

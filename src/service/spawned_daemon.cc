@@ -81,13 +81,13 @@ Result<std::unique_ptr<SpawnedDaemon>> SpawnedDaemon::start(const SpawnOptions& 
   fs::create_directories(options.data_dir, ec);
   if (ec) return Status::io_error("cannot create " + options.data_dir + ": " + ec.message());
   const std::string socket = options.data_dir + "/tempokvd.sock";
-  // A socket left by a daemon that was killed would look like readiness.
-  fs::remove(socket, ec);
-
   const bool tcp = !options.tcp_endpoint.empty();
+  // A socket left by a daemon that was killed would look like readiness.
+  if (!tcp) fs::remove(socket, ec);
+
   const std::string endpoint = tcp ? options.tcp_endpoint : "ipc://" + socket;
   std::vector<std::string> args = {options.binary, "--data-dir", options.data_dir, "--endpoint",
-                                   endpoint,       "--metrics",  ""};
+                                   endpoint,       "--metrics",  options.metrics_address};
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());

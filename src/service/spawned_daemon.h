@@ -27,6 +27,7 @@ struct SpawnOptions {
   std::string tcp_endpoint;
   std::vector<std::string> extra_args;  // more flags, e.g. "--set", "tier.slot_bytes=1MiB"
   std::string log_path;                 // the child's stderr goes here (appended); "": inherited
+  std::string metrics_address;          // --metrics: "" serves no /metrics
   Duration ready_timeout = std::chrono::seconds(20);  // longest wait for the socket
   Status validate() const;
 };

@@ -16,14 +16,15 @@
 namespace tempokv::service::wire {
 
 // Indexed like the alternatives of Op.
-inline constexpr std::array<std::string_view, 21> kOpNames = {
+inline constexpr std::array<std::string_view, 22> kOpNames = {
     "hello",        "heartbeat",          "add_request",
     "report_hit",   "update_order",       "iteration_started",
     "admitted",     "prefill_done",       "tokens_generated",
     "finished",     "request_retrieval",  "begin_transfer",
     "end_transfer", "object_transferred", "cancel",
     "bye",          "lookup",             "reserve_write",
-    "put",          "abort_write",        "stats"};
+    "put",          "abort_write",        "stats",
+    "step"};
 static_assert(kOpNames.size() == std::variant_size_v<Op>);
 
 std::string_view answer_name(RetrievalAnswer answer);
@@ -50,5 +51,8 @@ inline void pack_str(Packer& pk, std::string_view s) {
   pk.pack_str(static_cast<uint32_t>(s.size()));
   pk.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
 }
+
+// The step op's args (protocol_step.cc).
+void pack_step_args(Packer& pk, const Step& m);
 
 }  // namespace tempokv::service::wire

@@ -14,8 +14,12 @@ Result<std::unique_ptr<WriteRegion>> WriteRegion::create(const std::string& path
   (void)unlink(path.c_str());  // a stale region of a daemon that died
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return Status::from_errno(errno, "create write region " + path);
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    Status st = Status::from_errno(errno, "size write region " + path);
+  // Allocated now, not on first touch: a /dev/shm too small fails here with a clear message
+  // instead of a SIGBUS in the daemon or a client later.
+  if (int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes))) {
+    Status st = Status::from_errno(err, "allocate the write region " + path + " (" +
+                                            std::to_string(bytes) + " bytes; is its filesystem "
+                                            "large enough? lower writes.region_bytes)");
     close(fd);
     unlink(path.c_str());
     return st;

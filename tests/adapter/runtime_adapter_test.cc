@@ -146,5 +146,36 @@ TEST(RuntimeAdapter, ARequestAheadWaitingForItsKvDelaysTheOnesBehind) {
   EXPECT_EQ(f.adapter->last_ttu(3).value(), milliseconds(590) + Duration(1));
 }
 
+TEST(RuntimeAdapter, FinishingARequestCancelsItsUnreleasedClaim) {
+  AdapterFixture f;
+  ASSERT_TRUE(f.adapter->add_request({1, 1000, 512, 2 * testing::kObj, 16}).is_ok());
+  // No order update yet: its TTU is unknown (far away), so it stays planned for now.
+  ASSERT_TRUE(f.adapter->report_hit(1, claim_of(1, {1, 2}).objects).is_ok());
+  ASSERT_EQ(f.controller->info(1)->state, ClaimState::kPlanned);
+  // The request ends (aborted, or recomputed) before its claim is used: the claim must not stay
+  // behind and commit later.
+  ASSERT_TRUE(f.adapter->finished(1, 0).is_ok());
+  EXPECT_EQ(f.controller->info(1)->state, ClaimState::kReleased);
+  EXPECT_EQ(f.controller->stats().cancelled, 1u);
+  f.stack.ex.run();
+  EXPECT_EQ(f.controller->stats().commits, 0u);
+  EXPECT_EQ(f.stack.tier->stats().reserved_bytes + f.stack.tier->stats().protected_bytes, 0u);
+}
+
+TEST(RuntimeAdapter, FinishingARequestWhileItsClaimIsCopiedEndsItAtEndTransfer) {
+  AdapterFixture f;
+  ASSERT_TRUE(f.adapter->add_request({1, 1000, 512, testing::kObj, 16}).is_ok());
+  ASSERT_TRUE(f.adapter->report_hit(1, claim_of(1, {1}).objects).is_ok());
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  ASSERT_EQ(*f.adapter->request_retrieval(1, nullptr), RetrievalAnswer::kWait);
+  f.stack.ex.run();
+  ASSERT_TRUE(f.adapter->begin_transfer(1).is_ok());
+  ASSERT_TRUE(f.adapter->finished(1, 0).is_ok());
+  EXPECT_EQ(f.stack.tier->stats().protected_bytes, testing::kObj);  // the copy still reads it
+  ASSERT_TRUE(f.adapter->end_transfer(1).is_ok());
+  EXPECT_EQ(f.controller->info(1)->state, ClaimState::kReleased);
+  EXPECT_EQ(f.stack.tier->stats().protected_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace tempokv

@@ -58,6 +58,16 @@ class Daemon:
         self.endpoint = "ipc://" + self.socket_path
         self.log_path = os.path.join(self.data_dir, "tempokvd.log")
         self._log = open(self.log_path, "wb")
+        self._spawn()
+
+    def restart(self):
+        """SIGTERM, then a new tempokvd on the same data directory (its store is kept). Returns
+        the old one's exit code."""
+        code = self.stop()
+        self._spawn()
+        return code
+
+    def _spawn(self):
         self.proc = subprocess.Popen([tempokvd_path(), "--data-dir", self.data_dir] + DAEMON_FLAGS,
                                      stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)

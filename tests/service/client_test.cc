@@ -43,7 +43,7 @@ TEST(ServiceClient, HelloNegotiatesAndMapsTheSharedFiles) {
   EXPECT_EQ(reqs[0].version, 1u);
   EXPECT_EQ(reqs[0].id, 1u);
   const auto& hello = std::get<service::Hello>(reqs[0].op);
-  EXPECT_EQ(hello.versions, std::vector<uint32_t>{1});
+  EXPECT_EQ(hello.versions, (std::vector<uint32_t>{1, 2}));  // every version it speaks
   EXPECT_EQ(hello.client, "client-test");
   EXPECT_EQ(hello.runtime, "engine-0");
   EXPECT_EQ(hello.max_active, 8u);
@@ -108,7 +108,8 @@ TEST(ServiceClient, EveryCallCarriesTheNextIdAndItsArguments) {
   ASSERT_EQ(reqs.size(), 11u);
   for (size_t i = 0; i < reqs.size(); ++i) {
     EXPECT_EQ(reqs[i].id, i + 1);
-    EXPECT_EQ(reqs[i].version, service::kProtocolVersion);
+    // The hello is always written in version 1; then the version the fake daemon picked.
+    EXPECT_EQ(reqs[i].version, i == 0 ? 1u : service::kProtocolVersion);
   }
   EXPECT_EQ(std::get<service::AddRequest>(reqs[1].op).request.prompt_tokens, 100u);
   EXPECT_EQ(std::get<service::ReportHit>(reqs[2].op).manifest.at(0).bytes, 4096u);

@@ -27,6 +27,10 @@ class DaemonProcess {
   std::string endpoint() const {
     return tcp_.empty() ? "ipc://" + dir_ + "/tempokvd.sock" : tcp_;
   }
+  // Append the daemon's stderr to `path` instead of the test's (call before start()).
+  void log_to(std::string path) { log_ = std::move(path); }
+  // Serve /metrics on `address` (HOST:PORT; call before start()).
+  void serve_metrics(std::string address) { metrics_ = std::move(address); }
   // Serve tcp://127.0.0.1:PORT instead of the ipc socket (call before start()).
   void use_tcp(uint16_t port) { tcp_ = "tcp://127.0.0.1:" + std::to_string(port); }
   pid_t pid() const { return daemon_ ? daemon_->pid() : -1; }
@@ -44,6 +48,8 @@ class DaemonProcess {
         "--set", "store.engine=threads",      "--set", "server.heartbeat_timeout_ms=4000"};
     o.extra_args.insert(o.extra_args.end(), extra_.begin(), extra_.end());
     o.ready_timeout = std::chrono::seconds(10);
+    o.log_path = log_;
+    o.metrics_address = metrics_;
     auto d = service::SpawnedDaemon::start(o);
     if (!d.is_ok()) return false;
     daemon_ = std::move(d).value();
@@ -71,6 +77,8 @@ class DaemonProcess {
   std::string dir_;
   std::vector<std::string> extra_;
   std::string tcp_;
+  std::string log_;
+  std::string metrics_;
   std::unique_ptr<service::SpawnedDaemon> daemon_;  // killed with it if still running
 };
 

@@ -2,14 +2,20 @@
 // one runtime, a killed client, bad messages, and a restart that finds the store again.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <zmq.h>
 
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <set>
+#include <sstream>
 
-#include "service/daemon_process.h"
+#include "service/daemon_fixture.h"
 #include "service/protocol.h"
 #include "service/wire.h"
 
@@ -19,97 +25,10 @@ namespace {
 using ::testing::HasSubstr;
 using std::chrono::milliseconds;
 
-constexpr uint64_t kObject = 1 << 20;
-
-std::vector<std::byte> payload(uint64_t seed, size_t bytes = kObject) {
-  std::vector<std::byte> p(bytes);
-  for (size_t i = 0; i < bytes; ++i) p[i] = std::byte((seed * 131 + i * 7) & 0xff);
-  return p;
-}
-
-class DaemonTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "tkvd-" + std::to_string(getpid()) + "-" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    daemon_ = std::make_unique<DaemonProcess>(dir_);
-    ASSERT_TRUE(daemon_->start()) << "tempokvd did not start";
-  }
-  void TearDown() override {
-    if (daemon_) {
-      EXPECT_EQ(daemon_->stop(), 0) << "tempokvd did not stop cleanly";
-    }
-    std::filesystem::remove_all(dir_);
-  }
-  std::unique_ptr<ServiceClient> client(std::string runtime = "") {
-    auto c = daemon_->connect(std::move(runtime));
-    EXPECT_TRUE(c.is_ok()) << c.status().to_string();
-    return c.is_ok() ? std::move(c).value() : nullptr;
-  }
-  // Puts n objects of model 1 and returns their manifest.
-  std::vector<ManifestEntry> put_objects(ServiceClient& c, uint64_t first, int n) {
-    std::vector<ManifestEntry> m;
-    for (int i = 0; i < n; ++i) {
-      const Key key{1, first + uint64_t(i)};
-      auto bytes = payload(first + uint64_t(i));
-      Status st = c.put(key, TokenRange{uint32_t(i) * 256, uint32_t(i + 1) * 256}, bytes);
-      EXPECT_TRUE(st.is_ok()) << st.to_string();
-      m.push_back({key, kObject});
-    }
-    return m;
-  }
-  // Waits (dispatching) until pred() holds; false after 5 s.
-  static bool wait_for(ServiceClient& c, const std::function<bool()>& pred) {
-    for (int i = 0; i < 500; ++i) {
-      c.dispatch();
-      if (pred()) return true;
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return false;
-  }
-  static double stat_of(ServiceClient& c, const std::string& name) {
-    auto s = c.stats();
-    return s.is_ok() ? stat(*s, name) : std::nan("");
-  }
-  // Checks the claim's spans against what was put.
-  static void expect_bytes(ServiceClient& c, uint64_t id, const std::vector<ManifestEntry>& m) {
-    auto spans = c.objects(id);
-    ASSERT_TRUE(spans.is_ok()) << spans.status().to_string();
-    ASSERT_EQ(spans->size(), m.size());
-    for (size_t i = 0; i < m.size(); ++i) {
-      ASSERT_EQ((*spans)[i].bytes, m[i].bytes);
-      ASSERT_LE((*spans)[i].offset + m[i].bytes, c.tier_bytes());
-      auto want = payload(m[i].key.hash);
-      EXPECT_EQ(std::memcmp(c.tier_data() + (*spans)[i].offset, want.data(), want.size()), 0)
-          << "object " << i;
-    }
-  }
-  // Request `id` through add, hit, order and retrieval until the transfer may begin.
-  static void stage(ServiceClient& c, uint64_t id, const std::vector<ManifestEntry>& m) {
-    ASSERT_TRUE(c.add_request({id, 2048, 1024, m.size() * kObject, 16}).is_ok());
-    ASSERT_TRUE(c.report_hit(id, m).is_ok());
-    ASSERT_TRUE(c.update_order(std::vector<uint64_t>{id}).is_ok());
-    ASSERT_TRUE(c.admitted(id).is_ok());
-    bool ready = false;
-    auto answer = c.request_retrieval(id, [&](ClaimId, Result<RetrievalPath> p) {
-      EXPECT_TRUE(p.is_ok()) << p.status().to_string();
-      ready = true;
-    });
-    ASSERT_TRUE(answer.is_ok()) << answer.status().to_string();
-    if (*answer == RetrievalAnswer::kWait) {
-      ASSERT_TRUE(wait_for(c, [&] { return ready; }));
-    }
-  }
-
-  std::string dir_;
-  std::unique_ptr<DaemonProcess> daemon_;
-};
-
 TEST_F(DaemonTest, EveryCallWorksAndTheClaimsBytesAreInTheSharedTier) {
   auto c = client();
   ASSERT_TRUE(c);
-  EXPECT_EQ(c->hello().version, 1u);
+  EXPECT_EQ(c->hello().version, service::kProtocolVersion);
   EXPECT_EQ(c->hello().tier_bytes, 64u << 20);
   ASSERT_NE(c->tier_data(), nullptr);
   auto m = put_objects(*c, 100, 4);
@@ -241,30 +160,15 @@ TEST_F(DaemonTest, WithDeclaredRanksAClaimWaitsForEveryRanksCopyWithoutABarrier)
 }
 
 TEST_F(DaemonTest, AKilledClientLeavesNoProtectionBehind) {
-  {
-    auto c = client();
-    ASSERT_TRUE(c);
-    put_objects(*c, 400, 8);
-    ASSERT_TRUE(c->bye().is_ok());
-  }
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    // The child stages a claim and dies without a word.
-    auto c = daemon_->connect();
-    if (!c.is_ok()) _exit(2);
-    std::vector<ManifestEntry> m;
-    for (uint64_t i = 0; i < 8; ++i) m.push_back({Key{1, 400 + i}, kObject});
-    if (!(*c)->add_request({5, 4096, 2048, 8 * kObject, 16}).is_ok()) _exit(3);
-    if (!(*c)->report_hit(5, m).is_ok()) _exit(4);
-    (void)(*c)->update_order(std::vector<uint64_t>{5});
-    (void)(*c)->request_retrieval(5, nullptr);
-    raise(SIGKILL);
-    _exit(5);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "child exit " << WEXITSTATUS(status);
+  auto m = put_and_leave(400, 8);
+  // The child stages a claim and dies without a word.
+  in_killed_child([&](ServiceClient& c) {
+    if (!c.add_request({5, 4096, 2048, 8 * kObject, 16}).is_ok()) return 3;
+    if (!c.report_hit(5, m).is_ok()) return 4;
+    (void)c.update_order(std::vector<uint64_t>{5});
+    (void)c.request_retrieval(5, nullptr);
+    return 0;
+  });
   auto c = client();
   ASSERT_TRUE(c);
   EXPECT_TRUE(wait_for(*c, [&] {
@@ -324,6 +228,30 @@ void expect_error(const Result<service::ServerMessage>& m, StatusCode code,
 
 std::vector<std::byte> request(uint64_t id, service::Op op, uint32_t v = 1) {
   return service::encode_request(service::Request{v, id, std::move(op)});
+}
+
+class FourSessionDaemonTest : public DaemonTest {
+ protected:
+  std::vector<std::string> extra_args() const override {
+    return {"--set", "server.max_sessions=4"};
+  }
+};
+
+TEST_F(FourSessionDaemonTest, PeersThatNeverSayHelloTakeNoSessionSlot) {
+  // Eight peers each send a request without a hello: each is refused, and none holds a slot.
+  std::vector<std::unique_ptr<RawPeer>> peers;
+  for (uint64_t i = 0; i < 8; ++i) {
+    peers.push_back(std::make_unique<RawPeer>(daemon_->endpoint()));
+    expect_error(peers.back()->ask(request(1, service::Heartbeat{})),
+                 StatusCode::kFailedPrecondition, "has not said hello");
+  }
+  // All four slots are still free for clients that do say hello.
+  std::vector<std::unique_ptr<ServiceClient>> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(client());
+    ASSERT_TRUE(clients.back()) << "client " << i << " refused";
+  }
+  EXPECT_EQ(stat_of(*clients[0], "sessions_refused_total"), 0);
 }
 
 TEST_F(DaemonTest, BadMessagesGetTypedErrorsAndOthersKeepBeingServed) {
@@ -418,6 +346,86 @@ TEST(DaemonStartTest, SharedFilesOfDeadDaemonsAreRemovedAndLiveOnesKept) {
   std::filesystem::remove(live);
   EXPECT_EQ(daemon.stop(), 0);
   std::filesystem::remove_all(dir);
+}
+
+TEST(DaemonStartTest, ATierLargerThanItsFilesystemFailsAtStartNamingTheSetting) {
+  struct statvfs shm {};
+  ASSERT_EQ(statvfs("/dev/shm", &shm), 0);
+  // Whole MiB, 1 GiB more than /dev/shm holds: tmpfs refuses such an allocation at once.
+  const uint64_t tier = ((uint64_t(shm.f_blocks) * shm.f_frsize >> 20) + 1024) << 20;
+  const std::string dir = ::testing::TempDir() + "tkvd-bigtier-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  DaemonProcess daemon(dir, {"--set", "tier.capacity_bytes=" + std::to_string(tier)});
+  daemon.log_to(dir + "/tempokvd.log");
+  EXPECT_FALSE(daemon.start()) << "a " << (tier >> 20) << " MiB tier started on /dev/shm";
+  std::stringstream log;
+  log << std::ifstream(dir + "/tempokvd.log").rdbuf();
+  EXPECT_THAT(log.str(), HasSubstr("tier.capacity_bytes")) << log.str();
+  EXPECT_THAT(log.str(), HasSubstr("No space left")) << log.str();
+  std::filesystem::remove_all(dir);
+}
+
+// The body of GET /metrics from 127.0.0.1:port ("" when it fails).
+std::string get_metrics(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  const std::string req = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      write(fd, req.data(), req.size()) == ssize_t(req.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, size_t(n));
+  }
+  close(fd);
+  const size_t body = out.find("\r\n\r\n");
+  return body == std::string::npos ? "" : out.substr(body + 4);
+}
+
+TEST(DaemonMetricsTest, ReplyLatencyIsASummaryWithSumAndCountAndEveryFamilyHasOneType) {
+  const std::string dir = ::testing::TempDir() + "tkvd-metrics-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  const uint16_t port = static_cast<uint16_t>(30000 + getpid() % 20000);
+  DaemonProcess daemon(dir);
+  daemon.serve_metrics("127.0.0.1:" + std::to_string(port));
+  ASSERT_TRUE(daemon.start());
+  auto c = daemon.connect();
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  ASSERT_TRUE((*c)->heartbeat().is_ok());
+  const std::string text = get_metrics(port);
+  EXPECT_THAT(text, HasSubstr("# TYPE tempokv_reply_latency_seconds summary\n"));
+  EXPECT_THAT(text, HasSubstr("tempokv_reply_latency_seconds{quantile=\"0.99\"} "));
+  EXPECT_THAT(text, HasSubstr("\ntempokv_reply_latency_seconds_sum "));
+  EXPECT_THAT(text, HasSubstr("\ntempokv_reply_latency_seconds_count "));
+  // promtool's rules: one TYPE per family, never one for a summary's _sum or _count.
+  std::set<std::string> families;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# TYPE ", 0) != 0) continue;
+    const std::string name = line.substr(7, line.find(' ', 7) - 7);
+    EXPECT_TRUE(families.insert(name).second) << "two TYPE lines for " << name;
+  }
+  EXPECT_FALSE(families.count("tempokv_reply_latency_seconds_sum"));
+  ASSERT_TRUE((*c)->bye().is_ok());
+  EXPECT_EQ(daemon.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(DaemonTest, ASecondDaemonOnTheSameDataDirRefusesToStartAndTheFirstServesOn) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  DaemonProcess second(dir_);  // on tcp: its start cannot touch the first one's socket file
+  second.use_tcp(static_cast<uint16_t>(40000 + getpid() % 20000));
+  EXPECT_FALSE(second.start()) << "a second tempokvd ran on the same data directory";
+  EXPECT_NE(second.stop(), 0);
+  // The first daemon still answers on its socket.
+  EXPECT_TRUE(c->heartbeat().is_ok());
+  auto other = client();
+  EXPECT_TRUE(other && other->heartbeat().is_ok());
 }
 
 TEST(DaemonTcpTest, ServesOnTcpLoopback) {

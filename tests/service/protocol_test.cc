@@ -41,6 +41,13 @@ std::vector<Request> one_of_every_op() {
       Put{Key{5, 6}, TokenRange{256, 512}, 4096, 1000},
       AbortWrite{8192},
       GetStats{},
+      Step{.seq = 9,
+           .queued = {info},
+           .finished = {{3, 128}},
+           .prefills = {{7, 512}},
+           .decoders = {4, UINT64_MAX},
+           .waiting = {8, 9},
+           .boundary_in_ns = 2500000},
   };
   std::vector<Request> out;
   uint64_t id = 100;
@@ -272,7 +279,8 @@ TEST(ProtocolTest, OversizedMessagesAndListsAreRefused) {
 
 TEST(ProtocolTest, PickVersionTakesTheHighestCommonVersion) {
   EXPECT_EQ(pick_version(std::vector<uint32_t>{0, 1, 7}), 1u);
-  EXPECT_EQ(pick_version(std::vector<uint32_t>{2, 3}), std::nullopt);
+  EXPECT_EQ(pick_version(std::vector<uint32_t>{2, 3}), 2u);
+  EXPECT_EQ(pick_version(std::vector<uint32_t>{3, 4}), std::nullopt);
 }
 
 TEST(ProtocolTest, RepliesErrorsAndNotificationsDecodeOnTheClient) {
@@ -352,6 +360,60 @@ TEST(ProtocolTest, EnvelopeWithARepeatedFieldStillEchoesItsId) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_THAT(r.status().message(), HasSubstr("twice"));
   EXPECT_EQ(id, 41u);
+}
+
+}  // namespace
+}  // namespace tempokv::service
+
+namespace tempokv::service {
+namespace {
+
+TEST(ProtocolStepTest, AStepRoundTripsEveryField) {
+  RequestInfo info{.id = 11, .prompt_tokens = 4096, .cached_tokens = 1024,
+                   .cached_bytes = 1ULL << 40, .max_output_tokens = 64};
+  Step step{.seq = 3,
+            .queued = {info},
+            .finished = {{1, 7}},
+            .prefills = {{11, 2048}},
+            .decoders = {2},
+            .waiting = {12},
+            .boundary_in_ns = 42};
+  Result<Request> back = decode_request(encode_request(Request{2, 1, step}));
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  const Step& m = std::get<Step>(back->op);
+  EXPECT_EQ(m.seq, 3u);
+  ASSERT_EQ(m.queued.size(), 1u);
+  EXPECT_EQ(m.queued[0].cached_bytes, 1ULL << 40);
+  EXPECT_EQ(m.queued[0].max_output_tokens, 64u);
+  EXPECT_EQ(m.finished[0].output_tokens, 7u);
+  EXPECT_EQ(m.prefills[0].tokens, 2048u);
+  EXPECT_EQ(m.decoders, std::vector<uint64_t>{2});
+  EXPECT_EQ(m.waiting, std::vector<uint64_t>{12});
+  EXPECT_EQ(m.boundary_in_ns, 42);
+}
+
+TEST(ProtocolStepTest, StepIsRefusedInVersion1AndMalformedRowsAreNamed) {
+  Result<Request> v1 = decode_request(encode_request(Request{1, 1, Step{.seq = 1}}));
+  ASSERT_FALSE(v1.is_ok());
+  EXPECT_NE(v1.status().message().find("op 'step' needs protocol version 2"), std::string::npos)
+      << v1.status().to_string();
+  // A prefill row of three integers instead of [request_id, count].
+  std::vector<std::byte> three = envelope("step", [](wire::Packer& pk) {
+    pk.pack_map(6);
+    wire::pack_str(pk, "seq");
+    pk.pack(uint64_t{1});
+    for (const char* name : {"queued", "finished", "decoders", "waiting"}) {
+      wire::pack_str(pk, name);
+      pk.pack_array(0);
+    }
+    wire::pack_str(pk, "prefills");
+    pk.pack_array(1);
+    pk.pack_array(3);
+    for (uint64_t v : {1, 2, 3}) pk.pack(v);
+  });
+  Result<Request> r = decode_request(three);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("prefills'[0]"), std::string::npos) << r.status().to_string();
 }
 
 }  // namespace

@@ -1,0 +1,111 @@
+// The ordinary (demand) path of StagingProvider: all-or-nothing admission of ordinary claims, so
+// that claims holding part of the tier never wait for room each other holds.
+#include <cassert>
+#include <string>
+
+#include "common/units.h"
+#include "provider/staging_provider.h"
+
+namespace tempokv {
+
+uint64_t StagingProvider::demand_charge(const ObjectRec& rec) const {
+  return rec.read == ReadState::kQueued && rec.owners.empty() ? tier_.charge_bytes(rec.read_bytes)
+                                                              : 0;
+}
+
+// What admitting the claim adds to protected + reserved + pinned + owed demand: resident objects
+// it would hold that nothing pins or budgets yet, and objects no read or reservation covers.
+uint64_t StagingProvider::ordinary_extra_bytes(const ClaimRec& c) const {
+  uint64_t extra = 0;
+  for (size_t i = 0; i < c.keys.size(); ++i) {
+    const FastObject* o = tier_.find(c.keys[i]);
+    if (o && o->residency == Residency::kResident) {
+      if (o->protect_count == 0 && !o->reserved && o->holds == 0) extra += o->charge_bytes;
+      continue;
+    }
+    auto it = objects_.find(c.keys[i]);
+    if ((it != objects_.end() && it->second.read != ReadState::kNone) || (o && o->reserved)) {
+      continue;
+    }
+    extra += tier_.charge_bytes(round_up(c.payload_bytes[i], kBlockBytes));
+  }
+  return extra;
+}
+
+bool StagingProvider::ordinary_fits(uint64_t extra_bytes) const {
+  const FastTierStats s = tier_.stats();
+  const uint64_t occupied =
+      s.protected_bytes + s.reserved_bytes + s.pinned_bytes + demand_queued_bytes_;
+  return occupied + extra_bytes <= s.capacity_bytes;
+}
+
+Result<ClaimPhase> StagingProvider::start_ordinary(const StagingClaim& claim,
+                                                   ReadyCallback on_ready) {
+  TEMPOKV_ASSIGN_OR_RETURN(Validated v, validate_claim(claim));
+  ClaimRec c;
+  c.ordinary = true;
+  c.keys = std::move(v.keys);
+  c.payload_bytes = std::move(v.payload_bytes);
+  const uint64_t extra = ordinary_extra_bytes(c);
+  if (extra > tier_.options().capacity_bytes) {
+    return Status::resource_exhausted("ordinary claim " + std::to_string(claim.id) + " needs " +
+                                      format_bytes(extra) + ", more than the fast tier " +
+                                      format_bytes(tier_.options().capacity_bytes));
+  }
+  ++stats_.ordinary;
+  ClaimRec& rec = claims_[claim.id] = std::move(c);
+  // First come, first admitted: a claim that fits does not pass one already waiting.
+  if (!ordinary_waiting_.empty() || !ordinary_fits(extra)) {
+    rec.admitted = false;
+    rec.pending = static_cast<uint32_t>(rec.keys.size());
+    rec.on_ready = std::move(on_ready);
+    ordinary_waiting_.push_back(claim.id);
+    return ClaimPhase::kOrdinaryReading;
+  }
+  admit_ordinary(claim.id, rec);
+  if (rec.pending == 0) return ClaimPhase::kOrdinaryReady;
+  rec.on_ready = std::move(on_ready);
+  pump();
+  flush_callbacks();
+  return ClaimPhase::kOrdinaryReading;
+}
+
+// Holds the resident objects and queues demand reads for the rest. Does not pump.
+void StagingProvider::admit_ordinary(ClaimId id, ClaimRec& c) {
+  c.admitted = true;
+  c.pending = 0;
+  std::vector<uint64_t> bytes = std::move(c.payload_bytes);
+  c.payload_bytes.clear();
+  for (size_t i = 0; i < c.keys.size(); ++i) {
+    const Key& key = c.keys[i];
+    if (tier_.use(key)) {
+      Status st = tier_.hold(key);
+      assert(st.is_ok());
+      (void)st;
+      c.held.push_back(key);
+      continue;
+    }
+    ObjectRec& rec = object(key, bytes[i]);
+    rec.waiters.push_back({id, false});
+    ++c.pending;
+    enqueue(key, rec, executor_.now());  // the ordinary path needs it now
+  }
+}
+
+void StagingProvider::admit_waiting_ordinary() {
+  while (!ordinary_waiting_.empty()) {
+    const ClaimId id = ordinary_waiting_.front();
+    auto it = claims_.find(id);
+    if (it == claims_.end() || it->second.admitted || it->second.draining) {
+      ordinary_waiting_.pop_front();
+      continue;
+    }
+    ClaimRec& c = it->second;
+    if (!ordinary_fits(ordinary_extra_bytes(c))) return;
+    ordinary_waiting_.pop_front();
+    admit_ordinary(id, c);
+    if (c.pending == 0) became_ready(id, c);
+  }
+}
+
+}  // namespace tempokv

@@ -1,0 +1,97 @@
+// Clients that recover (issue 13): against a real tempokvd that is stopped and started again,
+// the C++ client heartbeats in the background, says hello again to the new instance, maps its
+// new shared files, reports claims lost in the restart as errors, and fails fast while the
+// daemon is down.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "service/daemon_fixture.h"
+
+namespace tempokv::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A lookup, retried while a restarted daemon is not reachable yet (the socket reconnects within
+// about 100 ms).
+Result<std::vector<uint64_t>> lookup_when_back(ServiceClient& c, std::span<const Key> keys) {
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    auto sizes = c.lookup(keys);
+    if (sizes.is_ok() || sizes.status().code() != StatusCode::kUnavailable ||
+        Clock::now() > deadline) {
+      return sizes;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+class ShortHeartbeatDaemonTest : public DaemonTest {
+ protected:
+  std::vector<std::string> extra_args() const override {
+    return {"--set", "server.heartbeat_timeout_ms=600"};
+  }
+};
+
+TEST_F(ShortHeartbeatDaemonTest, AnIdleClientKeepsItsSessionPastTheHeartbeatTimeout) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  auto m = put_objects(*c, 800, 1);
+  ASSERT_TRUE(c->add_request({1, 2048, 256, kObject, 16}).is_ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // 2.5 timeouts, no call
+  // The same session: its request is still known, and nothing had to be said again.
+  EXPECT_TRUE(c->report_hit(1, m).is_ok());
+  EXPECT_EQ(c->recoveries(), 0u);
+  EXPECT_EQ(stat_of(*c, "sessions_closed_total"), 0);
+}
+
+TEST_F(DaemonTest, AClientRecoversFromADaemonRestartAndReportsItsLostClaims) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  const uint64_t first_instance = c->hello().instance;
+  EXPECT_NE(first_instance, 0u);
+  auto m = put_objects(*c, 820, 2);
+  stage(*c, 1, m);  // ready: its spans point into the old tier
+  ASSERT_EQ(daemon_->stop(), 0);
+  ASSERT_TRUE(daemon_->start());
+  // The first call that reaches the new daemon finds the session gone, says hello again and
+  // goes through.
+  std::vector<Key> keys{m[0].key, m[1].key};
+  auto sizes = lookup_when_back(*c, keys);
+  ASSERT_TRUE(sizes.is_ok()) << sizes.status().to_string();
+  EXPECT_EQ(*sizes, (std::vector<uint64_t>{kObject, kObject}));  // the store kept them
+  EXPECT_EQ(c->recoveries(), 1u);
+  EXPECT_NE(c->hello().instance, first_instance);
+  EXPECT_EQ(c->objects(1).status().code(), StatusCode::kUnavailable);  // lost in the restart
+  // The new tier is mapped: a claim's bytes read right.
+  stage(*c, 2, m);
+  expect_bytes(*c, 2, m);
+  ASSERT_TRUE(c->begin_transfer(2).is_ok());
+  ASSERT_TRUE(c->end_transfer(2).is_ok());
+  auto other = client();
+  ASSERT_TRUE(other);
+  EXPECT_EQ(stat_of(*other, "sessions"), 2);
+}
+
+TEST_F(DaemonTest, ALookupAgainstADaemonThatIsDownFailsFast) {
+  auto c = client();  // call_timeout 5 s; lookup_timeout the default
+  ASSERT_TRUE(c);
+  auto m = put_objects(*c, 860, 1);
+  ASSERT_EQ(daemon_->stop(), 0);
+  std::vector<Key> keys{m[0].key};
+  const Clock::time_point start = Clock::now();
+  auto sizes = c->lookup(keys);
+  const double took_s = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(sizes.status().code(), StatusCode::kUnavailable) << sizes.status().to_string();
+  // Not the call timeout: the default lookup timeout is a quarter of a second.
+  EXPECT_LT(took_s, 2.5) << "a lookup waited " << took_s << " s for a daemon that is down";
+  ASSERT_TRUE(daemon_->start());
+  // Back up: the same client finds it again.
+  auto again = lookup_when_back(*c, keys);
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  EXPECT_EQ((*again)[0], kObject);
+}
+
+}  // namespace
+}  // namespace tempokv::testing
