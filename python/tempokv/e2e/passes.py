@@ -34,6 +34,8 @@ def _llm(spec, run):
                  "load_timeout_s": 30.0}
         if run.get("digest_file"):
             extra["digest_file"] = run["digest_file"]
+        if run.get("test_load_delay_s"):
+            extra["test_load_delay_s"] = run["test_load_delay_s"]
         kw["kv_transfer_config"] = {
             "kv_connector": "TempoKVConnector", "kv_connector_module_path": "tempokv.vllm",
             "kv_role": "kv_both", "kv_load_failure_policy": "recompute",
@@ -42,7 +44,7 @@ def _llm(spec, run):
     return LLM(**kw)
 
 
-def _drive(llm, prompts, max_tokens, on_first_token=None):
+def _drive(llm, prompts, max_tokens, after_step=None):
     """Submits every prompt at once; steps the engine; returns per-request results."""
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
@@ -59,19 +61,24 @@ def _drive(llm, prompts, max_tokens, on_first_token=None):
             toks = out.outputs[0].token_ids if out.outputs else []
             if toks and r["ttft_s"] is None:
                 r["ttft_s"] = time.monotonic() - t0
-                if on_first_token:
-                    on_first_token(out.request_id)
             if out.finished:
                 r.update(tokens=list(toks), num_cached_tokens=out.num_cached_tokens or 0)
+        if after_step:
+            after_step()
     return [res[f"r{i}"] for i in range(len(prompts))]
 
 
-def _connector_counters():
+def _worker_connector():
     from vllm.distributed.kv_transfer import get_kv_transfer_group, has_kv_transfer_group
     if not has_kv_transfer_group():
-        return {}
+        return None
     c = get_kv_transfer_group()
-    if getattr(c, "loader", None) is None:
+    return c if getattr(c, "loader", None) is not None else None
+
+
+def _connector_counters():
+    c = _worker_connector()
+    if c is None:
         return {}
     return {"loaded_tokens": c.loader.loaded_tokens, "load_errors": c.loader.failed,
             "saved_chunks": c.saver.saved, "save_failures": c.saver.failed}
@@ -92,10 +99,10 @@ def _daemon_stats(endpoint):
     from tempokv import TempoKVClient
     with TempoKVClient(endpoint, name="e2e-check", map_shared_memory=False) as c:
         s = c.stats()
-    live = sum(v for k, v in s.items() if k.startswith("claims_") and k != "claims_released"
-               and not k.startswith("claims_total"))
+    live = sum(v for k, v in s.items() if k.startswith("claims_") and not k.endswith("_total"))
     return {"daemon_stats": s, "daemon_live_claims_after": live,
-            "daemon_protected_bytes_after": s.get("tier_protected_bytes", 0)}
+            "daemon_protected_bytes_after": s.get("tier_protected_bytes", 0),
+            "daemon_reserved_bytes_after": s.get("tier_reserved_bytes", 0)}
 
 
 def run(spec):
@@ -116,10 +123,13 @@ def run(spec):
             entry_restored = None
         kill = None
         if run.get("kill_daemon_pid"):
-            pid = run["kill_daemon_pid"]
+            pid, state = run["kill_daemon_pid"], {"done": False}
 
-            def kill(_rid, state={"done": False}):
-                if not state["done"]:
+            def kill():
+                # Once the first claim is loaded: the other loads are in flight (each held
+                # test_load_delay_s before its transfer) and must fail over to recompute.
+                c = _worker_connector()
+                if not state["done"] and c is not None and c.loader.loaded_tokens > 0:
                     state["done"] = True
                     os.kill(pid, signal.SIGKILL)
         t = time.monotonic()

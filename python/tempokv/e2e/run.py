@@ -120,7 +120,8 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16):
         p2 = _process(dict(base, runs=[
             {"name": "pass2", "kind": "connector", "digest_file": d2},
             {"name": "reference", "kind": "reference"},
-            {"name": "killed", "kind": "connector", "kill_daemon_pid": daemon.proc.pid},
+            {"name": "killed", "kind": "connector", "kill_daemon_pid": daemon.proc.pid,
+             "test_load_delay_s": 3.0},
         ]), work, "p2")
     finally:
         daemon.stop()
@@ -131,6 +132,9 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16):
                              for p, q in zip(prompts, r["requests"]))
     kv_ok, kv_blocks, kv_bad = _kv_identical(d1, d2)
     agree = sum(a == b for a, b in zip(toks(r2), toks(r1))) / n
+    rate = r2.get("daemon_stats", {}).get("staging_rate_bytes_per_second")
+    mean_tokens = statistics.mean(len(p) for p in prompts)
+    mean_kv = mean_tokens * model_mod.kv_bytes_per_token()
     return {
         "vllm_version": p2["vllm_version"],
         "requests": n,
@@ -150,20 +154,30 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16):
         "saved_chunks_pass1": r1["connector"].get("saved_chunks"),
         "daemon_live_claims_after": r2.get("daemon_live_claims_after"),
         "daemon_protected_bytes_after": r2.get("daemon_protected_bytes_after"),
+        "daemon_reserved_bytes_after": r2.get("daemon_reserved_bytes_after"),
         "killed_all_finished": all(q.get("tokens") is not None and len(q["tokens"]) == max_tokens
                                    for q in killed["requests"]),
         "killed_tokens_identical": toks(killed) == toks(ref),
         "killed_load_errors": killed["connector"].get("load_errors"),
+        "killed_prompt_tokens_computed": computed(killed),
         "killed_restored_tokens": sum(q["num_cached_tokens"] for q in killed["requests"]),
         "run_s": {r["name"]: round(r["run_s"], 2) for r in (r1, r2, ref, killed)},
+        # Sizing (issue 14): recompute vs restore of one prompt on this machine.
+        "kv_bytes_per_token": model_mod.kv_bytes_per_token(),
+        "prefill_tokens_per_s_pass1": round(computed(r1) / r1["run_s"], 1),
+        "daemon_staging_rate_bytes_per_s": rate,
+        "stage_s_per_prompt": round(mean_kv / rate, 3) if rate else None,
+        "prefill_s_per_prompt": round(mean_tokens / (computed(r1) / r1["run_s"]), 2),
     }
 
 
 def passed(res):
     return (res["kv_identical"] and res["tokens_identical"] and res["killed_all_finished"]
             and res["killed_tokens_identical"] and res["load_errors"] == 0
+            and res["killed_load_errors"] > 0 and res["killed_restored_tokens"] > 0
             and res["restored_tokens"] > 0 and res["daemon_live_claims_after"] == 0
-            and res["daemon_protected_bytes_after"] == 0)
+            and res["daemon_protected_bytes_after"] == 0
+            and res["daemon_reserved_bytes_after"] == 0)
 
 
 def main(argv=None):

@@ -12,7 +12,8 @@ Load it with::
 by this engine's scheduler and workers; default derived from the endpoint and the engine),
 ``chunk_tokens`` (default 256, a multiple of vLLM's block size), ``timeout_s`` (per call, default
 2), ``load_timeout_s`` (a claim not ready by then is recomputed, default 60), ``digest_file``
-(test only: digests of saved and loaded blocks).
+(test only: digests of saved and loaded blocks), ``test_load_delay_s`` (test only: hold each
+ready claim that long before copying it).
 
 Nothing here is device-specific: the KV layout is detected in ``register_kv_caches``.
 """
@@ -50,6 +51,7 @@ class TempoKVConnector(KVConnectorBase_V1):
         self.timeout_s = float(extra.get("timeout_s", 2.0))
         self.load_timeout_s = float(extra.get("load_timeout_s", 60.0))
         self.digest_file = extra.get("digest_file")
+        self.test_load_delay_s = float(extra.get("test_load_delay_s", 0))  # e2e's daemon kill
         engine = self._kv_transfer_config.engine_id or "engine"
         self.runtime = str(extra.get("runtime") or f"vllm:{engine}")
         if self._kv_transfer_config.kv_load_failure_policy != "recompute":
@@ -129,7 +131,8 @@ class TempoKVConnector(KVConnectorBase_V1):
         if self.layout.device.type == "cuda":
             from .layout import register_host
             load_link.on_connect = lambda lk: register_host(lk.tier)
-        self.loader = Loader(load_link, self.layout, self.load_timeout_s, digests)
+        self.loader = Loader(load_link, self.layout, self.load_timeout_s, digests,
+                             delay_s=self.test_load_delay_s)
         self.saver = Saver(link("vllm-worker-save"), self.layout, digests=digests)
 
     def start_load_kv(self, forward_context, **kwargs):

@@ -18,6 +18,8 @@ __all__ = ["ConnectorScheduler"]
 
 log = logging.getLogger("tempokv.vllm")
 
+_MAX_SAVING = 1 << 20  # keys remembered as saved by this engine
+
 
 @dataclass
 class _Req:
@@ -123,6 +125,8 @@ class ConnectorScheduler:
         for i in range(st.next_save, last):
             if st.keys[i] in self._saving:
                 continue  # another request of this engine saves (or saved) the same chunk
+            if len(self._saving) >= _MAX_SAVING:
+                self._saving.clear()  # forgetting only costs a duplicate put
             self._saving.add(st.keys[i])
             meta.saves.append(SaveSpec(req_id, st.keys[i], i * self.chunk_tokens,
                                        (i + 1) * self.chunk_tokens,

@@ -66,8 +66,9 @@ class _Link:
 
 
 class Loader:
-    def __init__(self, link, layout, load_timeout_s=60.0, digests=None):
+    def __init__(self, link, layout, load_timeout_s=60.0, digests=None, delay_s=0.0):
         self.link, self.layout, self.load_timeout_s = link, layout, load_timeout_s
+        self.delay_s = delay_s  # tests: a window in which the daemon can die mid-load
         self.digests = digests
         self._q = queue.Queue()
         self._lock = threading.Lock()
@@ -174,6 +175,8 @@ class Loader:
     def _copy(self, spec):
         c = self.link.client
         bpc = self.layout.blocks_per_chunk
+        if self.delay_s:
+            time.sleep(self.delay_s)
         try:
             c.begin_transfer(spec.rid)
             spans = c.objects(spec.rid)
