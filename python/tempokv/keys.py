@@ -9,6 +9,7 @@ Needs the ``xxhash`` package (PyPI), not the standard library.
 """
 
 import itertools
+import os
 import struct
 import threading
 
@@ -43,11 +44,14 @@ def chunk_keys(model, tokens, chunk_tokens):
 
 
 class RequestIds:
-    """vLLM's string request ids as unique u64 ids for tempokvd: a counter, never a hash (a hash
-    could collide), so the same string asked twice in one process gets the same id until it is
-    released. Thread-safe."""
+    """vLLM's string request ids as unique u64 ids for tempokvd, which refuses an id another
+    runtime uses: a random 24-bit prefix per instance (engines and processes sharing a daemon)
+    above a 40-bit counter, never a hash of the string (a hash could collide). The same string
+    gets the same id until it is released. Thread-safe."""
 
-    def __init__(self, first=1):
+    def __init__(self, first=None):
+        if first is None:
+            first = (int.from_bytes(os.urandom(3), "little") << 40) | 1
         self._next = itertools.count(first)
         self._ids = {}
         self._lock = threading.Lock()

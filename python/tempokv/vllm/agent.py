@@ -45,6 +45,7 @@ class SchedulerAgent:
         self._lookups = {}
         self._client = None
         self._reporter = None
+        self._known = set()  # rids added to the daemon in this session
         self._down_until = 0.0
         self.errors = 0  # calls that failed (observability)
         self.dropped_steps = 0
@@ -141,6 +142,7 @@ class SchedulerAgent:
         if self._client is not None:
             self._client.close(send_bye=False)
         self._client = self._reporter = None
+        self._known = set()  # a new session is a new runtime: it knows none of them
         self._down_until = time.monotonic() + self.retry_s
 
     def _idle(self):
@@ -169,6 +171,7 @@ class SchedulerAgent:
             sizes = sizes[:hit]
             c.add_request(rid, prompt_tokens=prompt_tokens, cached_tokens=hit * chunk_tokens,
                           cached_bytes=sum(sizes), max_output_tokens=max_output_tokens)
+            self._known.add(rid)
             if hit:
                 c.report_hit(rid, [(m, h, n) for (m, h), n in zip(keys, sizes)])
         except TempoKVError:
@@ -178,13 +181,13 @@ class SchedulerAgent:
 
     def _on_step(self, snapshot):
         if self._connect() is not None:
-            self._reporter.step(snapshot)
+            self._reporter.step(snapshot, self._known)
 
     def _on_finished(self, rid, output_tokens):
-        if self._connect() is not None:
+        if self._connect() is not None and rid in self._known:
+            self._known.discard(rid)
             self._reporter.finished(rid, output_tokens)
 
     def _on_preempted(self, rid):
-        if self._connect() is not None:
-            self._reporter.preempted(rid)
+        if self._connect() is not None and rid in self._known:
             self._client.cancel(rid)

@@ -18,7 +18,8 @@ MAX_WAITING = 256  # the waiting order beyond this is not worth a projection
 @dataclass
 class Snapshot:
     waiting: list = field(default_factory=list)  # [(rid, prompt_tokens)] in scheduling order
-    running: list = field(default_factory=list)  # [(rid, computed, generated, prompt_tokens)]
+    # [(rid, computed, generated, prompt_tokens)]: running, and waiting for their KV to load
+    running: list = field(default_factory=list)
     prefills: list = field(default_factory=list)  # rids whose prefill tokens run this step
     decoders: list = field(default_factory=list)  # rids decoding a token this step
     token_budget: int = 0  # max_num_batched_tokens
@@ -29,7 +30,13 @@ class Snapshot:
 
 
 class StepReporter:
-    """Sends one step's snapshot to tempokvd, tracking per request what was already said."""
+    """Sends one step's snapshot to tempokvd, tracking per request what was already said.
+
+    Only requests the daemon knows (``known``: added in this session) are mentioned. A request
+    is admitted once: from then on (loading its KV, running, or back in vLLM's queue after a
+    failed load or a preemption, which the adapter has no call for) it is left out of the
+    waiting order, which the adapter keeps for requests not yet admitted.
+    """
 
     def __init__(self, client):
         self.client = client
@@ -37,11 +44,13 @@ class StepReporter:
         self._prefilled = set()
         self._generated = {}
 
-    def step(self, snap):
+    def step(self, snap, known):
         c = self.client
-        c.update_order([rid for rid, _ in snap.waiting],
-                       boundary_in_ns=int(snap.step_estimate_s * 1e9))
+        waiting = [rid for rid, _ in snap.waiting if rid in known and rid not in self._admitted]
+        c.update_order(waiting, boundary_in_ns=int(snap.step_estimate_s * 1e9))
         for rid, computed, generated, prompt in snap.running:
+            if rid not in known:
+                continue
             if rid not in self._admitted:
                 self._admitted.add(rid)
                 c.admitted(rid)
@@ -51,16 +60,13 @@ class StepReporter:
             if generated > self._generated.get(rid, 0):
                 self._generated[rid] = generated
                 c.tokens_generated(rid, generated)
-        if snap.prefills or snap.decoders:
-            c.iteration_started(snap.prefills, snap.decoders)
+        prefills = [r for r in snap.prefills if r in known]
+        decoders = [r for r in snap.decoders if r in known]
+        if prefills or decoders:
+            c.iteration_started(prefills, decoders)
 
     def finished(self, rid, output_tokens):
         self._admitted.discard(rid)
         self._prefilled.discard(rid)
         self._generated.pop(rid, None)
         self.client.finished(rid, output_tokens)
-
-    def preempted(self, rid):
-        """vLLM freed its blocks and will recompute it: it is admitted again later."""
-        self._admitted.discard(rid)
-        self._prefilled.discard(rid)

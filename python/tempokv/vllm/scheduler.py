@@ -48,14 +48,17 @@ class TempoKVScheduler(Scheduler):
                         max_num_seqs=self.scheduler_config.max_num_seqs,
                         chunked_prefill=bool(self.scheduler_config.enable_chunked_prefill),
                         last_step_s=self.last_step_s, step_estimate_s=self.step_estimate_s)
-        # Requests whose KV is loading come first: they hold blocks and run next.
-        queues = (getattr(self, "kv_holding_waiting", ()), self.waiting)
-        for i, req in enumerate(r for q in queues for r in q):
+        for i, req in enumerate(self.waiting):
             if i >= MAX_WAITING:
                 break
             rid = c.rid_of(req.request_id)
             if rid is not None:
                 snap.waiting.append((rid, req.num_prompt_tokens))
+        # Requests whose KV is loading were scheduled by vLLM: for the adapter, admitted.
+        for req in getattr(self, "kv_holding_waiting", ()):
+            rid = c.rid_of(req.request_id)
+            if rid is not None:
+                snap.running.append((rid, 0, 0, req.num_prompt_tokens))
         for req in self.running:
             rid = c.rid_of(req.request_id)
             if rid is None:

@@ -65,7 +65,9 @@ class ConnectorScheduler:
 
     def get_num_new_matched_tokens(self, request, num_computed_tokens):
         st = self.reqs.get(request.request_id)
-        if st is None or st.preempted:
+        if st is None or st.preempted or st.loaded_chunks:
+            # One load per request: after a failed load (or a preemption) vLLM asks again and
+            # recomputes; its claim is gone.
             return 0, False
         lk = self.agent.lookup(st.rid)
         if lk is None:

@@ -226,6 +226,7 @@ class Saver:
         self._jobs = []  # queued SaveSpecs
         self._outstanding = {}  # req_id -> save specs not yet copied out (or dropped)
         self._current = None  # req_id being copied now
+        self._putting = False  # a save taken from the queue is not durable (or failed) yet
         self.saved = self.failed = 0
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="tempokv-saver", daemon=True)
@@ -268,8 +269,9 @@ class Saver:
             self._outstanding.pop(req_id, None)
 
     def busy(self):
+        """Whether a save is queued, being copied or waiting for durability."""
         with self._cv:
-            return bool(self._jobs) or self._current is not None
+            return bool(self._jobs) or self._current is not None or self._putting
 
     def close(self, drain_s=30.0):
         deadline = time.monotonic() + drain_s
@@ -300,6 +302,7 @@ class Saver:
                     return
                 spec = self._jobs.pop(0)
                 self._current = spec.req_id
+                self._putting = True
             reserved = None
             try:
                 reserved = self._copy(spec)
@@ -312,6 +315,8 @@ class Saver:
                     self._cv.notify_all()
             if reserved is not None:
                 self._put(spec, reserved)
+            with self._cv:
+                self._putting = False
 
     def _copy(self, spec):
         """Reserve and copy; returns the offset (blocks are free for vLLM after this)."""

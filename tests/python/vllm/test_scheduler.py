@@ -126,6 +126,8 @@ def test_a_stored_prefix_is_claimed_at_queue_time_and_loaded_asynchronously(mode
     assert load.keys == keys[:2] and len(load.block_ids) == 2 * CHUNK // BLOCK
     assert load.first_block == 0 and out.num_scheduled_tokens == {}
     assert s.requests["a"].status == RequestStatus.WAITING_FOR_REMOTE_KVS
+    # One load per request: asked again (after a failure), the connector offers nothing.
+    assert conn.get_num_new_matched_tokens(s.requests["a"], 0) == (0, False)
     invalid = set(load.block_ids[2:]) if fail else set()
     s.update_from_output(out, output([], finished_recving={"a"}, invalid=invalid))
 
