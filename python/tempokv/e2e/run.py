@@ -121,7 +121,7 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16):
             {"name": "pass2", "kind": "connector", "digest_file": d2},
             {"name": "reference", "kind": "reference"},
             {"name": "killed", "kind": "connector", "kill_daemon_pid": daemon.proc.pid,
-             "test_load_delay_s": 3.0},
+             "test_load_delay_s": 5.0},
         ]), work, "p2")
     finally:
         daemon.stop()
