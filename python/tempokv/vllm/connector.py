@@ -118,7 +118,9 @@ class TempoKVConnector(KVConnectorBase_V1):
     # ---------------------------------------------------------------- worker side
     def register_kv_caches(self, kv_caches):
         from .digests import Digests
-        from .worker_side import Loader, Saver, _Link
+        from .link import Link
+        from .loader import Loader
+        from .saver import Saver
 
         cfg = self._kv_cache_config
         self.layout = KVLayout(kv_caches, cfg.num_blocks, self.block_size,
@@ -126,7 +128,7 @@ class TempoKVConnector(KVConnectorBase_V1):
         log.info("tempokv: KV layout %s; %d B per %d-token object", self.layout.describe(),
                  self.layout.object_bytes, self.chunk_tokens)
         digests = Digests(self.digest_file) if self.digest_file else None
-        link = lambda name: _Link(self.endpoint, self.runtime, name, self.timeout_s)  # noqa: E731
+        link = lambda name: Link(self.endpoint, self.runtime, name, self.timeout_s)  # noqa: E731
         load_link = link("vllm-worker-load")
         if self.layout.device.type == "cuda":
             from .layout import register_host

@@ -16,7 +16,6 @@ import tempokvd_fixture as fx  # noqa: E402
 from vllm import SamplingParams  # noqa: E402
 from vllm.config import (CacheConfig, DeviceConfig, KVTransferConfig, ModelConfig,  # noqa: E402
                          SchedulerConfig, VllmConfig)
-from vllm.v1.core.sched.output import SchedulerOutput  # noqa: E402,F401
 from vllm.v1.kv_cache_interface import (FullAttentionSpec, KVCacheConfig,  # noqa: E402
                                         KVCacheGroupSpec)
 from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput  # noqa: E402
@@ -98,7 +97,7 @@ def store_chunks(endpoint, keys, nbytes=4096):
             c.put(k, i * CHUNK, (i + 1) * CHUNK, bytes([i]) * nbytes)
 
 
-def step(s, outputs_for=None, **kw):
+def step(s, **kw):
     out = s.schedule()
     reqs = [s.requests[r] for r in out.num_scheduled_tokens]
     s.update_from_output(out, output(reqs, **kw))

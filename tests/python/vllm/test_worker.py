@@ -18,7 +18,9 @@ from tempokv import TempoKVClient  # noqa: E402
 from tempokv.keys import chunk_keys  # noqa: E402
 from tempokv.vllm.layout import KVLayout  # noqa: E402
 from tempokv.vllm.metadata import LoadSpec, SaveSpec  # noqa: E402
-from tempokv.vllm.worker_side import Loader, Saver, _Link  # noqa: E402
+from tempokv.vllm.link import Link as _Link  # noqa: E402
+from tempokv.vllm.loader import Loader  # noqa: E402
+from tempokv.vllm.saver import Saver  # noqa: E402
 
 NUM_BLOCKS, BLOCK, HEADS, DIM, LAYERS, BPC = 16, 16, 2, 64, 3, 2
 RUNTIME = "test-engine"
