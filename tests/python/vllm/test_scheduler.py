@@ -25,7 +25,7 @@ from vllm.v1.structured_output import StructuredOutputManager  # noqa: E402
 from tempokv import TempoKVClient  # noqa: E402
 from tempokv.e2e import model as model_mod  # noqa: E402
 from tempokv.keys import chunk_keys  # noqa: E402
-from tempokv.vllm import TempoKVScheduler  # noqa: E402
+from tempokv.vllm import TempoKVAsyncScheduler, TempoKVScheduler  # noqa: E402
 from tempokv.vllm.metadata import TempoKVMetadata  # noqa: E402
 
 BLOCK, CHUNK, NUM_BLOCKS = 16, 32, 200
@@ -52,7 +52,7 @@ def daemon():
     d.cleanup()
 
 
-def make_scheduler(model_dir, endpoint):
+def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler):
     mc = ModelConfig(model=model_dir, dtype="float32", seed=0)
     vc = VllmConfig(
         model_config=mc,
@@ -69,7 +69,7 @@ def make_scheduler(model_dir, endpoint):
     kvc = KVCacheConfig(num_blocks=NUM_BLOCKS, kv_cache_tensors=[], kv_cache_groups=[
         KVCacheGroupSpec(["layer.0"], FullAttentionSpec(block_size=BLOCK, num_kv_heads=1,
                                                         head_size=64, dtype=torch.float32))])
-    return TempoKVScheduler(vllm_config=vc, kv_cache_config=kvc, block_size=BLOCK,
+    return cls(vllm_config=vc, kv_cache_config=kvc, block_size=BLOCK,
                             structured_output_manager=StructuredOutputManager(vc),
                             log_stats=False)
 
@@ -104,10 +104,11 @@ def step(s, **kw):
     return out
 
 
+@pytest.mark.parametrize("cls", [TempoKVScheduler, TempoKVAsyncScheduler])
 @pytest.mark.parametrize("fail", [False, True])
 def test_a_stored_prefix_is_claimed_at_queue_time_and_loaded_asynchronously(model_dir, daemon,
-                                                                             fail):
-    s = make_scheduler(model_dir, daemon.endpoint)
+                                                                             fail, cls):
+    s = make_scheduler(model_dir, daemon.endpoint, cls)
     conn = s.connector
     tokens = list(range(10, 10 + 3 * CHUNK + 5))  # 3 whole chunks + 5 tokens
     keys = chunk_keys(conn.model_id, tokens, CHUNK)
