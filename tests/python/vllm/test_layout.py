@@ -56,3 +56,9 @@ def test_wrong_sizes_and_block_ids_are_refused():
 def test_tensors_without_a_block_dimension_are_refused():
     with pytest.raises(ValueError, match="blocks"):
         KVLayout({"l0": torch.zeros(5, 5)}, NUM_BLOCKS, BLOCK, 1)
+
+
+def test_copy_bench_loads_objects_from_a_read_only_mapping_intact():
+    from tempokv.vllm import copy_bench
+    r = copy_bench.run(torch.device("cpu"), objects=2, repeat=1, register=False)
+    assert r["last_block_equal"] and r["objects"] == 2 and r["seconds"] > 0
