@@ -6,7 +6,8 @@ Needs only the standard library, pyzmq and msgpack (Debian: python3-zmq, python3
     with TempoKVClient("ipc:///path/to/tempokvd.sock", name="engine-0") as c:
         print(c.stats()["tier_protected_bytes"])
 
-`tempokv.vllm_connector` is a skeleton of a vLLM KV connector built on the client.
+`tempokv.vllm` is the vLLM KV connector (TempoKVConnector, TempoKVScheduler; needs vLLM, see
+docs/vllm.md); `tempokv.keys` the XXH3 chunk keys of `tempokv::Key` (needs xxhash).
 The error for the daemon's `IOError` code is `tempokv.IOError` (kept out of `__all__` so a star
 import never shadows the builtin).
 """

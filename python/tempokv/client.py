@@ -458,6 +458,26 @@ class TempoKVClient:
         self._call("put", {"key": wire_key, "first_token": first_token, "end_token": end_token,
                            "offset": offset, "bytes": nbytes})
 
+    def reserve_write(self, nbytes):
+        """Reserves ``nbytes`` in the write region; returns the offset. For callers that fill the
+        region themselves (e.g. straight from a tensor) and then :meth:`put_reserved`."""
+        offset = self._call("reserve_write", {"bytes": _u64("bytes", nbytes)}).get("offset")
+        if (self._write is None or not isinstance(offset, int) or offset < 0
+                or offset + nbytes > len(self._write)):
+            raise Internal("Internal", f"tempokvd reserved {nbytes} bytes at offset {offset!r}, "
+                                       "outside the mapped write region")
+        return offset
+
+    def put_reserved(self, key, first_token, end_token, offset, nbytes):
+        """``put`` of a payload already written at ``offset`` (from :meth:`reserve_write`).
+        Returns once durable; the reservation is freed whatever the outcome."""
+        self._call("put", {"key": _key("key", key), "first_token": _u32("first_token", first_token),
+                           "end_token": _u32("end_token", end_token),
+                           "offset": _u64("offset", offset), "bytes": _u64("bytes", nbytes)})
+
+    def abort_write(self, offset):
+        self._call("abort_write", {"offset": _u64("offset", offset)})
+
     def stats(self):
         """The daemon's counters: {name: value}, the /metrics names without ``tempokv_`` and
         with label values appended by ``_`` (e.g. ``claims_stage_ready``)."""

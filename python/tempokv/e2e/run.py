@@ -1,0 +1,220 @@
+"""scripts/vllm-e2e: vLLM on TempoKV end to end (docs/vllm.md).
+
+Builds the model if absent, starts tempokvd on a fresh data directory, then:
+  process 1: pass 1, cold: every prompt computed, its full chunks saved through TempoKV;
+  process 2: pass 2, restored through TempoKV (a fresh vLLM process); the reference run (no
+             connector, vLLM's prefix cache warmed with the prefix pass 2 restored); and a
+             pass during which tempokvd is SIGKILLed after the first token.
+Oracles: every block pass 2 loaded equals, bit for bit, the block pass 1 computed and saved for
+that chunk (digests of the KV tensors); pass 2's tokens equal the reference's; the killed pass
+finishes every request with the reference's tokens.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import model as model_mod
+from .prompts import make_prompts
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+
+DAEMON_FLAGS = [
+    "--metrics", "",
+    "--set", "tier.capacity_bytes=1GiB",
+    "--set", "tier.budget_bytes=768MiB",
+    "--set", "writes.region_bytes=256MiB",
+    "--set", "store.segment_bytes=256MiB",
+    "--set", "store.capacity_bytes=8GiB",
+    "--set", "store.max_object_bytes=32MiB",
+]
+
+
+def _default_tempokvd():
+    for d in ("build/debug", "build/release", "build"):
+        p = os.path.join(REPO, d, "tools", "tempokvd")
+        if os.access(p, os.X_OK):
+            return p
+    return ""
+
+
+class Daemon:
+    def __init__(self, binary, data_dir):
+        self.sock = os.path.join(data_dir, "tempokvd.sock")
+        self.endpoint = "ipc://" + self.sock
+        self.log_path = os.path.join(data_dir, "tempokvd.log")
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([binary, "--data-dir", data_dir] + DAEMON_FLAGS,
+                                     stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not os.path.exists(self.sock):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"tempokvd did not start; its log:\n{self.log()}")
+            time.sleep(0.05)
+
+    def log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+def _process(spec, work, name):
+    spec_path = os.path.join(work, f"{name}.spec.json")
+    out_path = os.path.join(work, f"{name}.out.json")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    log_path = os.path.join(work, f"{name}.log")
+    with open(log_path, "wb") as log:
+        rc = subprocess.call([sys.executable, "-m", "tempokv.e2e.passes", "--spec", spec_path,
+                              "--out", out_path], stdout=log, stderr=subprocess.STDOUT)
+    if rc != 0:
+        with open(log_path, "rb") as f:
+            tail = f.read()[-6000:].decode("utf-8", "replace")
+        raise RuntimeError(f"vLLM process {name} failed ({rc}); end of {log_path}:\n{tail}")
+    with open(out_path) as f:
+        return json.load(f)
+
+
+def _kv_identical(d1, d2):
+    from tempokv.vllm.digests import read_digests
+    saved, loaded = read_digests(d1, "save"), read_digests(d2, "load")
+    bad = [k for k, v in loaded.items() if v is None or saved.get(k) != v]
+    return bool(loaded) and not bad, len(loaded), len(bad)
+
+
+def _p50(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def check(n, seed, model_dir, tempokvd, work, max_tokens=16):
+    model_mod.build(model_dir)
+    prompts = make_prompts(n, seed, model_mod.GEOMETRY["vocab_size"])
+    data = os.path.join(work, "data")
+    os.makedirs(data)
+    daemon = Daemon(tempokvd, data)
+    d1, d2 = os.path.join(work, "pass1.digests"), os.path.join(work, "pass2.digests")
+    base = {"model_dir": model_dir, "endpoint": daemon.endpoint, "chunk_tokens": 256,
+            "max_model_len": 8192, "max_num_seqs": 4, "max_num_batched_tokens": 2048,
+            "max_tokens": max_tokens, "prompts": prompts}
+    try:
+        p1 = _process(dict(base, runs=[{"name": "pass1", "kind": "connector",
+                                        "digest_file": d1}]), work, "p1")
+        p2 = _process(dict(base, runs=[
+            {"name": "pass2", "kind": "connector", "digest_file": d2},
+            {"name": "reference", "kind": "reference"},
+            {"name": "killed", "kind": "connector", "kill_daemon_pid": daemon.proc.pid,
+             "test_load_delay_s": 5.0},
+        ]), work, "p2")
+    finally:
+        daemon.stop()
+    r1 = p1["runs"][0]
+    r2, ref, killed = p2["runs"]
+    toks = lambda r: [q["tokens"] for q in r["requests"]]  # noqa: E731
+    computed = lambda r: sum(len(p) - q["num_cached_tokens"]  # noqa: E731
+                             for p, q in zip(prompts, r["requests"]))
+    kv_ok, kv_blocks, kv_bad = _kv_identical(d1, d2)
+    agree = sum(a == b for a, b in zip(toks(r2), toks(r1))) / n
+    rate = r2.get("daemon_stats", {}).get("staging_rate_bytes_per_second")
+    mean_tokens = statistics.mean(len(p) for p in prompts)
+    mean_kv = mean_tokens * model_mod.kv_bytes_per_token()
+    return {
+        "vllm_version": p2["vllm_version"],
+        "requests": n,
+        "seed": seed,
+        "prompt_tokens": [len(p) for p in prompts],
+        "kv_identical": kv_ok,
+        "kv_blocks_compared": kv_blocks,
+        "kv_blocks_differing": kv_bad,
+        "tokens_identical": toks(r2) == toks(ref),
+        "tokens_agree_with_pass1": agree,
+        "restored_tokens": sum(q["num_cached_tokens"] for q in r2["requests"]),
+        "prompt_tokens_computed_pass1": computed(r1),
+        "prompt_tokens_computed_pass2": computed(r2),
+        "ttft_p50_pass1_s": _p50(q["ttft_s"] for q in r1["requests"]),
+        "ttft_p50_pass2_s": _p50(q["ttft_s"] for q in r2["requests"]),
+        "load_errors": r2["connector"].get("load_errors"),
+        "saved_chunks_pass1": r1["connector"].get("saved_chunks"),
+        "daemon_live_claims_after": r2.get("daemon_live_claims_after"),
+        "daemon_protected_bytes_after": r2.get("daemon_protected_bytes_after"),
+        "daemon_reserved_bytes_after": r2.get("daemon_reserved_bytes_after"),
+        "killed_all_finished": all(q.get("tokens") is not None and len(q["tokens"]) == max_tokens
+                                   for q in killed["requests"]),
+        "killed_tokens_identical": toks(killed) == toks(ref),
+        "killed_load_errors": killed["connector"].get("load_errors"),
+        "killed_prompt_tokens_computed": computed(killed),
+        "killed_restored_tokens": sum(q["num_cached_tokens"] for q in killed["requests"]),
+        "run_s": {r["name"]: round(r["run_s"], 2) for r in (r1, r2, ref, killed)},
+        # Sizing (issue 14): recompute vs restore of one prompt on this machine.
+        "kv_bytes_per_token": model_mod.kv_bytes_per_token(),
+        "prefill_tokens_per_s_pass1": round(computed(r1) / r1["run_s"], 1),
+        "daemon_staging_rate_bytes_per_s": rate,
+        "stage_s_per_prompt": round(mean_kv / rate, 3) if rate else None,
+        "prefill_s_per_prompt": round(mean_tokens / (computed(r1) / r1["run_s"]), 2),
+    }
+
+
+def passed(res):
+    return (res["kv_identical"] and res["tokens_identical"] and res["killed_all_finished"]
+            and res["killed_tokens_identical"] and res["load_errors"] == 0
+            and res["killed_load_errors"] > 0 and res["killed_restored_tokens"] > 0
+            and res["restored_tokens"] > 0 and res["daemon_live_claims_after"] == 0
+            and res["daemon_protected_bytes_after"] == 0
+            and res["daemon_reserved_bytes_after"] == 0)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="vLLM on TempoKV, end to end")
+    ap.add_argument("--requests", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--json", help="write the result here")
+    ap.add_argument("--model-dir", default=os.environ.get(
+        "TEMPOKV_MODEL_DIR", os.path.expanduser("~/.cache/tempokv/tiny-llama")))
+    ap.add_argument("--tempokvd", default=os.environ.get("TEMPOKVD") or _default_tempokvd())
+    ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    a = ap.parse_args(argv)
+    if a.requests < 8:
+        ap.error("--requests must be at least 8")
+    if not a.tempokvd or not os.access(a.tempokvd, os.X_OK):
+        print("vllm-e2e: no tempokvd binary (build it, or set TEMPOKVD)", file=sys.stderr)
+        return 2
+    work = tempfile.mkdtemp(prefix="tempokv-vllm-e2e-")
+    try:
+        res = check(a.requests, a.seed, a.model_dir, a.tempokvd, work, a.max_tokens)
+    except Exception as e:
+        print(f"vllm-e2e: FAILED: {e}\n(work directory kept: {work})", file=sys.stderr)
+        return 1
+    text = json.dumps(res, indent=2)
+    print(text)
+    if a.json:
+        with open(a.json, "w") as f:
+            f.write(text + "\n")
+    ok = passed(res)
+    if not a.keep and ok:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"vllm-e2e: work directory: {work}", file=sys.stderr)
+    print("vllm-e2e: " + ("PASSED" if ok else "FAILED"), file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""The scheduler side's link to tempokvd: a background thread that owns one TempoKVClient.
+
+vLLM's engine thread never waits on the daemon: it posts events (a request queued, a step's
+snapshot, a request finished or preempted) and reads lookup results the thread has published.
+Events are handled in order, so a request's claim is reported before its first step snapshot.
+
+When the daemon is unreachable, calls fail after ``timeout_s``; the thread then answers every
+lookup with "no hit" at once (vLLM computes) and tries to reconnect every ``retry_s``. Claims
+of a daemon that went away are gone with it; the worker's retrieval then fails and vLLM
+recomputes (never uses unloaded blocks).
+"""
+
+import logging
+import queue
+import threading
+import time
+
+from ..client import TempoKVClient
+from ..errors import TempoKVError
+from .reporter import StepReporter
+
+__all__ = ["SchedulerAgent", "Lookup"]
+
+log = logging.getLogger("tempokv.vllm")
+
+
+class Lookup:
+    """A queued request's lookup: ``hit_chunks`` leading chunks are in the store and claimed."""
+    __slots__ = ("done", "hit_chunks", "object_bytes", "claimed")
+
+    def __init__(self):
+        self.done = False
+        self.hit_chunks = 0
+        self.object_bytes = []
+        self.claimed = False  # add_request + report_hit succeeded
+
+
+class SchedulerAgent:
+    def __init__(self, endpoint, runtime, max_active, timeout_s=2.0, retry_s=1.0,
+                 max_queue=100000):
+        self.endpoint, self.runtime, self.max_active = endpoint, runtime, max_active
+        self.timeout_s, self.retry_s = timeout_s, retry_s
+        self._q = queue.Queue(max_queue)
+        self._lock = threading.Lock()
+        self._lookups = {}
+        self._client = None
+        self._reporter = None
+        self._known = set()  # rids added to the daemon in this session
+        self._down_until = 0.0
+        self.errors = 0  # calls that failed (observability)
+        self.dropped_steps = 0
+        self._thread = threading.Thread(target=self._run, name="tempokv-agent", daemon=True)
+        self._thread.start()
+
+    # -- engine thread ----------------------------------------------------------------------
+    def new_request(self, rid, keys, prompt_tokens, max_output_tokens, chunk_tokens):
+        """``keys``: the chunks that could be loaded (whole chunks before the prompt's last
+        token), in order."""
+        with self._lock:
+            self._lookups[rid] = Lookup()
+        self._q.put(("new", rid, keys, prompt_tokens, max_output_tokens, chunk_tokens))
+
+    def lookup(self, rid):
+        with self._lock:
+            return self._lookups.get(rid)
+
+    def step(self, snapshot):
+        try:
+            self._q.put_nowait(("step", snapshot))
+        except queue.Full:
+            self.dropped_steps += 1  # a snapshot is advisory; the next one supersedes it
+
+    def finished(self, rid, output_tokens):
+        with self._lock:
+            self._lookups.pop(rid, None)
+        self._q.put(("finished", rid, output_tokens))
+
+    def preempted(self, rid):
+        """Its claim ends (its blocks are gone); later lookups of it answer no hit."""
+        with self._lock:
+            lk = self._lookups.get(rid)
+            if lk is not None:
+                lk.hit_chunks, lk.claimed = 0, False
+        self._q.put(("preempted", rid))
+
+    def flush(self, timeout_s=10.0):
+        """Waits until every event posted so far is handled (tests, shutdown)."""
+        done = threading.Event()
+        self._q.put(("flush", done))
+        return done.wait(timeout_s)
+
+    def close(self):
+        self._q.put(("stop",))
+        self._thread.join(timeout=5)
+
+    # -- agent thread -------------------------------------------------------------------------
+    def _run(self):
+        while True:
+            try:
+                ev = self._q.get(timeout=0.5)
+            except queue.Empty:
+                self._idle()
+                continue
+            kind = ev[0]
+            if kind == "stop":
+                break
+            if kind == "flush":
+                ev[1].set()
+                continue
+            try:
+                getattr(self, "_on_" + kind)(*ev[1:])
+            except TempoKVError as e:
+                self.errors += 1
+                log.warning("tempokv: %s failed: %s", kind, e)
+                if e.code in ("Unavailable", "FailedPrecondition"):
+                    self._drop_client()
+            except Exception:  # never let the agent die: vLLM would lose its lookups
+                self.errors += 1
+                log.exception("tempokv: %s failed", kind)
+                if kind == "new":
+                    self._publish(ev[1], 0, [], False)
+        if self._client is not None:
+            self._client.close()
+
+    def _connect(self):
+        if self._client is not None:
+            return self._client
+        if time.monotonic() < self._down_until:
+            return None
+        try:
+            self._client = TempoKVClient(self.endpoint, name="vllm-scheduler",
+                                         runtime=self.runtime, max_active=self.max_active,
+                                         timeout_s=self.timeout_s, map_shared_memory=False)
+            self._reporter = StepReporter(self._client)
+        except TempoKVError as e:
+            log.warning("tempokv: cannot reach tempokvd at %s: %s", self.endpoint, e)
+            self._down_until = time.monotonic() + self.retry_s
+            return None
+        return self._client
+
+    def _drop_client(self):
+        if self._client is not None:
+            self._client.close(send_bye=False)
+        self._client = self._reporter = None
+        self._known = set()  # a new session is a new runtime: it knows none of them
+        self._down_until = time.monotonic() + self.retry_s
+
+    def _idle(self):
+        if self._client is not None:
+            try:
+                self._client.poll(0)  # heartbeats
+            except TempoKVError:
+                self._drop_client()
+
+    def _publish(self, rid, hit_chunks, sizes, claimed):
+        with self._lock:
+            lk = self._lookups.get(rid)
+            if lk is not None:
+                lk.hit_chunks, lk.object_bytes, lk.claimed = hit_chunks, sizes, claimed
+                lk.done = True
+
+    def _on_new(self, rid, keys, prompt_tokens, max_output_tokens, chunk_tokens):
+        c = self._connect()
+        if c is None:
+            return self._publish(rid, 0, [], False)
+        try:
+            sizes = c.lookup(keys) if keys else []
+            hit = 0
+            while hit < len(sizes) and sizes[hit] > 0:
+                hit += 1
+            sizes = sizes[:hit]
+            c.add_request(rid, prompt_tokens=prompt_tokens, cached_tokens=hit * chunk_tokens,
+                          cached_bytes=sum(sizes), max_output_tokens=max_output_tokens)
+            self._known.add(rid)
+            if hit:
+                c.report_hit(rid, [(m, h, n) for (m, h), n in zip(keys, sizes)])
+        except TempoKVError:
+            self._publish(rid, 0, [], False)
+            raise
+        self._publish(rid, hit, sizes, hit > 0)
+
+    def _on_step(self, snapshot):
+        if self._connect() is not None:
+            self._reporter.step(snapshot, self._known)
+
+    def _on_finished(self, rid, output_tokens):
+        if self._connect() is not None and rid in self._known:
+            self._known.discard(rid)
+            self._reporter.finished(rid, output_tokens)
+
+    def _on_preempted(self, rid):
+        if self._connect() is not None and rid in self._known:
+            self._client.cancel(rid)

@@ -1,0 +1,186 @@
+"""TempoKVConnector: vLLM's KVConnectorBase_V1 on tempokvd.
+
+Load it with::
+
+    --kv-transfer-config '{"kv_connector": "TempoKVConnector",
+                           "kv_connector_module_path": "tempokv.vllm",
+                           "kv_role": "kv_both", "kv_load_failure_policy": "recompute",
+                           "kv_connector_extra_config": {"endpoint": "ipc:///path/tempokvd.sock"}}'
+    --scheduler-cls tempokv.vllm.TempoKVScheduler   (optional: waiting-queue snapshots for TTU)
+
+``kv_connector_extra_config``: ``endpoint`` (required), ``runtime`` (tempokvd runtime name shared
+by this engine's scheduler and workers; default derived from the endpoint and the engine),
+``chunk_tokens`` (default 256, a multiple of vLLM's block size), ``timeout_s`` (per call, default
+2), ``load_timeout_s`` (a claim not ready by then is recomputed, default 60), ``digest_file``
+(test only: digests of saved and loaded blocks), ``test_load_delay_s`` (test only: hold each
+ready claim that long before copying it).
+
+Nothing here is device-specific: the KV layout is detected in ``register_kv_caches``.
+"""
+
+import logging
+import os
+
+from vllm.distributed.kv_transfer.kv_connector.v1.base import (
+    KVConnectorBase_V1,
+    KVConnectorRole,
+)
+
+from ..keys import model_id
+from .layout import KVLayout, model_descriptor
+from .metadata import TempoKVMetadata
+
+__all__ = ["TempoKVConnector"]
+
+log = logging.getLogger("tempokv.vllm")
+
+
+def _device_type():
+    from vllm.platforms import current_platform
+    return current_platform.device_type
+
+
+class TempoKVConnector(KVConnectorBase_V1):
+    def __init__(self, vllm_config, role, kv_cache_config=None):
+        super().__init__(vllm_config=vllm_config, role=role, kv_cache_config=kv_cache_config)
+        extra = dict(self._kv_transfer_config.kv_connector_extra_config or {})
+        self.endpoint = extra.get("endpoint") or os.environ.get("TEMPOKV_ENDPOINT", "")
+        if not self.endpoint:
+            raise ValueError("TempoKVConnector: kv_connector_extra_config.endpoint is required")
+        self.chunk_tokens = int(extra.get("chunk_tokens", 256))
+        self.timeout_s = float(extra.get("timeout_s", 2.0))
+        self.load_timeout_s = float(extra.get("load_timeout_s", 60.0))
+        self.digest_file = extra.get("digest_file")
+        self.test_load_delay_s = float(extra.get("test_load_delay_s", 0))  # e2e's daemon kill
+        engine = self._kv_transfer_config.engine_id or "engine"
+        self.runtime = str(extra.get("runtime") or f"vllm:{engine}")
+        if self._kv_transfer_config.kv_load_failure_policy != "recompute":
+            log.warning("tempokv: kv_load_failure_policy is %r: a failed load fails the "
+                        "request; set \"recompute\" to recompute it instead",
+                        self._kv_transfer_config.kv_load_failure_policy)
+        pc = vllm_config.parallel_config
+        self.block_size = vllm_config.cache_config.block_size
+        self.model_name = model_descriptor(vllm_config.model_config.model, kv_cache_config,
+                                           _device_type(), pc.tensor_parallel_size,
+                                           self._tp_rank(role))
+        self.model_id = model_id(self.model_name)
+        self._sched = self._worker = None
+        if role == KVConnectorRole.SCHEDULER:
+            from .agent import SchedulerAgent
+            from .scheduler_side import ConnectorScheduler
+            self.agent = SchedulerAgent(self.endpoint, self.runtime,
+                                        vllm_config.scheduler_config.max_num_seqs,
+                                        timeout_s=self.timeout_s)
+            self._sched = ConnectorScheduler(self.agent, self.model_id, self.chunk_tokens,
+                                             self.block_size)
+        self.loader = self.saver = self.layout = None
+        self._sending = set()  # finished requests with saves, waiting to be reported
+        self._load_errors = set()
+
+    @staticmethod
+    def _tp_rank(role):
+        if role == KVConnectorRole.SCHEDULER:
+            return 0
+        try:
+            from vllm.distributed.parallel_state import get_tensor_model_parallel_rank
+            return get_tensor_model_parallel_rank()
+        except Exception:
+            return 0
+
+    # ---------------------------------------------------------------- scheduler side
+    def on_new_request(self, request):
+        self._sched.on_new_request(request)
+
+    def bind_kv_cache_manager(self, kv_cache_manager):
+        super().bind_kv_cache_manager(kv_cache_manager)
+        if self._sched is not None:
+            self._sched.kv_cache_manager = kv_cache_manager
+
+    def get_num_new_matched_tokens(self, request, num_computed_tokens):
+        return self._sched.get_num_new_matched_tokens(request, num_computed_tokens)
+
+    def update_state_after_alloc(self, request, blocks, num_external_tokens):
+        self._sched.update_state_after_alloc(request, blocks, num_external_tokens)
+
+    def build_connector_meta(self, scheduler_output):
+        return self._sched.build_connector_meta(scheduler_output)
+
+    def request_finished(self, request, block_ids):
+        return self._sched.request_finished(request), None
+
+    def on_schedule(self, snapshot):
+        """From TempoKVScheduler after each schedule(): the step's snapshot to tempokvd."""
+        self.agent.step(snapshot)
+
+    def rid_of(self, req_id):
+        return self._sched.rid_of(req_id)
+
+    # ---------------------------------------------------------------- worker side
+    def register_kv_caches(self, kv_caches):
+        from .digests import Digests
+        from .link import Link
+        from .loader import Loader
+        from .saver import Saver
+
+        cfg = self._kv_cache_config
+        self.layout = KVLayout(kv_caches, cfg.num_blocks, self.block_size,
+                               self.chunk_tokens // self.block_size)
+        log.info("tempokv: KV layout %s; %d B per %d-token object", self.layout.describe(),
+                 self.layout.object_bytes, self.chunk_tokens)
+        digests = Digests(self.digest_file) if self.digest_file else None
+        link = lambda name: Link(self.endpoint, self.runtime, name, self.timeout_s)  # noqa: E731
+        load_link = link("vllm-worker-load")
+        if self.layout.device.type == "cuda":
+            from .layout import register_host
+            load_link.on_connect = lambda lk: register_host(lk.tier)
+        self.loader = Loader(load_link, self.layout, self.load_timeout_s, digests,
+                             delay_s=self.test_load_delay_s)
+        self.saver = Saver(link("vllm-worker-save"), self.layout, digests=digests)
+
+    def start_load_kv(self, forward_context, **kwargs):
+        meta = self._get_connector_metadata()
+        for spec in meta.loads:
+            self.loader.submit(spec)
+
+    def wait_for_layer_load(self, layer_name):
+        return  # loads are asynchronous: requests run only once their load finished
+
+    def save_kv_layer(self, layer_name, kv_layer, attn_metadata, **kwargs):
+        return  # whole chunks are copied out after the step (wait_for_save)
+
+    def wait_for_save(self):
+        meta = self._get_connector_metadata()
+        if meta.saves:
+            self.saver.submit(meta.saves)
+
+    def handle_preemptions(self, kv_connector_metadata):
+        if isinstance(kv_connector_metadata, TempoKVMetadata) and kv_connector_metadata.preempted:
+            self.saver.drop(kv_connector_metadata.preempted)
+
+    def get_finished(self, finished_req_ids):
+        if self.loader is None:
+            return None, None
+        self.loader.cancel(finished_req_ids)
+        recving, errors = self.loader.take_finished()
+        self._load_errors |= errors
+        self._sending |= set(finished_req_ids)
+        sending = self.saver.copied_out(self._sending)
+        # Only requests that had saves were kept by request_finished; the others are dropped.
+        reported = {r for r in sending if self.saver.had_saves(r)}
+        self._sending -= sending
+        for r in sending:
+            self.saver.forget(r)
+        return (reported or None), (recving or None)
+
+    def get_block_ids_with_load_errors(self):
+        errors, self._load_errors = self._load_errors, set()
+        return errors
+
+    def shutdown(self):
+        if self._sched is not None:
+            self.agent.flush(5.0)
+            self.agent.close()
+        if self.saver is not None:
+            self.saver.close()
+        if self.loader is not None:
+            self.loader.close()

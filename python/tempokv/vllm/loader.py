@@ -1,0 +1,176 @@
+"""Loader: the worker side's loads, on a background thread, off the forward pass.
+
+``request_retrieval``; when the claim is ready, ``begin_transfer``, one copy per block and layer
+from the shared tier straight into the request's paged blocks, ``end_transfer``. The request is
+then reported by ``get_finished``. Any failure (an error notification, a daemon that does not
+answer, an object of the wrong size, an ``end_transfer`` refused because the daemon may already
+have reused the span) marks every block the load was to write as failed, reported by
+``get_block_ids_with_load_errors`` in the same step as the request: vLLM recomputes them, never
+reading blocks that were not fully written.
+"""
+
+import logging
+import queue
+import threading
+import time
+
+from ..errors import TempoKVError
+
+__all__ = ["Loader"]
+
+log = logging.getLogger("tempokv.vllm")
+
+
+class Loader:
+    def __init__(self, link, layout, load_timeout_s=60.0, digests=None, delay_s=0.0):
+        self.link, self.layout, self.load_timeout_s = link, layout, load_timeout_s
+        self.delay_s = delay_s  # tests: a window in which the daemon can die mid-load
+        self.digests = digests
+        self._q = queue.Queue()
+        self._lock = threading.Lock()
+        self._finished, self._errors = set(), set()
+        self._pending = {}  # rid -> [spec, deadline, state]; state None | "ready" | error
+        self.loaded_tokens = 0
+        self.failed = 0
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="tempokv-loader", daemon=True)
+        self._thread.start()
+
+    def submit(self, spec):
+        self._q.put(("load", spec))
+
+    def cancel(self, req_ids):
+        if req_ids:
+            self._q.put(("cancel", set(req_ids)))
+
+    def take_finished(self):
+        """(request ids finished loading, ok or not; block ids that failed) since the last call."""
+        with self._lock:
+            done, errs = self._finished, self._errors
+            self._finished, self._errors = set(), set()
+            return done, errs
+
+    def busy(self):
+        return bool(self._pending) or not self._q.empty()
+
+    def close(self):
+        self._stop = True
+        self._thread.join(timeout=5)
+        self.link.drop()
+
+    def _run(self):
+        while not self._stop:
+            try:
+                kind, arg = self._q.get(timeout=0.005 if self._pending else 0.1)
+                if kind == "load":
+                    self._start(arg)
+                else:
+                    self._cancel(arg)
+            except queue.Empty:
+                pass
+            self._poll()
+
+    def _fail(self, spec, why):
+        self.failed += 1
+        log.warning("tempokv: load of %s failed (%s): vLLM recomputes it", spec.req_id, why)
+        with self._lock:
+            self._errors.update(spec.block_ids[spec.first_block:])
+            self._finished.add(spec.req_id)
+
+    def _start(self, spec):
+        c = self.link.get()
+        if c is None:
+            return self._fail(spec, "tempokvd unreachable")
+        entry = [spec, time.monotonic() + self.load_timeout_s, None]
+
+        def on_ready(rid, path, error):
+            entry[2] = "ready" if error is None else error
+
+        try:
+            answer = c.request_retrieval(spec.rid, on_ready=on_ready)
+        except TempoKVError as e:
+            self._broken(e)
+            return self._fail(spec, e)
+        if answer == "wait":
+            self._pending[spec.rid] = entry
+        else:
+            self._copy(spec)
+
+    def _cancel(self, req_ids):
+        for rid, (spec, _, _) in list(self._pending.items()):
+            if spec.req_id in req_ids:
+                del self._pending[rid]
+                self._try_cancel(rid)
+                self._fail(spec, "request finished while loading")
+
+    def _poll(self):
+        c = self.link.client
+        if c is None:
+            for rid, (spec, _, _) in list(self._pending.items()):
+                del self._pending[rid]
+                self._fail(spec, "lost tempokvd")
+            return
+        try:
+            c.poll(0)  # delivers notifications; sends heartbeats when due
+        except TempoKVError as e:
+            self._broken(e)
+            return
+        now = time.monotonic()
+        for rid, (spec, deadline, state) in list(self._pending.items()):
+            if state == "ready":
+                del self._pending[rid]
+                self._copy(spec)
+            elif state is not None:
+                del self._pending[rid]
+                self._fail(spec, state)
+            elif now > deadline:
+                del self._pending[rid]
+                self._try_cancel(rid)
+                self._fail(spec, f"not ready within {self.load_timeout_s} s")
+
+    def _copy(self, spec):
+        c = self.link.client
+        bpc = self.layout.blocks_per_chunk
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        try:
+            c.begin_transfer(spec.rid)
+            spans = c.objects(spec.rid)
+            if len(spans) != len(spec.keys):
+                raise ValueError(f"{len(spans)} objects for {len(spec.keys)} chunks")
+            for i, (offset, nbytes) in enumerate(spans):
+                if nbytes != self.layout.object_bytes:
+                    raise ValueError(f"object {i} is {nbytes} bytes, this engine's chunks are "
+                                     f"{self.layout.object_bytes}")
+                first = min(bpc, max(0, spec.first_block - i * bpc))
+                self.layout.load(self.link.tier[offset:offset + nbytes],
+                                 spec.block_ids[i * bpc:(i + 1) * bpc], first)
+            # Only now are the bytes known to be the claim's: a refused end_transfer means the
+            # daemon may have reused the spans while we copied.
+            c.end_transfer(spec.rid)
+        except (TempoKVError, ValueError, RuntimeError) as e:
+            if getattr(e, "code", "") == "Unavailable":
+                self._broken(e)  # nobody to cancel with: the daemon ends the claim itself
+            else:
+                self._try_cancel(spec.rid)
+            return self._fail(spec, e)
+        if self.digests is not None:
+            for i, key in enumerate(spec.keys):
+                for j, b in enumerate(spec.block_ids[i * bpc:(i + 1) * bpc]):
+                    if i * bpc + j >= spec.first_block:
+                        self.digests.record("load", key, j, self.layout, b)
+        self.loaded_tokens += (len(spec.block_ids) - spec.first_block) * self.layout.block_size
+        with self._lock:
+            self._finished.add(spec.req_id)
+
+    def _try_cancel(self, rid):
+        c = self.link.client
+        if c is not None:
+            try:
+                c.cancel(rid)
+            except TempoKVError:
+                pass
+
+    def _broken(self, e):
+        if getattr(e, "code", "") == "Unavailable":
+            self.link.drop()

@@ -1,0 +1,166 @@
+"""Saver: the worker side's saves, on a background thread, off the forward pass.
+
+For each full chunk, ``reserve_write``, one copy per block and layer from the paged blocks
+straight into the write region, then ``put``, whose wait for durability only this thread sees.
+A request with saves keeps its blocks (``request_finished`` returned True) until its chunks are
+copied out, then it is reported in ``finished_sending``; a preempted request's queued saves are
+dropped and its copy in progress is waited for before vLLM reuses the blocks.
+"""
+
+import logging
+import threading
+import time
+
+from ..errors import ResourceExhausted, TempoKVError
+
+__all__ = ["Saver"]
+
+log = logging.getLogger("tempokv.vllm")
+
+
+class Saver:
+    def __init__(self, link, layout, retry_s=30.0, digests=None):
+        self.link, self.layout, self.retry_s, self.digests = link, layout, retry_s, digests
+        self._cv = threading.Condition()
+        self._jobs = []  # queued SaveSpecs
+        self._outstanding = {}  # req_id -> save specs not yet copied out (or dropped)
+        self._current = None  # req_id being copied now
+        self._putting = False  # a save taken from the queue is not durable (or failed) yet
+        self.saved = self.failed = 0
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="tempokv-saver", daemon=True)
+        self._thread.start()
+
+    def submit(self, specs):
+        with self._cv:
+            for s in specs:
+                self._jobs.append(s)
+                self._outstanding[s.req_id] = self._outstanding.get(s.req_id, 0) + 1
+            self._cv.notify_all()
+
+    def drop(self, req_ids):
+        """Preemption: forget the queued saves of ``req_ids`` and wait for a copy in progress
+        from their blocks, so vLLM may overwrite them on return."""
+        if not req_ids:
+            return
+        with self._cv:
+            keep = []
+            for s in self._jobs:
+                if s.req_id in req_ids:
+                    self._done(s.req_id)
+                else:
+                    keep.append(s)
+            self._jobs = keep
+            while self._current in req_ids:
+                self._cv.wait()
+
+    def copied_out(self, req_ids):
+        """Those of ``req_ids`` with no save left to copy out."""
+        with self._cv:
+            return {r for r in req_ids if self._outstanding.get(r, 0) == 0}
+
+    def had_saves(self, req_id):
+        with self._cv:
+            return req_id in self._outstanding
+
+    def forget(self, req_id):
+        with self._cv:
+            self._outstanding.pop(req_id, None)
+
+    def busy(self):
+        """Whether a save is queued, being copied or waiting for durability."""
+        with self._cv:
+            return bool(self._jobs) or self._current is not None or self._putting
+
+    def close(self, drain_s=30.0):
+        deadline = time.monotonic() + drain_s
+        while self.busy() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with self._cv:
+            self._stop = True
+            self._cv.notify_all()
+        self._thread.join(timeout=5)
+        self.link.drop()
+
+    def _done(self, req_id):
+        n = self._outstanding.get(req_id, 0)
+        if n > 0:
+            self._outstanding[req_id] = n - 1
+
+    def _run(self):
+        while True:
+            with self._cv:
+                while not self._jobs and not self._stop:
+                    self._cv.wait(timeout=0.5)
+                    if not self._jobs and self.link.client is not None:
+                        try:
+                            self.link.client.poll(0)  # heartbeats
+                        except TempoKVError:
+                            self.link.drop()
+                if self._stop:
+                    return
+                spec = self._jobs.pop(0)
+                self._current = spec.req_id
+                self._putting = True
+            reserved = None
+            try:
+                reserved = self._copy(spec)
+            except Exception:  # never let the thread die: requests would hold blocks forever
+                log.exception("tempokv: save of %s failed", spec.key)
+            finally:
+                with self._cv:
+                    self._current = None
+                    self._done(spec.req_id)
+                    self._cv.notify_all()
+            if reserved is not None:
+                self._put(spec, reserved)
+            with self._cv:
+                self._putting = False
+
+    def _copy(self, spec):
+        """Reserve and copy; returns the offset (blocks are free for vLLM after this)."""
+        nbytes = self.layout.object_bytes
+        deadline = time.monotonic() + self.retry_s
+        while True:
+            c = self.link.get()
+            if c is None:
+                self.failed += 1
+                return None
+            try:
+                offset = c.reserve_write(nbytes)
+                break
+            except ResourceExhausted:
+                if time.monotonic() > deadline:
+                    self.failed += 1
+                    return None
+                time.sleep(0.005)  # outstanding puts free the region
+            except TempoKVError as e:
+                log.warning("tempokv: save of %s dropped: %s", spec.key, e)
+                self.failed += 1
+                self.link.drop()
+                return None
+        try:
+            if self.digests is not None:
+                for j, b in enumerate(spec.block_ids):
+                    self.digests.record("save", spec.key, j, self.layout, b)
+            self.layout.save(spec.block_ids, self.link.write[offset:offset + nbytes])
+        except Exception:
+            try:
+                c.abort_write(offset)
+            except TempoKVError:
+                pass
+            self.failed += 1
+            raise
+        return offset
+
+    def _put(self, spec, offset):
+        c = self.link.client
+        try:
+            c.put_reserved(spec.key, spec.first_token, spec.end_token, offset,
+                           self.layout.object_bytes)
+            self.saved += 1
+        except TempoKVError as e:
+            self.failed += 1
+            log.warning("tempokv: put of %s failed: %s", spec.key, e)
+            if e.code == "Unavailable":
+                self.link.drop()

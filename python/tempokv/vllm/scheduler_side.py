@@ -1,0 +1,147 @@
+"""The connector's scheduler side: keys and lookups at queue time, loads and saves per step.
+
+Runs on vLLM's engine thread and never waits on tempokvd (the ``SchedulerAgent`` does). A
+request's chunk keys are computed and its hit looked up and claimed when it is *queued*
+(``on_new_request``), so the daemon has the whole queue time as lead. ``get_num_new_matched_tokens``
+answers from the published lookup: ``(None, False)`` while it is pending (vLLM asks again next
+step), else the claimed tokens beyond what vLLM already has, always as an asynchronous load
+(the request waits in WAITING_FOR_REMOTE_KVS until the worker has copied or failed).
+"""
+
+import logging
+from dataclasses import dataclass
+
+from ..keys import RequestIds, chunk_keys
+from .metadata import LoadSpec, SaveSpec, TempoKVMetadata
+
+__all__ = ["ConnectorScheduler"]
+
+log = logging.getLogger("tempokv.vllm")
+
+_MAX_SAVING = 1 << 20  # keys remembered as saved by this engine
+
+
+@dataclass
+class _Req:
+    rid: int
+    keys: list  # keys of every whole prompt chunk
+    prompt_tokens: int
+    usable: int  # leading chunks that may be loaded (end before the last prompt token)
+    next_save: int = 0  # first chunk not yet handed to the worker for saving
+    saves: int = 0  # save specs issued (the worker reports finished_sending iff > 0)
+    loaded_chunks: int = 0  # chunks a load was planned for
+    preempted: bool = False
+
+
+class ConnectorScheduler:
+    def __init__(self, agent, model_id, chunk_tokens, block_size, ids=None):
+        if chunk_tokens % block_size:
+            raise ValueError(f"chunk_tokens {chunk_tokens} is not a multiple of vLLM's block "
+                             f"size {block_size}")
+        self.agent = agent
+        self.model_id = model_id
+        self.chunk_tokens = chunk_tokens
+        self.block_size = block_size
+        self.blocks_per_chunk = chunk_tokens // block_size
+        self.ids = ids or RequestIds()
+        self.reqs = {}  # vLLM id -> _Req
+        self._loads = []  # planned this step, go out with the next metadata
+        self._saving = set()  # keys handed to the worker for saving (bounded below)
+        self.kv_cache_manager = None  # bound by the connector (bind_kv_cache_manager)
+
+    def on_new_request(self, request):
+        tokens = list(request.prompt_token_ids or [])
+        keys = chunk_keys(self.model_id, tokens, self.chunk_tokens)
+        usable = (len(tokens) - 1) // self.chunk_tokens if tokens else 0
+        rid = self.ids.get(request.request_id)
+        max_out = request.sampling_params.max_tokens if request.sampling_params else 0
+        self.reqs[request.request_id] = _Req(rid, keys, len(tokens), usable)
+        self.agent.new_request(rid, keys[:usable], len(tokens), min(max_out or 0, 2**32 - 1),
+                               self.chunk_tokens)
+
+    def rid_of(self, req_id):
+        st = self.reqs.get(req_id)
+        return st.rid if st else None
+
+    def get_num_new_matched_tokens(self, request, num_computed_tokens):
+        st = self.reqs.get(request.request_id)
+        if st is None or st.preempted or st.loaded_chunks:
+            # One load per request: after a failed load (or a preemption) vLLM asks again and
+            # recomputes; its claim is gone.
+            return 0, False
+        lk = self.agent.lookup(st.rid)
+        if lk is None:
+            return 0, False
+        if not lk.done:
+            return None, False  # asked again next step
+        if not lk.claimed:
+            return 0, False
+        hit_tokens = min(lk.hit_chunks, st.usable) * self.chunk_tokens
+        if hit_tokens <= num_computed_tokens:
+            return 0, False
+        return hit_tokens - num_computed_tokens, True
+
+    def update_state_after_alloc(self, request, blocks, num_external_tokens):
+        if num_external_tokens <= 0:
+            return
+        st = self.reqs[request.request_id]
+        lk = self.agent.lookup(st.rid)
+        n = min(lk.hit_chunks, st.usable) if lk is not None else 0
+        local = n * self.chunk_tokens - num_external_tokens  # vLLM's own (block-aligned) hit
+        if n == 0 or local < 0 or local % self.block_size:
+            # Not what get_num_new_matched_tokens offered: refuse rather than guess blocks.
+            raise RuntimeError(f"tempokv: {request.request_id}: asked to load "
+                               f"{num_external_tokens} tokens, {n} chunks were offered")
+        block_ids = list(blocks.get_block_ids()[0][: n * self.blocks_per_chunk])
+        st.loaded_chunks = n
+        st.next_save = max(st.next_save, n)  # those chunks are in the store already
+        self._loads.append(LoadSpec(request.request_id, st.rid, st.keys[:n], block_ids,
+                                    local // self.block_size))
+
+    def build_connector_meta(self, out):
+        meta = TempoKVMetadata(loads=self._loads)
+        self._loads = []
+        for req_id in out.preempted_req_ids or ():
+            st = self.reqs.get(req_id)
+            if st is not None and not st.preempted:
+                st.preempted = True
+                self.agent.preempted(st.rid)
+            meta.preempted.add(req_id)
+        for nr in out.scheduled_new_reqs:
+            self._plan_saves(meta, nr.req_id, nr.num_computed_tokens, out)
+        cached = out.scheduled_cached_reqs
+        for req_id, computed in zip(cached.req_ids, cached.num_computed_tokens):
+            self._plan_saves(meta, req_id, computed, out)
+        return meta
+
+    def _plan_saves(self, meta, req_id, computed, out):
+        st = self.reqs.get(req_id)
+        if st is None or st.next_save >= len(st.keys):
+            return
+        done = min(computed + out.num_scheduled_tokens.get(req_id, 0), st.prompt_tokens)
+        last = done // self.chunk_tokens
+        if last <= st.next_save:
+            return
+        block_ids = self.kv_cache_manager.get_block_ids(req_id)[0]
+        bpc = self.blocks_per_chunk
+        for i in range(st.next_save, last):
+            if st.keys[i] in self._saving:
+                continue  # another request of this engine saves (or saved) the same chunk
+            if len(self._saving) >= _MAX_SAVING:
+                self._saving.clear()  # forgetting only costs a duplicate put
+            self._saving.add(st.keys[i])
+            meta.saves.append(SaveSpec(req_id, st.keys[i], i * self.chunk_tokens,
+                                       (i + 1) * self.chunk_tokens,
+                                       list(block_ids[i * bpc:(i + 1) * bpc])))
+            st.saves += 1
+        st.next_save = last
+
+    def request_finished(self, request):
+        """Whether the worker holds the blocks (saves issued): then it reports the request in
+        ``finished_sending`` once they are copied out."""
+        st = self.reqs.pop(request.request_id, None)
+        if st is None:
+            return False
+        self.agent.finished(st.rid, request.num_output_tokens)
+        self.ids.release(request.request_id)
+        return st.saves > 0

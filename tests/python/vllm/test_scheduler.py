@@ -1,0 +1,180 @@
+"""vLLM's real Scheduler (TempoKVScheduler) with the TempoKV connector's scheduler side and a
+real tempokvd, driven step by step with made-up model outputs, as vLLM's own connector unit
+tests drive theirs (no model, no worker)."""
+
+import os
+import sys
+
+import pytest
+
+pytest.importorskip("vllm")
+torch = pytest.importorskip("torch")
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import tempokvd_fixture as fx  # noqa: E402
+
+from vllm import SamplingParams  # noqa: E402
+from vllm.config import (CacheConfig, DeviceConfig, KVTransferConfig, ModelConfig,  # noqa: E402
+                         SchedulerConfig, VllmConfig)
+from vllm.v1.kv_cache_interface import (FullAttentionSpec, KVCacheConfig,  # noqa: E402
+                                        KVCacheGroupSpec)
+from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput  # noqa: E402
+from vllm.v1.request import Request, RequestStatus  # noqa: E402
+from vllm.v1.structured_output import StructuredOutputManager  # noqa: E402
+
+from tempokv import TempoKVClient  # noqa: E402
+from tempokv.e2e import model as model_mod  # noqa: E402
+from tempokv.keys import chunk_keys  # noqa: E402
+from tempokv.vllm import TempoKVAsyncScheduler, TempoKVScheduler  # noqa: E402
+from tempokv.vllm.metadata import TempoKVMetadata  # noqa: E402
+
+BLOCK, CHUNK, NUM_BLOCKS = 16, 32, 200
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """config.json and a tokenizer only: the scheduler never loads weights."""
+    from transformers import LlamaConfig
+    d = str(tmp_path_factory.mktemp("model"))
+    LlamaConfig(**dict(model_mod.GEOMETRY, num_hidden_layers=2)).save_pretrained(d)
+    model_mod.build_tokenizer(d, model_mod.GEOMETRY["vocab_size"])
+    return d
+
+
+@pytest.fixture
+def daemon():
+    try:
+        fx.require_daemon()
+    except Exception as e:
+        pytest.skip(str(e))
+    d = fx.Daemon()
+    yield d
+    d.cleanup()
+
+
+def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler):
+    mc = ModelConfig(model=model_dir, dtype="float32", seed=0)
+    vc = VllmConfig(
+        model_config=mc,
+        scheduler_config=SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=256,
+                                         max_model_len=4096, enable_chunked_prefill=True,
+                                         is_encoder_decoder=False),
+        cache_config=CacheConfig(block_size=BLOCK, enable_prefix_caching=False),
+        kv_transfer_config=KVTransferConfig(
+            kv_connector="TempoKVConnector", kv_connector_module_path="tempokv.vllm",
+            kv_role="kv_both", kv_load_failure_policy="recompute",
+            kv_connector_extra_config={"endpoint": endpoint, "chunk_tokens": CHUNK}),
+        device_config=DeviceConfig("cpu"))
+    vc.cache_config.num_gpu_blocks = NUM_BLOCKS
+    kvc = KVCacheConfig(num_blocks=NUM_BLOCKS, kv_cache_tensors=[], kv_cache_groups=[
+        KVCacheGroupSpec(["layer.0"], FullAttentionSpec(block_size=BLOCK, num_kv_heads=1,
+                                                        head_size=64, dtype=torch.float32))])
+    return cls(vllm_config=vc, kv_cache_config=kvc, block_size=BLOCK,
+                            structured_output_manager=StructuredOutputManager(vc),
+                            log_stats=False)
+
+
+def request(rid, tokens, max_tokens=2):
+    sp = SamplingParams(max_tokens=max_tokens, ignore_eos=True)
+    return Request(request_id=rid, prompt_token_ids=tokens, sampling_params=sp,
+                   pooling_params=None)
+
+
+def output(reqs, finished_recving=None, invalid=None, finished_sending=None):
+    ids = [r.request_id for r in reqs]
+    kv = KVConnectorOutput(finished_sending=finished_sending or set(),
+                           finished_recving=finished_recving or set(),
+                           invalid_block_ids=invalid or set())
+    return ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
+                             sampled_token_ids=[[5] for _ in ids], logprobs=None,
+                             prompt_logprobs_dict={}, pooler_output=None,
+                             kv_connector_output=kv)
+
+
+def store_chunks(endpoint, keys, nbytes=4096):
+    with TempoKVClient(endpoint, name="seed") as c:
+        for i, k in enumerate(keys):
+            c.put(k, i * CHUNK, (i + 1) * CHUNK, bytes([i]) * nbytes)
+
+
+def step(s, **kw):
+    out = s.schedule()
+    reqs = [s.requests[r] for r in out.num_scheduled_tokens]
+    s.update_from_output(out, output(reqs, **kw))
+    return out
+
+
+@pytest.mark.parametrize("cls", [TempoKVScheduler, TempoKVAsyncScheduler])
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_stored_prefix_is_claimed_at_queue_time_and_loaded_asynchronously(model_dir, daemon,
+                                                                             fail, cls):
+    s = make_scheduler(model_dir, daemon.endpoint, cls)
+    conn = s.connector
+    tokens = list(range(10, 10 + 3 * CHUNK + 5))  # 3 whole chunks + 5 tokens
+    keys = chunk_keys(conn.model_id, tokens, CHUNK)
+    store_chunks(daemon.endpoint, keys[:2])  # the first two chunks are in the store
+    s.add_request(request("a", tokens))
+    conn.agent.flush()
+    with TempoKVClient(daemon.endpoint, name="probe", map_shared_memory=False) as probe:
+        assert probe.stats().get("claims_planned", 0) + probe.stats().get(
+            "claims_staging", 0) + probe.stats().get("claims_stage_ready", 0) >= 1
+
+    out = s.schedule()  # the load starts; the request waits without running
+    meta = out.kv_connector_metadata
+    assert isinstance(meta, TempoKVMetadata) and len(meta.loads) == 1
+    load = meta.loads[0]
+    assert load.keys == keys[:2] and len(load.block_ids) == 2 * CHUNK // BLOCK
+    assert load.first_block == 0 and out.num_scheduled_tokens == {}
+    assert s.requests["a"].status == RequestStatus.WAITING_FOR_REMOTE_KVS
+    # One load per request: asked again (after a failure), the connector offers nothing.
+    assert conn.get_num_new_matched_tokens(s.requests["a"], 0) == (0, False)
+    invalid = set(load.block_ids[2:]) if fail else set()
+    s.update_from_output(out, output([], finished_recving={"a"}, invalid=invalid))
+
+    out = s.schedule()  # the request runs from the restored (or the still valid) prefix
+    computed = (CHUNK if fail else 2 * CHUNK)
+    assert out.num_scheduled_tokens == {"a": len(tokens) - computed}
+    # The third chunk is computed in this step: saved. The claimed ones are in the store
+    # already: not saved again, even when a failed load has them recomputed.
+    assert [sv.key for sv in out.kv_connector_metadata.saves] == keys[2:]
+    s.update_from_output(out, output([s.requests["a"]]))
+    step(s)  # the second (last) output token
+    assert "a" in s.requests, "blocks are held until the saves are copied out"
+    step(s, finished_sending={"a"})
+    assert "a" not in s.requests
+    conn.agent.flush()
+    assert conn.agent.errors == 0
+    conn.shutdown()
+
+
+def test_a_request_whose_lookup_failed_is_computed_without_a_load(model_dir, daemon):
+    s = make_scheduler(model_dir, daemon.endpoint)
+    conn = s.connector
+    daemon.kill()  # lookups now fail fast: no hit, vLLM computes everything
+    tokens = list(range(3 * CHUNK))
+    s.add_request(request("b", tokens, max_tokens=1))
+    conn.agent.flush(timeout_s=30)
+    out = s.schedule()
+    assert out.kv_connector_metadata.loads == []
+    assert out.num_scheduled_tokens == {"b": len(tokens)}
+    conn.shutdown()
+
+
+def test_preemption_ends_the_claim_and_the_request_recomputes(model_dir, daemon):
+    s = make_scheduler(model_dir, daemon.endpoint)
+    conn = s.connector
+    tokens = list(range(7, 7 + 2 * CHUNK + 1))
+    keys = chunk_keys(conn.model_id, tokens, CHUNK)
+    store_chunks(daemon.endpoint, keys)
+    s.add_request(request("c", tokens))
+    conn.agent.flush()
+    st = conn._sched.reqs["c"]
+    conn._sched.build_connector_meta(type("O", (), {
+        "preempted_req_ids": {"c"}, "scheduled_new_reqs": [],
+        "scheduled_cached_reqs": type("C", (), {"req_ids": [], "num_computed_tokens": []})(),
+        "num_scheduled_tokens": {}})())
+    assert st.preempted
+    assert conn.get_num_new_matched_tokens(s.requests["c"], 0) == (0, False)
+    conn.agent.flush()
+    assert conn.agent.errors == 0
+    conn.shutdown()

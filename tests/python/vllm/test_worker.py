@@ -1,0 +1,126 @@
+"""The connector's worker side against a real tempokvd, with CPU tensors in vLLM's CPU layout:
+saves go through the write region and come back bit for bit into other blocks; a claim that
+fails or a daemon that dies reports the load's blocks as errors (vLLM then recomputes them)."""
+
+import os
+import sys
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("xxhash")
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import tempokvd_fixture as fx  # noqa: E402
+
+from tempokv import TempoKVClient  # noqa: E402
+from tempokv.keys import chunk_keys  # noqa: E402
+from tempokv.vllm.layout import KVLayout  # noqa: E402
+from tempokv.vllm.metadata import LoadSpec, SaveSpec  # noqa: E402
+from tempokv.vllm.link import Link as _Link  # noqa: E402
+from tempokv.vllm.loader import Loader  # noqa: E402
+from tempokv.vllm.saver import Saver  # noqa: E402
+
+NUM_BLOCKS, BLOCK, HEADS, DIM, LAYERS, BPC = 16, 16, 2, 64, 3, 2
+RUNTIME = "test-engine"
+
+
+@pytest.fixture
+def daemon():
+    try:
+        fx.require_daemon()
+    except Exception as e:
+        pytest.skip(str(e))
+    d = fx.Daemon()
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture
+def kv():
+    torch.manual_seed(0)
+    kv = {f"l{i}": torch.randn(NUM_BLOCKS, HEADS, BLOCK, 2 * DIM) for i in range(LAYERS)}
+    return kv, KVLayout(kv, NUM_BLOCKS, BLOCK, BPC)
+
+
+def wait(pred, what, timeout_s=15.0):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        v = pred()
+        if v:
+            return v
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def take_until(loader, req_id):
+    got, errs = set(), set()
+
+    def pred():
+        d, e = loader.take_finished()
+        got.update(d)
+        errs.update(e)
+        return req_id in got
+    wait(pred, f"{req_id} to finish loading")
+    return errs
+
+
+def scheduler_client(d):
+    return TempoKVClient(d.endpoint, name="sched", runtime=RUNTIME, map_shared_memory=False)
+
+
+def test_a_saved_chunk_is_restored_bit_for_bit_into_other_blocks(daemon, kv):
+    _, lay = kv
+    saver = Saver(_Link(daemon.endpoint, RUNTIME, "save", 5.0), lay)
+    loader = Loader(_Link(daemon.endpoint, RUNTIME, "load", 5.0), lay)
+    keys = chunk_keys("m", list(range(2 * BPC * BLOCK)), BPC * BLOCK)
+    saver.submit([SaveSpec("a", keys[0], 0, 32, [0, 1]), SaveSpec("a", keys[1], 32, 64, [2, 3])])
+    wait(lambda: saver.saved == 2, "two puts")
+    assert saver.copied_out({"a"}) == {"a"} and saver.had_saves("a")
+    want = [lay.block_bytes_of(b) for b in range(4)]
+    sched = scheduler_client(daemon)
+    assert sched.lookup(keys) == [lay.object_bytes] * 2
+    sched.add_request(7, prompt_tokens=80, cached_tokens=64, cached_bytes=2 * lay.object_bytes,
+                      max_output_tokens=4)
+    sched.report_hit(7, [(m, h, lay.object_bytes) for m, h in keys])
+    loader.submit(LoadSpec("a2", 7, keys, [10, 11, 12, 13], 0))
+    assert take_until(loader, "a2") == set()
+    assert [lay.block_bytes_of(b) for b in (10, 11, 12, 13)] == want
+    assert loader.loaded_tokens == 4 * BLOCK and loader.failed == 0
+    sched.close(); saver.close(); loader.close()
+
+
+def test_a_claim_the_daemon_does_not_know_fails_its_blocks_without_writing_them(daemon, kv):
+    _, lay = kv
+    loader = Loader(_Link(daemon.endpoint, RUNTIME, "load", 5.0), lay)
+    before = [lay.block_bytes_of(b) for b in range(NUM_BLOCKS)]
+    loader.submit(LoadSpec("x", 99, [(1, 2)], [4, 5], 1))
+    assert take_until(loader, "x") == {5}  # block 4 was vLLM's own: not reported, not touched
+    assert [lay.block_bytes_of(b) for b in range(NUM_BLOCKS)] == before
+    assert loader.failed == 1
+    loader.close()
+
+
+def test_loads_fail_fast_after_the_daemon_is_killed(daemon, kv):
+    _, lay = kv
+    loader = Loader(_Link(daemon.endpoint, RUNTIME, "load", 1.0), lay)
+    loader.link.get()
+    daemon.kill()
+    t = time.monotonic()
+    loader.submit(LoadSpec("k", 5, [(1, 2)], [6, 7], 0))
+    assert take_until(loader, "k") == {6, 7}
+    assert time.monotonic() - t < 10
+    loader.close()
+
+
+def test_preemption_drops_queued_saves_and_reports_the_request_copied_out(daemon, kv):
+    _, lay = kv
+    saver = Saver(_Link(daemon.endpoint, RUNTIME, "save", 5.0), lay)
+    keys = chunk_keys("m", list(range(8 * BPC * BLOCK)), BPC * BLOCK)
+    specs = [SaveSpec("p", k, 32 * i, 32 * i + 32, [2 * i, 2 * i + 1]) for i, k in enumerate(keys)]
+    saver.submit(specs)
+    saver.drop({"p"})  # returns only once no copy from p's blocks is in progress
+    assert saver.copied_out({"p"}) == {"p"}
+    assert not saver.busy() or saver._current != "p"
+    saver.close()
