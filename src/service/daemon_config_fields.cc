@@ -193,6 +193,11 @@ Status set_from_text(const Field& f, DaemonConfig& c, std::string_view text) {
     }
     case FieldType::kBytes: {
       Result<uint64_t> v = parse_bytes(text);
+      uint64_t whole = 0;  // parse_bytes refuses sizes beyond 64 bits: say so for plain integers
+      if (!v.is_ok() && std::from_chars(text.data(), text.data() + text.size(), whole).ec ==
+                            std::errc::result_out_of_range) {
+        return bad(f, "is out of range (got '" + std::string(text) + "')");
+      }
       if (!v.is_ok()) return expect();
       if (*v > kMaxTomlInteger) return bad(f, "is out of range (got '" + std::string(text) + "')");
       return set_unsigned(f, c, static_cast<int64_t>(*v));

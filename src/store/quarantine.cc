@@ -56,6 +56,20 @@ Status StoreImpl::adopt_quarantined(const std::string& dir) {
   return Status::ok();
 }
 
+Status StoreImpl::remove_reclaimed_leftovers() {
+  std::error_code ec;
+  bool removed = false;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.dir, ec)) {
+    if (!entry.path().filename().string().ends_with(kReclaimedSuffix)) continue;
+    if (::unlink(entry.path().c_str()) != 0) {
+      return Status::from_errno(errno, "remove " + entry.path().string());
+    }
+    removed = true;
+  }
+  if (ec) return Status::io_error("list " + options_.dir + ": " + ec.message());
+  return removed ? sync_dir(options_.dir) : Status::ok();
+}
+
 bool StoreImpl::reclaim_quarantined() {
   if (quarantined_.empty() || options_.read_only) return false;
   auto q = quarantined_.begin();
@@ -64,8 +78,7 @@ bool StoreImpl::reclaim_quarantined() {
     if (id < q->first) return false;  // a live segment is older: strict oldest-first
     break;
   }
-  ::unlink(q->second.first.c_str());
-  (void)sync_dir(options_.dir);
+  remove_file_off_loop(q->second.first);
   live_disk_bytes_ -= q->second.second;
   quarantined_bytes_ -= q->second.second;
   quarantined_.erase(q);

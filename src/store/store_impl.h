@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -29,6 +30,9 @@
 #include "store/write_worker.h"
 
 namespace tempokv::store {
+
+// A segment file being deleted after reclamation; open() deletes any it finds.
+inline constexpr std::string_view kReclaimedSuffix = ".reclaimed";
 
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
@@ -123,6 +127,9 @@ class StoreImpl final : public Store {
   void reclaim(Segment& seg);
   void maybe_destroy(Segment& seg);
   void destroy(Segment& seg);
+  // Renames path to *.reclaimed now and deletes it on the unlinker thread.
+  void remove_file_off_loop(const std::string& path);
+  Status remove_reclaimed_leftovers();
   // quarantine.cc
   Status quarantine(uint32_t id, const std::string& path);
   Status adopt_quarantined(const std::string& dir);
@@ -150,7 +157,8 @@ class StoreImpl final : public Store {
   int lock_fd_ = -1;
   bool closing_ = false;
   DoneCallback close_cb_;
-  WriteWorker worker_;  // last: destroyed (joined) first
+  WriteWorker unlinker_;  // deletes reclaimed segment files
+  WriteWorker worker_;    // last: destroyed (joined) first
 };
 
 }  // namespace tempokv::store

@@ -88,6 +88,8 @@ Status StoreImpl::recover() {
   }
   if (ec) return Status::io_error("list " + options_.dir + ": " + ec.message());
   std::sort(ids.begin(), ids.end());
+  // A reclaimed segment whose deletion a crash cut short: already out of the store.
+  if (!options_.read_only) TEMPOKV_RETURN_IF_ERROR(remove_reclaimed_leftovers());
   TEMPOKV_RETURN_IF_ERROR(adopt_quarantined(options_.dir));
   TEMPOKV_RETURN_IF_ERROR(scan_all(ids));
   return fit_capacity();

@@ -1,7 +1,8 @@
-// WriteWorker: one thread that prepares large records off the Executor's thread — the payload
-// checksum and the copies into aligned write buffers — so that a put of many MiB does not stall
-// every claim behind it on the control plane. Jobs run in the order given; each touches only its
-// own PendingWrite and posts its continuation back to the Executor.
+// WriteWorker: one thread that runs the store's blocking or CPU-heavy work off the Executor's
+// thread, so that it does not stall every claim behind it on the control plane: preparing large
+// records (payload checksum, copies into aligned write buffers) and deleting reclaimed segment
+// files (one instance each, so a slow unlink never delays a put). Jobs run in the order given;
+// each touches only its own data and posts any continuation back to the Executor.
 //
 // Thread-safe. The thread starts with the first job; the destructor runs the jobs already given,
 // then joins.

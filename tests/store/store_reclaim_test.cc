@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "ssd/fault_injecting_engine.h"
 #include "store/format.h"
@@ -75,6 +76,44 @@ TEST(StoreReclaimTest, PinnedSegmentIsKeptUntilUnpinned) {
   EXPECT_EQ(h.store->pin_segment(seg).code(), StatusCode::kNotFound);  // no longer live
   h.store->unpin_segment(seg);
   EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(StoreReclaimTest, ReclaimedSegmentLeavesItsNameAtOnceAndIsDeletedOffTheLoop) {
+  TempDir dir;
+  if (!dir.supports_direct()) GTEST_SKIP() << "no O_DIRECT in " << dir.path();
+  StoreHarness h;
+  ASSERT_TRUE(h.start(reclaim_options(dir.path())).is_ok());
+  for (uint64_t i = 0; i < 10; ++i) ASSERT_TRUE(h.put_seeded(i, 300 * kKiB).is_ok());
+  ASSERT_EQ(h.store->stats().reclaimed_segments, 1u);
+  std::string first = dir.path() + "/" + store::segment_file_name(1);
+  EXPECT_FALSE(std::filesystem::exists(first));
+  bool gone = false;  // the unlinker thread deletes the renamed file soon
+  for (int i = 0; i < 500 && !gone; ++i) {
+    gone = !std::filesystem::exists(first + ".reclaimed");
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << first << ".reclaimed was never deleted";
+}
+
+TEST(StoreReclaimTest, OpenDeletesAReclaimedSegmentACrashLeftBehind) {
+  TempDir dir;
+  if (!dir.supports_direct()) GTEST_SKIP() << "no O_DIRECT in " << dir.path();
+  StoreHarness h;
+  ASSERT_TRUE(h.start(reclaim_options(dir.path())).is_ok());
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(h.put_seeded(i, 300 * kKiB).is_ok());
+  uint64_t disk_bytes = h.store->stats().disk_bytes;
+  ASSERT_TRUE(h.close().is_ok());
+  std::string leftover = dir.path() + "/" + store::segment_file_name(9) + ".reclaimed";
+  {
+    int fd = ::open(leftover.c_str(), O_CREAT | O_RDWR, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(fallocate(fd, 0, 0, 1 * kMiB), 0);
+    ::close(fd);
+  }
+  ASSERT_TRUE(h.reopen().is_ok());
+  EXPECT_FALSE(std::filesystem::exists(leftover));
+  EXPECT_EQ(h.store->stats().disk_bytes, disk_bytes);
+  EXPECT_TRUE(h.check_seeded(2, 300 * kKiB));
 }
 
 }  // namespace

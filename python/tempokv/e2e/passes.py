@@ -40,7 +40,9 @@ def _llm(spec, run):
             "kv_connector": "TempoKVConnector", "kv_connector_module_path": "tempokv.vllm",
             "kv_role": "kv_both", "kv_load_failure_policy": "recompute",
             "kv_connector_extra_config": extra}
-        kw["scheduler_cls"] = "tempokv.vllm.TempoKVScheduler"
+        kw["scheduler_cls"] = ("tempokv.vllm.TempoKVAsyncScheduler" if spec.get("async_scheduling")
+                               else "tempokv.vllm.TempoKVScheduler")
+    kw["async_scheduling"] = bool(spec.get("async_scheduling"))
     return LLM(**kw)
 
 
@@ -82,6 +84,16 @@ def _connector_counters():
         return {}
     return {"loaded_tokens": c.loader.loaded_tokens, "load_errors": c.loader.failed,
             "saved_chunks": c.saver.saved, "save_failures": c.saver.failed}
+
+
+def _agent_errors(llm):
+    """Failed calls of the scheduler side's agent (None when the scheduler is not in-process)."""
+    try:
+        conn = llm.llm_engine.engine_core.engine_core.scheduler.connector
+        conn.agent.flush(10.0)
+        return conn.agent.errors
+    except AttributeError:
+        return None
 
 
 def _close(llm):
@@ -136,6 +148,7 @@ def run(spec):
         reqs = _drive(llm, prompts, spec["max_tokens"], kill)
         entry = {"name": run["name"], "init_s": init_s, "run_s": time.monotonic() - t,
                  "requests": reqs, "connector": _connector_counters(),
+                 "agent_errors": _agent_errors(llm) if run["kind"] == "connector" else None,
                  "warmed_prefix_tokens": entry_restored}
         _close(llm)
         if run["kind"] == "connector" and not run.get("kill_daemon_pid"):

@@ -104,7 +104,7 @@ def _p50(xs):
     return statistics.median(xs) if xs else None
 
 
-def check(n, seed, model_dir, tempokvd, work, max_tokens=16):
+def check(n, seed, model_dir, tempokvd, work, max_tokens=16, async_scheduling=False):
     model_mod.build(model_dir)
     prompts = make_prompts(n, seed, model_mod.GEOMETRY["vocab_size"])
     data = os.path.join(work, "data")
@@ -113,7 +113,7 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16):
     d1, d2 = os.path.join(work, "pass1.digests"), os.path.join(work, "pass2.digests")
     base = {"model_dir": model_dir, "endpoint": daemon.endpoint, "chunk_tokens": 256,
             "max_model_len": 8192, "max_num_seqs": 4, "max_num_batched_tokens": 2048,
-            "max_tokens": max_tokens, "prompts": prompts}
+            "max_tokens": max_tokens, "prompts": prompts, "async_scheduling": async_scheduling}
     try:
         p1 = _process(dict(base, runs=[{"name": "pass1", "kind": "connector",
                                         "digest_file": d1}]), work, "p1")
@@ -139,6 +139,7 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16):
         "vllm_version": p2["vllm_version"],
         "requests": n,
         "seed": seed,
+        "async_scheduling": async_scheduling,
         "prompt_tokens": [len(p) for p in prompts],
         "kv_identical": kv_ok,
         "kv_blocks_compared": kv_blocks,
@@ -151,6 +152,8 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16):
         "ttft_p50_pass1_s": _p50(q["ttft_s"] for q in r1["requests"]),
         "ttft_p50_pass2_s": _p50(q["ttft_s"] for q in r2["requests"]),
         "load_errors": r2["connector"].get("load_errors"),
+        "agent_errors_pass1": r1.get("agent_errors"),
+        "agent_errors_pass2": r2.get("agent_errors"),
         "saved_chunks_pass1": r1["connector"].get("saved_chunks"),
         "daemon_live_claims_after": r2.get("daemon_live_claims_after"),
         "daemon_protected_bytes_after": r2.get("daemon_protected_bytes_after"),
@@ -175,6 +178,7 @@ def passed(res):
     return (res["kv_identical"] and res["tokens_identical"] and res["killed_all_finished"]
             and res["killed_tokens_identical"] and res["load_errors"] == 0
             and res["killed_load_errors"] > 0 and res["killed_restored_tokens"] > 0
+            and res["agent_errors_pass1"] == 0 and res["agent_errors_pass2"] == 0
             and res["restored_tokens"] > 0 and res["daemon_live_claims_after"] == 0
             and res["daemon_protected_bytes_after"] == 0
             and res["daemon_reserved_bytes_after"] == 0)
@@ -190,6 +194,9 @@ def main(argv=None):
     ap.add_argument("--tempokvd", default=os.environ.get("TEMPOKVD") or _default_tempokvd())
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--sync-scheduling", action="store_true",
+                    help="TempoKVScheduler without async scheduling (default: vLLM's default, "
+                         "async scheduling, with TempoKVAsyncScheduler)")
     a = ap.parse_args(argv)
     if a.requests < 8:
         ap.error("--requests must be at least 8")
@@ -198,7 +205,8 @@ def main(argv=None):
         return 2
     work = tempfile.mkdtemp(prefix="tempokv-vllm-e2e-")
     try:
-        res = check(a.requests, a.seed, a.model_dir, a.tempokvd, work, a.max_tokens)
+        res = check(a.requests, a.seed, a.model_dir, a.tempokvd, work, a.max_tokens,
+                    not a.sync_scheduling)
     except Exception as e:
         print(f"vllm-e2e: FAILED: {e}\n(work directory kept: {work})", file=sys.stderr)
         return 1
