@@ -163,6 +163,8 @@ Status EvalService::start(const StorageConfig& storage, const StackConfig& stack
   co.name = "eval-control";
   // The hello waits for the daemon's store scan; puts for the SSD.
   co.call_timeout = std::chrono::seconds(60);
+  // Precompute's lookups must be answered, not fail fast as a serving engine's do.
+  co.lookup_timeout = co.call_timeout;
   TEMPOKV_ASSIGN_OR_RETURN(control_, ServiceClient::connect(co));
   return control_->attach(executor);
 }

@@ -31,8 +31,8 @@ Result<service::HelloResult> ServiceClient::say_hello() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   // The hello is always written in version 1 (docs/protocol.md: the envelope and hello are
   // frozen), whatever is negotiated.
-  TEMPOKV_ASSIGN_OR_RETURN(
-      Reply reply, exchange(service::Request{.version = 1, .id = next_id_++, .op = hello_request()}));
+  const service::Request hello{.version = 1, .id = next_id_++, .op = hello_request()};
+  TEMPOKV_ASSIGN_OR_RETURN(Reply reply, exchange(hello));
   if (!reply.hello) {
     return Status::internal("tempokvd at " + options_.endpoint +
                             " answered hello without a hello result");

@@ -3,8 +3,9 @@
 // ROUTER adds and strips the identity frame, so this side sends and receives bare payloads.
 //
 // It keeps libzmq out of the public client header and turns cppzmq's exceptions into Status at
-// this boundary. Sends wait at most their timeout for a connection (none: Unavailable). The socket closes with
-// ZMQ_LINGER 0: messages not yet sent are dropped, closing never waits for the daemon.
+// this boundary. Sends wait at most their timeout for a connection (none: Unavailable). The
+// socket closes with ZMQ_LINGER 0: messages not yet sent are dropped, closing never waits for
+// the daemon.
 //
 // Ownership: owns its context and socket. Threading: one thread at a time (ZeroMQ sockets are
 // not thread-safe).

@@ -25,10 +25,11 @@ const Field kFields[] = {
      "ZMQ endpoint clients connect to: ipc://PATH, or tcp://HOST:PORT on a loopback host "
      "(127.x.x.x, ::1, localhost) unless allow_remote; \"\" means ipc://DATA_DIR/tempokvd.sock."},
     {"server", "allow_remote", FieldType::kBool, TEMPOKV_FIELD_REF(server.allow_remote),
-     "Accept a tcp:// endpoint on a non-loopback host. The protocol has no authentication."},
+     "Accept a tcp:// endpoint or a metrics_address on a non-loopback host. Neither the "
+     "protocol nor /metrics has authentication."},
     {"server", "metrics_address", FieldType::kString, TEMPOKV_FIELD_REF(server.metrics_address),
-     "HOST:PORT of the Prometheus /metrics HTTP server ([::1]:PORT for IPv6); \"\" disables it; "
-     "port 0 takes any free port."},
+     "HOST:PORT of the Prometheus /metrics HTTP server ([::1]:PORT for IPv6), on a loopback host "
+     "unless allow_remote; \"\" disables it; port 0 takes any free port."},
     {"server", "heartbeat_timeout_ms", FieldType::kInteger,
      TEMPOKV_FIELD_REF(server.heartbeat_timeout_ms),
      "A session that sends nothing for this long is ended and its claims released."},

@@ -96,9 +96,17 @@ Status check_profile(const std::string& profile) {
 Status validate_server(const DaemonConfig& c) {
   TEMPOKV_RETURN_IF_ERROR(check_endpoint(c.resolved_endpoint(), c.server.allow_remote));
   const std::string& m = c.server.metrics_address;
-  if (!m.empty() && !parse_host_port(m).is_ok()) {
-    return bad("server.metrics_address",
-               "'" + m + "' must be HOST:PORT ([V6]:PORT) with PORT in [0, 65535], or \"\"");
+  if (!m.empty()) {
+    Result<HostPort> hp = parse_host_port(m);
+    if (!hp.is_ok()) {
+      return bad("server.metrics_address",
+                 "'" + m + "' must be HOST:PORT ([V6]:PORT) with PORT in [0, 65535], or \"\"");
+    }
+    if (!c.server.allow_remote && !is_loopback_host(hp->host)) {
+      return bad("server.metrics_address",
+                 "host '" + hp->host + "' is not a loopback address; /metrics has no "
+                 "authentication, so set server.allow_remote = true to serve it there anyway");
+    }
   }
   TEMPOKV_RETURN_IF_ERROR(
       in_range("server.heartbeat_timeout_ms", c.server.heartbeat_timeout_ms, 1, 86'400'000));

@@ -156,10 +156,10 @@ Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
   std::optional<ObjectInfo> stored = store_->lookup(m.key);
   if (stored || puts_by_key_.count(m.key)) {
     writes_->release(m.offset);
-    return Status::failed_precondition(
-        "put: key " + m.key.to_string() + " is already stored" +
-        (stored ? " (" + std::to_string(stored->payload_bytes) + " bytes)" : " (a put is on its way)") +
-        "; stored KV is never replaced");
+    const std::string where = stored ? " (" + std::to_string(stored->payload_bytes) + " bytes)"
+                                     : std::string(" (a put is on its way)");
+    return Status::failed_precondition("put: key " + m.key.to_string() + " is already stored" +
+                                       where + "; stored KV is never replaced");
   }
   puts_by_key_.insert(m.key);
   ++puts_in_flight_;

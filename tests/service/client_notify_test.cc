@@ -1,6 +1,7 @@
 // ServiceClient's retrieval: ready answers, wait answers and their notifications, dispatch().
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <optional>
 
 #include "service/client_test_util.h"
@@ -136,6 +137,36 @@ TEST(ServiceClientRetrieval, NotificationForAnUnknownIdIsIgnored) {
   ASSERT_TRUE(dispatch_until(*client, [&] { return seen.calls > 0; }));
   EXPECT_EQ(seen.id, 5u);
   EXPECT_EQ(client->objects(99).status().code(), StatusCode::kNotFound);
+}
+
+TEST(ServiceClientRetrieval, AWaitingClaimLostWithTheSessionFailsFromDispatchAfterANewHello) {
+  // The daemon answers wait, then forgets the session (as a restarted one would): the next
+  // request is refused, the client says hello again and the waiting claim fails as lost.
+  std::atomic<bool> forgot{false};
+  FakeDaemon daemon({}, [&](FakeDaemon& d, const Request& r) {
+    if (answer_wait(d, r)) return true;
+    if (std::holds_alternative<service::Heartbeat>(r.op) && !forgot.exchange(true)) {
+      d.send(service::encode_error(
+          r.id, Status::failed_precondition("heartbeat: the session has not said hello")));
+      return true;
+    }
+    return false;
+  });
+  auto client = connect_to(options_for(daemon));
+  ASSERT_NE(client, nullptr);
+  Seen seen;
+  ASSERT_EQ(*client->request_retrieval(5, seen.callback()), RetrievalAnswer::kWait);
+  ASSERT_TRUE(client->heartbeat().is_ok());  // refused, hello again, asked again
+  EXPECT_EQ(client->recoveries(), 1u);
+  EXPECT_EQ(seen.calls, 0);  // callbacks run only from dispatch()
+  client->dispatch();
+  ASSERT_EQ(seen.calls, 1);
+  EXPECT_EQ(seen.id, 5u);
+  EXPECT_EQ(seen.outcome->status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(seen.outcome->status().message().find("claim lost"), std::string::npos);
+  const std::vector<Request> reqs = daemon.requests();
+  ASSERT_GE(reqs.size(), 5u);  // hello, request_retrieval, heartbeat, hello, heartbeat
+  EXPECT_TRUE(std::holds_alternative<service::Hello>(reqs[3].op));
 }
 
 }  // namespace

@@ -154,6 +154,7 @@ TEST(DaemonConfig, ValidateNamesTheOffendingField) {
       {"server.endpoint=tcp://*:5555", "server.endpoint "},
       {"server.metrics_address=9464", "server.metrics_address "},
       {"server.metrics_address=127.0.0.1:70000", "server.metrics_address "},
+      {"server.metrics_address=0.0.0.0:9464", "server.metrics_address "},  // not loopback
       {"server.heartbeat_timeout_ms=0", "server.heartbeat_timeout_ms "},
       {"server.max_sessions=0", "server.max_sessions "},
       {"store.segment_bytes=5000", "store.segment_bytes "},
@@ -189,6 +190,15 @@ TEST(DaemonConfig, ValidateNamesTheOffendingField) {
     std::string err = validate_error(assignment);
     EXPECT_NE(err.find(field), std::string::npos) << assignment << " gave '" << err << "'";
   }
+}
+
+TEST(DaemonConfig, MetricsBeyondLoopbackNeedAllowRemote) {
+  DaemonConfig c;
+  ASSERT_TRUE(apply_override(c, "server.metrics_address=0.0.0.0:9464").is_ok());
+  EXPECT_NE(c.validate().message().find("/metrics has no authentication"), std::string::npos)
+      << c.validate().to_string();
+  ASSERT_TRUE(apply_override(c, "server.allow_remote=true").is_ok());
+  EXPECT_TRUE(c.validate().is_ok()) << c.validate().to_string();
 }
 
 TEST(DaemonConfig, EndpointFormsThatValidate) {

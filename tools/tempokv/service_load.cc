@@ -241,6 +241,7 @@ Result<LoadReport> run_service_load(const LoadOptions& o) {
   co.endpoint = o.endpoint;
   co.name = "load-setup";
   co.call_timeout = o.call_timeout;
+  co.lookup_timeout = o.call_timeout;  // the load test measures replies, it does not fail fast
   TEMPOKV_ASSIGN_OR_RETURN(auto setup, ServiceClient::connect(co));
   std::vector<std::byte> bytes(o.object_bytes);
   for (uint32_t i = 0; i < o.objects; ++i) {
