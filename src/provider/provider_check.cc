@@ -22,7 +22,7 @@ Status StagingProvider::check_invariants() const {
                             " but the queue holds " + std::to_string(queue_bytes));
   }
   uint64_t demand = 0;
-  for (const Key& key : queue_) demand += demand_charge(objects_.at(key));
+  for (const auto& [pos, key] : queue_) demand += demand_charge(objects_.at(key));
   if (demand != demand_queued_bytes_) {
     return Status::internal("demand_queued_bytes_ is " + std::to_string(demand_queued_bytes_) +
                             " but queued unreserved reads charge " + std::to_string(demand));
