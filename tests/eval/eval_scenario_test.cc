@@ -112,5 +112,57 @@ TEST(EvalScenario, RepeatsReportTheMedianRunAndItsSpread) {
   EXPECT_TRUE(std::isnan(a->rows[0].get("repeats")));
 }
 
+TEST(EvalScenario, MeanAndIntervalAreTheStudentT) {
+  MeanCi m = mean_ci95({1.0, 2.0, 3.0});
+  EXPECT_DOUBLE_EQ(m.mean, 2.0);
+  EXPECT_NEAR(m.ci95, 4.303 * 1.0 / std::sqrt(3.0), 1e-9);  // sd 1, t(0.975, 2) = 4.303
+  EXPECT_EQ(mean_ci95({5.0}).ci95, 0.0);
+}
+
+TEST(EvalScenario, SeedsFoldEachConfigurationIntoMeanAndInterval) {
+  EvalOptions o = sim_options("fig4-policies");
+  o.models = {"llama-3.1-8b"};
+  o.ratios = {1.0};
+  o.policies = {"demand", "tempokv"};
+  o.max_requests = 4;
+  EvalOptions one = o, two = o;
+  two.seed = 2;
+  o.seeds = 2;
+  auto folded = run_eval_seeds(o);
+  auto a = run_eval(one);
+  auto b = run_eval(two);
+  ASSERT_TRUE(folded.is_ok() && a.is_ok() && b.is_ok()) << folded.status().to_string();
+  ASSERT_EQ(folded->rows.size(), 2u);  // one row per configuration, not per seed
+  for (size_t i = 0; i < 2; ++i) {
+    const EvalRow& r = folded->rows[i];
+    EXPECT_EQ(r.p95_ttft_s, a->rows[i].p95_ttft_s);  // the row itself is seed 1's run
+    EXPECT_EQ(r.get("seeds"), 2.0);
+    MeanCi p95 = mean_ci95({a->rows[i].p95_ttft_s, b->rows[i].p95_ttft_s});
+    EXPECT_DOUBLE_EQ(r.get("p95_ttft_s_mean"), p95.mean);
+    EXPECT_DOUBLE_EQ(r.get("p95_ttft_s_ci95"), p95.ci95);
+    EXPECT_DOUBLE_EQ(r.get("c_gib_s_per_req_mean"),
+                     (a->rows[i].c_gib_s_per_req + b->rows[i].c_gib_s_per_req) / 2);
+    EXPECT_FALSE(std::isnan(r.get("lateness_p95_s_mean")));
+  }
+  o.seeds = 0;
+  EXPECT_EQ(run_eval_seeds(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(EvalScenario, EstimatorBiasChangesTheAdaptersCostsNotTheEngines) {
+  EvalOptions o = sim_options("fig4-policies");
+  o.models = {"llama-3.1-8b"};
+  o.ratios = {1.0};
+  o.policies = {"demand"};  // demand ignores TTU: the serving itself must not change
+  o.max_requests = 4;
+  auto base = run_eval(o);
+  o.estimator_bias = 0.5;
+  auto biased = run_eval(o);
+  ASSERT_TRUE(base.is_ok() && biased.is_ok());
+  EXPECT_EQ(base->rows[0].p95_ttft_s, biased->rows[0].p95_ttft_s);
+  EXPECT_EQ(base->rows[0].throughput_tok_s, biased->rows[0].throughput_tok_s);
+  o.estimator_bias = -1;
+  EXPECT_EQ(run_eval(o).status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace tempokv

@@ -1,0 +1,60 @@
+// Error feedback (controller/error_feedback.h): a timed commit that turned out late moves later
+// TempoKV commits earlier by about that lateness; tempokv-static ignores it; the margin is a high
+// quantile of recent errors and never below zero.
+#include "controller/controller_fixture.h"
+
+namespace tempokv::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(ErrorFeedback, MarginIsAHighQuantileOfRecentErrorsNeverBelowZero) {
+  ErrorFeedback f({.window = 4, .quantile = 0.75});
+  EXPECT_EQ(f.margin(), Duration::zero());
+  f.record(milliseconds(-50));
+  EXPECT_EQ(f.margin(), Duration::zero());  // early estimators give no margin
+  for (int ms : {10, 30, 20}) f.record(milliseconds(ms));
+  EXPECT_EQ(f.margin(), milliseconds(30));  // position ceil(0.75 × 3) of {-50, 10, 20, 30}
+  for (int ms : {1, 1, 1}) f.record(milliseconds(ms));
+  EXPECT_EQ(f.margin(), milliseconds(20));  // the window forgot -50, 10 and 30
+}
+
+// Claim 1's use was projected at 500 ms but its retrieval came at 425 ms: committed at laxity
+// zero (375 ms, TTR 125 ms) it was ready 75 ms after its use. With feedback, claim 2 (projected
+// at 1500 ms) commits 75 ms earlier than the plain rule; without, exactly at laxity zero.
+void late_then_next(Fixture& f) {
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), milliseconds(500)).is_ok());
+  f.run_to(milliseconds(425));
+  ASSERT_TRUE(f.controller->request_retrieval(1, f.recorder()).is_ok());
+  f.run_to(milliseconds(600));
+  ASSERT_TRUE(f.controller->begin_transfer(1).is_ok());
+  ASSERT_TRUE(f.controller->end_transfer(1).is_ok());
+  ASSERT_TRUE(f.controller->report(2, manifest({3, 4}), milliseconds(900)).is_ok());  // at 1500
+  f.stack.ex.run_until(f.at(milliseconds(1600)));
+}
+
+TEST(ControllerFeedback, ALateTimedCommitMovesTheNextCommitEarlierByItsError) {
+  Fixture f("tempokv");
+  late_then_next(f);
+  EXPECT_EQ(f.controller->feedback_margin(), milliseconds(75));
+  EXPECT_EQ(f.since(f.info(2).timeline.committed), milliseconds(1500 - 125 - 75));
+}
+
+TEST(ControllerFeedback, WithoutFeedbackTheCommitIsAtLaxityZero) {
+  ControllerOptions co;
+  co.error_feedback = false;
+  Fixture f("tempokv", {}, co);
+  late_then_next(f);
+  EXPECT_EQ(f.controller->feedback_margin(), Duration::zero());
+  EXPECT_EQ(f.since(f.info(2).timeline.committed), milliseconds(1500 - 125));
+}
+
+TEST(ControllerFeedback, TempoKvStaticKeepsThePlainRule) {
+  Fixture f("tempokv-static");
+  late_then_next(f);
+  EXPECT_EQ(f.controller->feedback_margin(), milliseconds(75));  // measured, not used
+  EXPECT_EQ(f.since(f.info(2).timeline.committed), milliseconds(1500 - 125));
+}
+
+}  // namespace
+}  // namespace tempokv::testing
