@@ -35,11 +35,17 @@ void StagingProvider::pump() {
     admit_waiting_ordinary();
     // Choose first, then issue: a store callback that runs at once may change the queue.
     std::vector<Key> chosen;
+    // Room for a fill only shrinks as this pass fills, and a larger fill of the same kind (reserved
+    // by a committed claim, or not) needs at least the room a smaller one lacked: once one fails,
+    // the larger ones behind it wait without asking the tier (each ask may plan an eviction).
+    uint64_t failed_bytes[2] = {UINT64_MAX, UINT64_MAX};  // [reserved]
     for (auto it = queue_.begin(); it != queue_.end() && in_flight_keys_.size() + chosen.size() <
                                                              options_.max_reads_in_flight;) {
       const Key& key = it->second;
       ObjectRec& rec = objects_.at(key);
-      if (!tier_.begin_fill(key, rec.read_bytes).is_ok()) {
+      uint64_t& failed = failed_bytes[rec.owners.empty() ? 0 : 1];
+      if (rec.read_bytes >= failed || !tier_.begin_fill(key, rec.read_bytes).is_ok()) {
+        failed = std::min(failed, rec.read_bytes);
         ++it;  // no room yet: it waits in place
         continue;
       }
