@@ -2,16 +2,12 @@
 real tempokvd, driven step by step with made-up model outputs, as vLLM's own connector unit
 tests drive theirs (no model, no worker)."""
 
-import os
-import sys
 
 import pytest
 
 pytest.importorskip("vllm")
 torch = pytest.importorskip("torch")
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tempokvd_fixture as fx  # noqa: E402
 
 from vllm import SamplingParams  # noqa: E402
 from vllm.config import (CacheConfig, DeviceConfig, KVTransferConfig, ModelConfig,  # noqa: E402
@@ -39,17 +35,6 @@ def model_dir(tmp_path_factory):
     LlamaConfig(**dict(model_mod.GEOMETRY, num_hidden_layers=2)).save_pretrained(d)
     model_mod.build_tokenizer(d, model_mod.GEOMETRY["vocab_size"])
     return d
-
-
-@pytest.fixture
-def daemon():
-    try:
-        fx.require_daemon()
-    except Exception as e:
-        pytest.skip(str(e))
-    d = fx.Daemon()
-    yield d
-    d.cleanup()
 
 
 def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler):

@@ -2,17 +2,12 @@
 saves go through the write region and come back bit for bit into other blocks; a claim that
 fails or a daemon that dies reports the load's blocks as errors (vLLM then recomputes them)."""
 
-import os
-import sys
 import time
 
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("xxhash")
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tempokvd_fixture as fx  # noqa: E402
 
 from tempokv import TempoKVClient  # noqa: E402
 from tempokv.keys import chunk_keys  # noqa: E402
@@ -24,17 +19,6 @@ from tempokv.vllm.saver import Saver  # noqa: E402
 
 NUM_BLOCKS, BLOCK, HEADS, DIM, LAYERS, BPC = 16, 16, 2, 64, 3, 2
 RUNTIME = "test-engine"
-
-
-@pytest.fixture
-def daemon():
-    try:
-        fx.require_daemon()
-    except Exception as e:
-        pytest.skip(str(e))
-    d = fx.Daemon()
-    yield d
-    d.cleanup()
 
 
 @pytest.fixture
