@@ -86,6 +86,10 @@ TimePoint StagingProvider::use_time(const StagingClaim& claim) const {
 
 void StagingProvider::enqueue(const Key& key, ObjectRec& rec, TimePoint use_at) {
   if (rec.read != ReadState::kNone) ++stats_.coalesced;
+  place(key, rec, use_at);
+}
+
+void StagingProvider::place(const Key& key, ObjectRec& rec, TimePoint use_at) {
   if (rec.read == ReadState::kInFlight) return;
   if (rec.read == ReadState::kQueued) {
     if (rec.queue_pos->first.first <= use_at) return;
@@ -109,8 +113,7 @@ Status StagingProvider::expedite(ClaimId id, TimePoint use_at) {
     auto o = objects_.find(key);
     if (o != objects_.end() && o->second.read == ReadState::kQueued &&
         o->second.queue_pos->first.first > use_at) {
-      enqueue(key, o->second, use_at);
-      --stats_.coalesced;  // not a second claim's read joining, only a move
+      place(key, o->second, use_at);
     }
   }
   pump();

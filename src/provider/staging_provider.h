@@ -134,8 +134,9 @@ class StagingProvider {
   // its use time): the state-aware projection (ttr_projection.h) in issue order. 0 when all are
   // resident. For a committed claim: the time until its outstanding reads are done. No I/O.
   Duration ttr(const StagingClaim& claim) const;
-  // The same projection run for this claim alone over the whole queue: the definition ttr()
-  // must equal (ttr() shares the part before the queue runs out between claims). For tests.
+  // The same projection run for this claim alone over the queued reads used no later than it:
+  // the definition ttr() must equal. ttr() shares the part before the queue runs out between
+  // claims when the whole queue is ahead, and runs this when only part of it is.
   Duration ttr_reference(const StagingClaim& claim) const;
   // An upper bound of ttr() for any claim whose new reads total at most extra_bytes: every
   // outstanding read and the new ones moving at the calibrated aggregate rate (reads in service
@@ -213,6 +214,8 @@ class StagingProvider {
   ObjectRec& object(const Key& key, uint64_t payload_bytes);
   // Queues the object's read for use at use_at, or moves its queued read up to it.
   void enqueue(const Key& key, ObjectRec& rec, TimePoint use_at);
+  // enqueue() without counting a coalesced read: queues it, or moves its queued read up.
+  void place(const Key& key, ObjectRec& rec, TimePoint use_at);
   TimePoint use_time(const StagingClaim& claim) const;
   void flush_callbacks();
   // Ordinary admission (provider_ordinary.cc).
