@@ -64,6 +64,10 @@ Result<std::unique_ptr<UringEngine>> UringEngine::create(Executor& executor,
   }
   engine->ring_ready_ = true;
   engine->cq_entries_ = engine->ring_.cq.ring_entries;
+  // Without EXT_ARG, io_uring_wait_cqe_timeout would queue a timeout SQE itself: not safe beside
+  // callers' threads filling the SQ, so then a refused submit is retried by the caller (sleeping).
+  engine->wait_timeout_ok_ = (engine->ring_.features & IORING_FEAT_EXT_ARG) != 0;
+  engine->submit_fn_ = [](io_uring* ring) { return io_uring_submit(ring); };
   rc = io_uring_register_files_sparse(&engine->ring_, kFixedFileSlots);
   if (rc == 0) {
     engine->files_registered_ = true;
@@ -195,17 +199,29 @@ void UringEngine::flush_locked() {
     overflow_.pop_front();
     ++in_kernel_;
   }
+  submit_pending_ = false;
   for (int attempt = 0; io_uring_sq_ready(&ring_) > 0; ++attempt) {
-    int rc = io_uring_submit(&ring_);
+    int rc = submit_fn_(&ring_);
     if (rc >= 0 || rc == -EINTR) continue;
+    if ((rc == -EAGAIN || rc == -EBUSY) && wait_timeout_ok_) {
+      // The kernel is short of memory (or CQ room) for a moment: the SQEs stay in the ring and
+      // the completion thread submits them after a short wait. Sleeping here would stall the
+      // caller (the control loop) with mu_ held.
+      submit_pending_ = true;
+      return;
+    }
     if ((rc == -EAGAIN || rc == -EBUSY) && attempt < 10000) {
-      // The kernel is short of memory for a moment; the SQEs stay in the ring until it accepts.
       std::this_thread::sleep_for(std::chrono::microseconds(50));
       continue;
     }
     notice_once(g_submit_notice, std::string("io_uring_submit: ") + std::strerror(-rc));
     break;
   }
+}
+
+void UringEngine::set_submit_for_testing(std::function<int(io_uring*)> submit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  submit_fn_ = std::move(submit);
 }
 
 void UringEngine::prep(io_uring_sqe* sqe, Request* req) {
@@ -240,7 +256,23 @@ void UringEngine::completion_loop() {
   std::vector<Request*> retry, done;
   for (;;) {
     io_uring_cqe* cqe = nullptr;
-    int rc = io_uring_wait_cqe(&ring_, &cqe);
+    int rc;
+    if (wait_timeout_ok_) {
+      bool retry_submit;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (submit_pending_) flush_locked();
+        retry_submit = submit_pending_;
+      }
+      // A refused submit is retried every 50 us. Otherwise the wait is bounded too (100 ms), in
+      // case a caller's submit was refused just after the check above with nothing in the kernel
+      // to wake this thread.
+      __kernel_timespec ts{0, retry_submit ? 50'000 : 100'000'000};
+      rc = io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
+      if (rc == -ETIME) continue;
+    } else {
+      rc = io_uring_wait_cqe(&ring_, &cqe);
+    }
     if (rc < 0) {
       if (rc != -EINTR && rc != -EAGAIN) {
         notice_once(g_wait_notice, std::string("io_uring_wait_cqe: ") + std::strerror(-rc));

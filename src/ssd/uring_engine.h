@@ -6,7 +6,9 @@
 //
 // Submission: callers' threads push requests onto a FIFO overflow queue under one mutex and move
 // as many as fit into the SQ, never more than the CQ can hold; the rest wait until completions
-// free room, so a full ring never fails a request. A completion thread reaps CQEs, resubmits the
+// free room, so a full ring never fails a request. A submit the kernel refuses for the moment
+// (EAGAIN, EBUSY) is retried by the completion thread, never by sleeping on the caller's thread.
+// A completion thread reaps CQEs, resubmits the
 // remainder of short transfers (and requests that got EAGAIN/EINTR), runs the IoThreadHook, and
 // posts the callback to the Executor. Sync is IORING_OP_FSYNC with IORING_FSYNC_DATASYNC.
 //
@@ -18,6 +20,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -56,6 +59,8 @@ class UringEngine final : public SsdEngine {
 
   bool files_registered() const { return files_registered_; }
   bool buffers_registered() const { return buffers_.enabled(); }
+  // Replaces io_uring_submit (tests: a kernel that answers EAGAIN for a while).
+  void set_submit_for_testing(std::function<int(io_uring*)> submit);
 
  private:
   struct Request;
@@ -64,6 +69,9 @@ class UringEngine final : public SsdEngine {
   void submit(IoOp op, FileId file, uint64_t offset, std::byte* buf, size_t len, IoCallback cb,
               IoThreadHook hook);
   void fail_early(IoOp op, Status status, IoCallback cb);
+  // Moves overflow_ into the SQ and submits, never sleeping: when the kernel answers EAGAIN or
+  // EBUSY the SQEs stay in the ring, submit_pending_ is set, and the completion thread retries
+  // after a short wait (off the caller's thread, which is usually the control loop).
   void flush_locked();
   void prep(io_uring_sqe* sqe, Request* req);
   void completion_loop();
@@ -86,6 +94,9 @@ class UringEngine final : public SsdEngine {
   std::deque<Request*> overflow_;  // submitted by callers, not yet in the SQ
   unsigned in_kernel_ = 0;         // in the SQ or the kernel, CQE not yet reaped
   uint64_t outstanding_ = 0;       // submitted and callback not yet posted
+  bool submit_pending_ = false;    // the kernel refused a submit for now: the completer retries
+  bool wait_timeout_ok_ = false;   // IORING_FEAT_EXT_ARG: the completer may wait with a timeout
+  std::function<int(io_uring*)> submit_fn_;  // io_uring_submit unless a test replaced it
   SsdEngineStats stats_;
   std::thread completer_;
 };

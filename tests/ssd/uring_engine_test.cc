@@ -4,6 +4,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
 #include "common/aligned_buffer.h"
 #include "common/units.h"
 #include "ssd/ssd_test_util.h"
@@ -125,6 +132,36 @@ TEST_F(UringEngineTest, IoErrorFromTheKernelNamesTheRequest) {
       << got->status().message();
   engine_->remove_file(*id);
   close(ro);
+}
+
+TEST_F(UringEngineTest, RefusedSubmitIsRetriedOffTheCallersThread) {
+  // The kernel answers EAGAIN five times: the caller's thread (the control loop) tries once and
+  // returns at once; the completion thread retries until the kernel takes the write.
+  std::mutex mu;
+  std::vector<std::thread::id> callers;
+  int refusals = 5;
+  engine_->set_submit_for_testing([&](io_uring* ring) {
+    std::lock_guard<std::mutex> lock(mu);
+    callers.push_back(std::this_thread::get_id());
+    if (refusals > 0) {
+      --refusals;
+      return -EAGAIN;
+    }
+    return io_uring_submit(ring);
+  });
+  auto buf = AlignedBuffer::allocate(64 * kKiB);
+  ASSERT_TRUE(buf.is_ok());
+  fill_pattern(buf->data(), 0, 64 * kKiB);
+  std::optional<Result<size_t>> got;
+  engine_->write(file_id_, 0, buf->data(), 64 * kKiB, [&](Result<size_t> r) { got = r; });
+  ASSERT_TRUE(run_until(ex_, [&] { return got.has_value(); }));
+  ASSERT_TRUE(got->is_ok()) << got->status().to_string();
+  EXPECT_EQ(**got, 64 * kKiB);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_GE(callers.size(), 6u);
+  EXPECT_EQ(callers[0], std::this_thread::get_id());
+  EXPECT_EQ(std::count(callers.begin(), callers.end(), std::this_thread::get_id()), 1)
+      << "the caller's thread retried a refused submit";
 }
 
 }  // namespace
