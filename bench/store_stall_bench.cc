@@ -4,7 +4,9 @@
 // 64 MiB segments the run also creates segments and reclaims them, with 512 MiB ones it does not.
 // worst_stall_ms is the probe's worst lateness (on a busy machine it includes being scheduled
 // out); worst_loop_cpu_ms the most CPU the loop thread itself used between two probes. Everything the store does on the
-// loop thread (payload checksums, segment creation, unlinks) shows up as probe lateness.
+// loop thread (payload checksums, segment creation, unlinks) shows up as probe lateness. Since
+// segment creation moved to the store's creator thread, a put that finds no room waits for the
+// next segment instead of the loop.
 //
 //   build/debug/bench/store_stall_bench [--benchmark_repetitions=3]
 //   TEMPOKV_BENCH_DIR (default /var/tmp) holds the store.

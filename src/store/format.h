@@ -102,5 +102,7 @@ bool has_zero_sector(const std::byte* data, size_t bytes);
 // "seg-0000000042.tkv"; parse returns the id of a well-formed name only.
 std::string segment_file_name(uint32_t segment_id);
 std::optional<uint32_t> parse_segment_file_name(std::string_view name);
+// A segment set aside for a corrupt header: segment_file_name(id) + this suffix.
+inline constexpr std::string_view kQuarantineSuffix = ".quarantine";
 
 }  // namespace tempokv::store

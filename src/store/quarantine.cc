@@ -12,11 +12,6 @@
 #include "store/store_impl.h"
 
 namespace tempokv::store {
-namespace {
-
-constexpr std::string_view kQuarantineSuffix = ".quarantine";
-
-}  // namespace
 
 Status StoreImpl::quarantine(uint32_t id, const std::string& path) {
   std::error_code ec;
@@ -60,7 +55,8 @@ Status StoreImpl::remove_reclaimed_leftovers() {
   std::error_code ec;
   bool removed = false;
   for (const auto& entry : std::filesystem::directory_iterator(options_.dir, ec)) {
-    if (!entry.path().filename().string().ends_with(kReclaimedSuffix)) continue;
+    std::string name = entry.path().filename().string();
+    if (!name.ends_with(kReclaimedSuffix) && !name.ends_with(kNextSuffix)) continue;
     if (::unlink(entry.path().c_str()) != 0) {
       return Status::from_errno(errno, "remove " + entry.path().string());
     }
@@ -98,9 +94,12 @@ void StoreImpl::drop_corrupt(const Key& key, uint64_t sequence) {
   h.flags = kFlagTombstone;
   h.key = key;
   h.aux = kTombstoneCorrupt;
-  Result<PendingWrite*> w = place(h, nullptr);
+  PendingWrite* w = admit(h, nullptr);
+  if (!options_.simulated) prepare_payload(w, nullptr);
+  w->prepared = true;
   index_erase(key);  // gone now; durable when the tombstone is
-  if (w.is_ok()) submit(*w, nullptr);
+  waiting_.push_back(w);
+  place_waiting();
 }
 
 }  // namespace tempokv::store

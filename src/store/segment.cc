@@ -28,8 +28,9 @@ Result<int> open_segment_file(const std::string& path, bool direct, bool read_on
   return fd;
 }
 
-Result<int> create_segment_file(const std::string& dir, uint32_t id, uint64_t bytes, bool direct) {
-  std::string path = dir + "/" + segment_file_name(id);
+Result<int> create_segment_file(const std::string& dir, uint32_t id, uint64_t bytes, bool direct,
+                                std::string_view suffix) {
+  std::string path = dir + "/" + segment_file_name(id) + std::string(suffix);
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
   if (fd < 0) return Status::from_errno(errno, "create " + path);
   auto fail = [&](int err, const std::string& what) -> Status {

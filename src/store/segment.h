@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ssd/ssd_engine.h"
@@ -52,7 +53,9 @@ struct Segment {
 // Creates dir/segment_file_name(id), preallocates `bytes` (fallocate), writes and syncs the
 // segment header, and syncs the directory so the name survives a crash. On any failure the file is
 // removed again; ENOSPC maps to ResourceExhausted. Returns the fd (O_DIRECT when direct).
-Result<int> create_segment_file(const std::string& dir, uint32_t id, uint64_t bytes, bool direct);
+// With a suffix the file is dir/segment_file_name(id) + suffix (a spare, renamed when used).
+Result<int> create_segment_file(const std::string& dir, uint32_t id, uint64_t bytes, bool direct,
+                                std::string_view suffix = {});
 // Opens an existing segment file for reading and writing (reading only when read_only).
 Result<int> open_segment_file(const std::string& path, bool direct, bool read_only = false);
 // fsync of a directory, so created and removed names are durable.

@@ -25,8 +25,10 @@
 // store), no writes of any kind, no reclamation, no recovery that modifies files; put and remove
 // fail with FailedPrecondition.
 //
-// Segment creation (fallocate, header write, fdatasync, directory fsync) runs on the calling
-// thread, once per segment_bytes written; everything else is asynchronous on the SsdEngine.
+// Segment creation (fallocate, header write, fdatasync, directory fsync) runs on the store's
+// creator thread, never the caller's: the next segment is created ahead (a spare, counted against
+// capacity, made only when it fits without reclaiming) and writes that find no room wait for it.
+// Everything else is asynchronous on the SsdEngine or the store's worker threads.
 //
 // Simulated mode (options.simulated): the same index, capacity and reclamation logic, no files and
 // no bytes; the SsdEngine (the simulated one) provides the time.
@@ -40,6 +42,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ssd/ssd_engine.h"
@@ -59,6 +62,10 @@ struct StoreOptions {
   bool verify_reads = true;               // check the payload checksum on every get
   bool read_only = false;                 // inspect only: shared lock, no writes, no reclamation
   bool reclaim_at_open = false;           // cut a store found above capacity_bytes (oldest first)
+  bool spare_segment = true;              // create the next segment ahead when capacity allows
+  // Tests: runs on the store's own threads before each piece of work done there ("prepare" a
+  // large put, "create" or "publish" a segment), so a test can hold that work up.
+  std::function<void(std::string_view what)> on_io_thread_for_testing;
   Status validate() const;
 };
 
@@ -79,6 +86,7 @@ struct StoreStats {
   uint64_t live_bytes = 0;      // payload bytes of indexed objects
   uint64_t segments = 0;
   uint64_t disk_bytes = 0;      // bytes of all segment files (allocated size)
+  uint64_t spare_bytes = 0;     // the next segment, made ahead: counted against capacity besides
   uint64_t capacity_bytes = 0;
   uint64_t puts = 0;
   uint64_t put_bytes = 0;
@@ -88,7 +96,9 @@ struct StoreStats {
   uint64_t failed_puts = 0;
   uint64_t failed_gets = 0;
   uint64_t checksum_failures = 0;     // gets that returned Corruption
-  uint64_t dropped_records = 0;       // objects dropped from the index after failing a checksum
+  // Objects dropped from the index after failing a checksum: the drop tombstones (aux 1) found in
+  // the log at open, plus the drops since.
+  uint64_t dropped_records = 0;
   uint64_t quarantined_segments = 0;  // segment files with a corrupt header, renamed aside
   uint64_t quarantined_bytes = 0;     // their bytes, counted in disk_bytes until reclaimed
   uint64_t corrupt_records = 0;       // skipped at open: bad checksum inside the log
@@ -111,8 +121,9 @@ class Store {
   virtual ~Store() = default;
 
   // Stores `bytes` bytes at `data` under key (replacing an older object with the key). data may be
-  // nullptr only in simulated mode. data need not be aligned; 4 KiB-aligned data of 64 KiB or more
-  // is written without a copy, so data must stay valid and unchanged until cb runs. cb runs when
+  // nullptr only in simulated mode. data need not be aligned; a payload of 64 KiB or more is read
+  // (hashed; written without a copy when 4 KiB-aligned) after put returns, so data must stay valid
+  // and unchanged until cb runs; smaller ones are copied before put returns. cb runs when
   // the record is durable, or with the error (ResourceExhausted for a full disk or capacity,
   // InvalidArgument for an empty or oversized payload).
   virtual void put(const Key& key, TokenRange tokens, const void* data, size_t bytes,
@@ -133,6 +144,11 @@ class Store {
   // path or cuFile). Every pin_segment needs one unpin_segment. NotFound when not live.
   virtual Status pin_segment(uint32_t segment) = 0;
   virtual void unpin_segment(uint32_t segment) = 0;
+  // Declares memory that get() reads into again and again (the fast tier's arena), so that the
+  // engine registers it once (io_uring fixed buffers: no page pinning per read). Best effort: an
+  // engine or kernel that cannot register it reads unregistered, as before.
+  virtual void register_read_buffer(void* base, size_t bytes) = 0;
+  virtual void unregister_read_buffer(void* base) = 0;
   virtual StoreStats stats() const = 0;
   // Told of every object that leaves the index by reclamation (not by remove or replacement),
   // in a task posted to the Executor after the objects left the index (so it may call the store).
@@ -150,6 +166,12 @@ struct VerifyReport {
   uint64_t segments = 0;
   uint64_t bytes_checked = 0;
   std::vector<std::string> problems;  // one line per bad record: segment, offset, what was wrong
+  struct Quarantined {
+    std::string name;  // file name in the directory (seg-N.tkv.quarantine)
+    uint64_t bytes = 0;
+  };
+  std::vector<Quarantined> quarantined;  // segments set aside for a corrupt header, in id order
+  uint64_t dropped = 0;  // drop tombstones (aux 1): records dropped after failing a checksum
 };
 // Reads every record of every segment in dir with blocking I/O. Does not modify anything. Holds
 // the directory's shared lock: FailedPrecondition while a writer (a daemon) has the store open.

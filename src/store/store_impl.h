@@ -1,7 +1,8 @@
 // StoreImpl: the one implementation of Store (store.h is the contract). Split by concern:
 //   store_open.cc    open, recovery from a scan, close, teardown
-//   store_write.cc   put/remove, record placement, group commit, sealing (large puts are hashed
-//                    and copied on the WriteWorker's thread, not the loop's)
+//   store_write.cc   put/remove, record placement, group commit, sealing (puts of 64 KiB or more
+//                    are hashed, and copied when unaligned, on the WriteWorker's thread)
+//   roll.cc          the next segment, created ahead on the creator thread, never on the loop
 //   store_read.cc    get, lookup, list, stats
 //   reclaim.cc       capacity and oldest-first segment reclamation
 //   quarantine.cc    segments with a corrupt header, records failing their checksum
@@ -16,6 +17,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,22 +43,33 @@ using AlignedBytes = std::unique_ptr<std::byte, FreeDeleter>;
 // A zero-filled 4 KiB-aligned allocation of round_up(bytes, 4 KiB); null when out of memory.
 AlignedBytes allocate_blocks(size_t bytes);
 
-// One record (put, tombstone or seal) from placement until durable.
+// A segment file created ahead of need ("seg-N.tkv.next"): renamed to its segment name (and the
+// directory synced) when the active segment fills. open() deletes any it finds.
+inline constexpr std::string_view kNextSuffix = ".next";
+
+// One record (put, tombstone or seal) from its call until durable. Its sequence is fixed at the
+// call; it is placed (segment, offset) in call order once a segment has room, and submitted once
+// placed and prepared.
 struct PendingWrite {
   RecordHeader header;
   Segment* segment = nullptr;
   uint64_t offset = 0;  // of the header block
   Store::DoneCallback cb;
+  const void* data = nullptr;  // the caller's payload (valid until cb for payloads >= 64 KiB)
   int pieces_left = 0;  // engine writes not yet completed
   Status status;
-  bool prepared = false;   // buffers filled (prepare_write), by the WriteWorker for large puts
+  bool placed = false;     // segment and offset assigned
+  bool prepared = false;   // checksum and buffers ready (prepare_payload; WriteWorker when large)
   bool zero_copy = false;  // the payload goes out from the caller's memory
+  bool abandoned = false;  // failed while the worker prepared it: the worker's continuation frees it
   AlignedBytes head;  // the header block, or the whole record when the payload was copied
   AlignedBytes tail;  // the payload's last partial block (zero-copy path)
 };
-// Fills w's write buffers from its header and data: the header block, and the copied payload (or,
-// zero-copy, its last partial block). Any thread: touches only w. Out of memory goes to w->status.
-void prepare_write(PendingWrite* w, const void* data);
+// Fills w's payload buffers from data: a record-sized buffer with the payload copied after the
+// header block, or (zero-copy) a header block and the payload's last partial block. The header
+// itself is encoded at submission. Any thread: touches only those buffers, zero_copy and status
+// (out of memory).
+void prepare_payload(PendingWrite* w, const void* data);
 
 class StoreImpl final : public Store {
  public:
@@ -78,6 +91,12 @@ class StoreImpl final : public Store {
   std::string segment_path(uint32_t segment) const override;
   Status pin_segment(uint32_t segment) override;
   void unpin_segment(uint32_t segment) override;
+  void register_read_buffer(void* base, size_t bytes) override {
+    if (!options_.simulated && base != nullptr) (void)engine_.register_buffer(base, bytes);
+  }
+  void unregister_read_buffer(void* base) override {
+    if (!options_.simulated && base != nullptr) engine_.unregister_buffer(base);
+  }
   StoreStats stats() const override;
   void set_eviction_listener(EvictionListener listener) override {
     listener_ = std::move(listener);
@@ -111,9 +130,12 @@ class StoreImpl final : public Store {
   void maybe_finish_close();
   void fail_soon(DoneCallback cb, Status st);
   // store_write.cc
-  Result<PendingWrite*> place(const RecordHeader& header, DoneCallback cb);
-  Status roll_segment();
-  void submit(PendingWrite* w, const void* data);
+  // Gives header its sequence and counts the write in flight; the caller prepares and queues it.
+  PendingWrite* admit(const RecordHeader& header, DoneCallback cb);
+  // Places waiting_ in order into the active segment, rolling to the next one when it is full.
+  void place_waiting();
+  void maybe_submit(PendingWrite* w);
+  void submit(PendingWrite* w);
   void on_piece_done(PendingWrite* w, Result<size_t> r, size_t expected);
   void maybe_sync(Segment& seg);
   void on_sync_done(Segment& seg, std::vector<PendingWrite*> batch, Result<size_t> r);
@@ -122,6 +144,17 @@ class StoreImpl final : public Store {
   DoneCallback finish(PendingWrite* w, const Status& st);
   void maybe_seal(Segment& seg);
   void retire(Segment& seg);
+  // roll.cc: segment creation off the loop
+  // The active segment cannot take the next write: seal it and install the next one when it is
+  // ready (true), or start making it and return false (placement resumes when it lands).
+  bool roll();
+  // Starts creating the next segment ahead of need, when it fits under capacity as it is.
+  void want_spare();
+  void start_next(bool spare);
+  void on_next_done(uint32_t id, Result<int> fd, bool published);
+  Status install(uint32_t id, int fd);
+  void fail_waiting(const Status& st);
+  void discard_spare();
   // reclaim.cc
   Status make_room(uint64_t extra_bytes);
   void reclaim(Segment& seg);
@@ -145,6 +178,15 @@ class StoreImpl final : public Store {
   std::unordered_map<Key, InFlight> in_flight_;
   std::map<uint32_t, std::unique_ptr<Segment>> segments_;
   Segment* active_ = nullptr;
+  std::deque<PendingWrite*> waiting_;  // admitted, not yet placed (in call order)
+  // The segment after active_, made on creator_: kCreating (as a spare "*.next" file, or under
+  // its own name when writes already wait for it), kReady (a spare), kPublishing (the spare being
+  // renamed to its segment name). Its bytes count in live_disk_bytes_ from the start.
+  enum class NextState { kNone, kCreating, kReady, kPublishing };
+  NextState next_state_ = NextState::kNone;
+  uint32_t next_id_ = 0;
+  int next_fd_ = -1;
+  bool next_needed_ = false;  // writes wait for it: install as soon as it lands
   uint32_t next_segment_id_ = 1;
   uint64_t next_sequence_ = 1;
   uint64_t live_disk_bytes_ = 0;
@@ -157,7 +199,11 @@ class StoreImpl final : public Store {
   int lock_fd_ = -1;
   bool closing_ = false;
   DoneCallback close_cb_;
+  // Continuations that the store's threads post to the Executor check it first: a store destroyed
+  // without close (a test's crash) ignores them instead of touching freed memory.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   WriteWorker unlinker_;  // deletes reclaimed segment files
+  WriteWorker creator_;   // creates (fallocate, header, syncs) and publishes the next segment
   WriteWorker worker_;    // last: destroyed (joined) first
 };
 

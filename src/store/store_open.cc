@@ -60,6 +60,7 @@ StoreImpl::StoreImpl(Executor& executor, SsdEngine& engine, const StoreOptions& 
 }
 
 StoreImpl::~StoreImpl() {
+  if (next_state_ == NextState::kReady && next_fd_ >= 0) ::close(next_fd_);  // open deletes it
   for (auto& [id, seg] : segments_) {
     engine_.remove_file(seg->file);
     if (seg->fd >= 0) ::close(seg->fd);
@@ -88,11 +89,13 @@ Status StoreImpl::recover() {
   }
   if (ec) return Status::io_error("list " + options_.dir + ": " + ec.message());
   std::sort(ids.begin(), ids.end());
-  // A reclaimed segment whose deletion a crash cut short: already out of the store.
+  // A reclaimed segment whose deletion a crash cut short, or a spare never used: not in the store.
   if (!options_.read_only) TEMPOKV_RETURN_IF_ERROR(remove_reclaimed_leftovers());
   TEMPOKV_RETURN_IF_ERROR(adopt_quarantined(options_.dir));
   TEMPOKV_RETURN_IF_ERROR(scan_all(ids));
-  return fit_capacity();
+  TEMPOKV_RETURN_IF_ERROR(fit_capacity());
+  if (active_ != nullptr) want_spare();
+  return Status::ok();
 }
 
 Status StoreImpl::scan_all(const std::vector<uint32_t>& ids) {
@@ -127,6 +130,8 @@ Status StoreImpl::scan_all(const std::vector<uint32_t>& ids) {
       const Key& key = r.header.key;
       auto it = index_.find(key);
       if (r.header.tombstone()) {
+        // A drop (aux 1) stays counted across reopen while its tombstone is in the log.
+        if (r.header.aux == kTombstoneCorrupt) ++stats_.dropped_records;
         if (it != index_.end() && it->second.sequence < r.header.sequence) index_erase(key);
         uint64_t& t = tombstone_sequence[key];
         t = std::max(t, r.header.sequence);
@@ -218,6 +223,7 @@ void StoreImpl::close(DoneCallback cb) {
 
 void StoreImpl::maybe_finish_close() {
   if (!closing_ || ops_in_flight_ != 0 || !close_cb_) return;
+  discard_spare();
   fail_soon(std::move(close_cb_), Status::ok());
   close_cb_ = nullptr;
 }

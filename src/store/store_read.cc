@@ -120,7 +120,8 @@ StoreStats StoreImpl::stats() const {
   StoreStats s = stats_;
   s.objects = index_.size();
   s.live_bytes = live_payload_bytes_;
-  s.disk_bytes = live_disk_bytes_;
+  s.spare_bytes = next_state_ == NextState::kNone ? 0 : options_.segment_bytes;
+  s.disk_bytes = live_disk_bytes_ - s.spare_bytes;
   s.quarantined_segments = quarantined_.size();
   s.quarantined_bytes = quarantined_bytes_;
   s.segments = 0;

@@ -1,7 +1,8 @@
-// The write path: put/remove place a record in the active segment, write it (zero-copy when the
-// caller's payload is 4 KiB-aligned), and complete it after the segment's next fdatasync (group
-// commit). A full segment is sealed once its writes are synced. Payloads of 64 KiB or more are
-// hashed and copied on the WriteWorker's thread between placement and submission.
+// The write path: put/remove place a record in the active segment in call order, write it
+// (zero-copy when the caller's payload is 4 KiB-aligned), and complete it after the segment's next
+// fdatasync (group commit). A full segment is sealed once its writes are synced. Payloads of
+// 64 KiB or more are hashed (and copied when unaligned) on the WriteWorker's thread while they
+// wait for placement and submission; a write waits in waiting_ while the next segment is made.
 #include <cstring>
 
 #include "store/store_impl.h"
@@ -39,21 +40,37 @@ void StoreImpl::put(const Key& key, TokenRange tokens, const void* data, size_t 
   h.key = key;
   h.tokens = tokens;
   h.payload_bytes = bytes;
-  // Placed now (sequence and offset in put order); the header needs the checksum first. At
-  // ~20 GB/s that is ~1.6 ms for a 32 MiB chunk, 50 ms for 1 GiB: a zero-copy payload (which the
-  // caller keeps until cb anyway) is hashed on the worker, so the loop goes on serving claims.
-  // Other payloads are copied (and hashed) here, since the caller may reuse them on return.
-  bool on_worker =
-      !options_.simulated && is_aligned(data, kBlockBytes) && bytes >= kZeroCopyMinBytes;
-  if (!options_.simulated && !on_worker) h.payload_checksum = checksum128(data, bytes);
-  Result<PendingWrite*> placed = place(h, std::move(cb));
-  if (!placed.is_ok()) return;  // place reported the error
-  if (!on_worker) return submit(*placed, data);
-  worker_.run([this, w = *placed, data] {
-    w->header.payload_checksum = checksum128(data, w->header.payload_bytes);
-    prepare_write(w, data);
-    executor_.post([this, w, data] { submit(w, data); });
-  });
+  PendingWrite* w = admit(h, std::move(cb));
+  w->data = data;
+  if (options_.simulated) {
+    w->prepared = true;
+  } else if (bytes < kZeroCopyMinBytes) {
+    // Small: copied (and hashed) here, since the caller may reuse its buffer on return.
+    w->header.payload_checksum = checksum128(data, bytes);
+    prepare_payload(w, data);
+    w->prepared = true;
+  } else {
+    // At ~20 GB/s hashing is ~1.6 ms per 32 MiB chunk, 50 ms per GiB, and an unaligned payload's
+    // copy as much again: both run on the worker (the caller keeps data until cb), so the loop
+    // goes on serving claims. The record's place in the log is fixed by call order all the same.
+    worker_.run([this, w, data, alive = std::weak_ptr<int>(alive_)] {
+      if (options_.on_io_thread_for_testing) options_.on_io_thread_for_testing("prepare");
+      w->header.payload_checksum = checksum128(data, w->header.payload_bytes);
+      prepare_payload(w, data);
+      executor_.post([this, w, alive] {
+        if (alive.expired()) return delete w;
+        if (w->abandoned) {
+          delete w;
+          --ops_in_flight_;
+          return maybe_finish_close();
+        }
+        w->prepared = true;
+        maybe_submit(w);
+      });
+    });
+  }
+  waiting_.push_back(w);
+  place_waiting();
 }
 
 void StoreImpl::remove(const Key& key, DoneCallback cb) {
@@ -68,33 +85,19 @@ void StoreImpl::remove(const Key& key, DoneCallback cb) {
   RecordHeader h;
   h.flags = kFlagTombstone;
   h.key = key;
-  Result<PendingWrite*> w = place(h, std::move(cb));
-  if (!w.is_ok()) return;
+  PendingWrite* w = admit(h, std::move(cb));
+  if (!options_.simulated) prepare_payload(w, nullptr);
+  w->prepared = true;
   index_erase(key);  // invisible at once; durable when cb runs
-  submit(*w, nullptr);
+  waiting_.push_back(w);
+  place_waiting();
 }
 
-Result<PendingWrite*> StoreImpl::place(const RecordHeader& header, DoneCallback cb) {
-  uint64_t rb = header.record_bytes();
-  if (active_ == nullptr || active_->write_offset + rb + kHeaderBytes > active_->bytes) {
-    Status st = roll_segment();
-    if (!st.is_ok()) {
-      if (!header.tombstone()) ++stats_.failed_puts;
-      fail_soon(std::move(cb), st);
-      return st;
-    }
-  }
-  Segment& seg = *active_;
+PendingWrite* StoreImpl::admit(const RecordHeader& header, DoneCallback cb) {
   auto* w = new PendingWrite;
   w->header = header;
-  w->header.segment_id = seg.id;
   w->header.sequence = next_sequence_++;
-  w->segment = &seg;
-  w->offset = seg.write_offset;
   w->cb = std::move(cb);
-  seg.write_offset += rb;
-  ++seg.records;
-  ++seg.writes_in_flight;
   ++ops_in_flight_;
   InFlight& f = in_flight_[header.key];
   f.newest_sequence = w->header.sequence;
@@ -102,39 +105,32 @@ Result<PendingWrite*> StoreImpl::place(const RecordHeader& header, DoneCallback 
   return w;
 }
 
-Status StoreImpl::roll_segment() {
-  if (active_ != nullptr) {
-    Segment& old = *active_;
-    active_ = nullptr;
-    old.state = SegmentState::kSealing;
-    maybe_seal(old);
+void StoreImpl::place_waiting() {
+  while (!waiting_.empty()) {
+    PendingWrite* w = waiting_.front();
+    uint64_t rb = w->header.record_bytes();
+    if (active_ == nullptr || active_->write_offset + rb + kHeaderBytes > active_->bytes) {
+      if (!roll()) return;  // resumes when the next segment lands (or waiting_ failed)
+      continue;
+    }
+    waiting_.pop_front();
+    Segment& seg = *active_;
+    w->header.segment_id = seg.id;
+    w->segment = &seg;
+    w->offset = seg.write_offset;
+    w->placed = true;
+    seg.write_offset += rb;
+    ++seg.records;
+    ++seg.writes_in_flight;
+    maybe_submit(w);
   }
-  TEMPOKV_RETURN_IF_ERROR(make_room(options_.segment_bytes));
-  auto seg = std::make_unique<Segment>();
-  seg->id = next_segment_id_++;
-  seg->bytes = options_.segment_bytes;
-  seg->write_offset = kHeaderBytes;
-  if (!options_.simulated) {
-    // Blocking (fallocate, header write, two syncs): once per segment_bytes written.
-    TEMPOKV_ASSIGN_OR_RETURN(seg->fd, create_segment_file(options_.dir, seg->id, seg->bytes,
-                                                          engine_.direct()));
-    seg->path = options_.dir + "/" + segment_file_name(seg->id);
-  }
-  Result<FileId> file = engine_.add_file(seg->fd);
-  if (!file.is_ok()) {
-    if (seg->fd >= 0) ::close(seg->fd);
-    if (!seg->path.empty()) ::unlink(seg->path.c_str());
-    return file.status();
-  }
-  seg->file = *file;
-  live_disk_bytes_ += seg->bytes;
-  active_ = seg.get();
-  segments_[seg->id] = std::move(seg);
-  return Status::ok();
 }
 
-void prepare_write(PendingWrite* w, const void* data) {
-  w->prepared = true;
+void StoreImpl::maybe_submit(PendingWrite* w) {
+  if (w->placed && w->prepared) submit(w);
+}
+
+void prepare_payload(PendingWrite* w, const void* data) {
   size_t bytes = w->header.payload_bytes;
   w->zero_copy = data != nullptr && is_aligned(data, kBlockBytes) && bytes >= kZeroCopyMinBytes;
   w->head = allocate_blocks(w->zero_copy ? kHeaderBytes : w->header.record_bytes());
@@ -144,7 +140,6 @@ void prepare_write(PendingWrite* w, const void* data) {
     w->status = Status::resource_exhausted("out of memory for a write buffer");
     return;
   }
-  encode_record_header(w->header, std::span<std::byte, kHeaderBytes>(w->head.get(), kHeaderBytes));
   const auto* src = static_cast<const std::byte*>(data);
   if (!w->zero_copy) {
     if (bytes > 0) std::memcpy(w->head.get() + kHeaderBytes, src, bytes);
@@ -153,7 +148,7 @@ void prepare_write(PendingWrite* w, const void* data) {
   }
 }
 
-void StoreImpl::submit(PendingWrite* w, const void* data) {
+void StoreImpl::submit(PendingWrite* w) {
   Segment& seg = *w->segment;
   uint64_t rb = w->header.record_bytes();
   auto write = [&](uint64_t offset, const void* buf, size_t len) {
@@ -164,13 +159,13 @@ void StoreImpl::submit(PendingWrite* w, const void* data) {
     w->pieces_left = 1;
     return write(w->offset, nullptr, rb);
   }
-  if (!w->prepared) prepare_write(w, data);
   if (!w->status.is_ok()) {
     Status st = std::move(w->status);
     w->status = Status::ok();
     w->pieces_left = 1;
     return on_piece_done(w, std::move(st), rb);
   }
+  encode_record_header(w->header, std::span<std::byte, kHeaderBytes>(w->head.get(), kHeaderBytes));
   if (!w->zero_copy) {
     w->pieces_left = 1;
     return write(w->offset, w->head.get(), rb);
@@ -180,7 +175,7 @@ void StoreImpl::submit(PendingWrite* w, const void* data) {
   size_t body = bytes - tail_bytes;
   w->pieces_left = tail_bytes > 0 ? 3 : 2;
   write(w->offset, w->head.get(), kHeaderBytes);
-  write(w->offset + kHeaderBytes, data, body);
+  write(w->offset + kHeaderBytes, w->data, body);
   if (tail_bytes > 0) write(w->offset + kHeaderBytes + body, w->tail.get(), kBlockBytes);
 }
 
@@ -289,9 +284,12 @@ void StoreImpl::maybe_seal(Segment& seg) {
   w->header.aux = seg.records;
   w->segment = &seg;
   w->offset = seg.write_offset;
+  w->placed = true;
   ++seg.writes_in_flight;
   ++ops_in_flight_;
-  submit(w, nullptr);
+  if (!options_.simulated) prepare_payload(w, nullptr);
+  w->prepared = true;
+  submit(w);
 }
 
 void StoreImpl::retire(Segment& seg) {

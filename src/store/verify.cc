@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <string_view>
+#include <utility>
 
 #include "store/dir_lock.h"
+#include "store/format.h"
 #include "store/scan.h"
 #include "store/store.h"
 
@@ -31,6 +34,22 @@ Result<VerifyReport> verify_store_dir(const std::string& dir) {
   if (ec) return Status::io_error("list " + dir + ": " + ec.message());
   std::sort(ids.begin(), ids.end());
   VerifyReport report;
+  std::vector<std::pair<uint32_t, VerifyReport::Quarantined>> quarantined;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!name.ends_with(store::kQuarantineSuffix)) continue;
+    auto id = store::parse_segment_file_name(
+        std::string_view(name).substr(0, name.size() - store::kQuarantineSuffix.size()));
+    if (!id) continue;
+    std::error_code size_ec;
+    uint64_t bytes = entry.file_size(size_ec);
+    if (size_ec) return Status::io_error("size of " + entry.path().string() + ": " + size_ec.message());
+    quarantined.push_back({*id, {name, bytes}});
+  }
+  if (ec) return Status::io_error("list " + dir + ": " + ec.message());
+  std::sort(quarantined.begin(), quarantined.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [id, q] : quarantined) report.quarantined.push_back(std::move(q));
   for (uint32_t id : ids) {
     std::string path = dir + "/" + store::segment_file_name(id);
     TEMPOKV_ASSIGN_OR_RETURN(store::SegmentScan scan,
@@ -50,6 +69,7 @@ Result<VerifyReport> verify_store_dir(const std::string& dir) {
     for (const store::ScannedRecord& r : scan.records) {
       if (r.state != store::RecordState::kGood) continue;
       (r.header.tombstone() ? report.tombstones : report.good)++;
+      if (r.header.tombstone() && r.header.aux == store::kTombstoneCorrupt) ++report.dropped;
     }
   }
   return report;

@@ -110,10 +110,18 @@ int run_verify(const StoreCliOptions& o) {
   Result<VerifyReport> r = verify_store_dir(o.dir);
   if (!r.is_ok()) return fail(r.status());
   for (const auto& p : r->problems) std::printf("  %s\n", p.c_str());
-  std::printf("segments %llu  good %llu  corrupt %llu  torn %llu  tombstones %llu  checked %s\n",
-              static_cast<unsigned long long>(r->segments), static_cast<unsigned long long>(r->good),
-              static_cast<unsigned long long>(r->corrupt), static_cast<unsigned long long>(r->torn),
-              static_cast<unsigned long long>(r->tombstones), format_bytes(r->bytes_checked).c_str());
+  // Already set aside (never read, counted against capacity until reclaimed): listed, not failed.
+  for (const auto& q : r->quarantined) {
+    std::printf("  quarantined %s  %llu bytes (corrupt segment header)\n", q.name.c_str(),
+                static_cast<unsigned long long>(q.bytes));
+  }
+  std::printf(
+      "segments %llu  good %llu  corrupt %llu  torn %llu  tombstones %llu  dropped %llu  "
+      "quarantined %zu  checked %s\n",
+      static_cast<unsigned long long>(r->segments), static_cast<unsigned long long>(r->good),
+      static_cast<unsigned long long>(r->corrupt), static_cast<unsigned long long>(r->torn),
+      static_cast<unsigned long long>(r->tombstones), static_cast<unsigned long long>(r->dropped),
+      r->quarantined.size(), format_bytes(r->bytes_checked).c_str());
   return r->corrupt > 0 ? 1 : 0;
 }
 
@@ -131,6 +139,8 @@ int run_stats(const StoreCliOptions& o) {
   line("capacity_bytes", t.capacity_bytes);
   line("corrupt_records", t.corrupt_records);
   line("torn_records", t.torn_records);
+  line("checksum_failures", t.checksum_failures);
+  line("dropped_records", t.dropped_records);
   line("quarantined_segments", t.quarantined_segments);
   line("quarantined_bytes", t.quarantined_bytes);
   line("reclaimed_segments", t.reclaimed_segments);
