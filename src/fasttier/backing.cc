@@ -91,31 +91,48 @@ Result<std::unique_ptr<Backing>> make_file_backing(const FastTierOptions& o) {
     close(fd);
     return s;
   }
-  return map_shared(BackingKind::kFile, fd, o.capacity_bytes, false, o.populate, o.path);
+  auto b = map_shared(BackingKind::kFile, fd, o.capacity_bytes, false, o.populate, o.path);
+  // A shared file cannot be hugetlb unless it lives on hugetlbfs; ask for transparent huge pages
+  // (honoured on tmpfs and /dev/shm where shmem_enabled allows), a hint that never fails the tier.
+  if (b.is_ok() && o.huge_pages) madvise((*b)->base(), o.capacity_bytes, MADV_HUGEPAGE);
+  return b;
+}
+
+// A hugetlb memfd mapped at capacity, or nullptr when the system cannot give one: a capacity the
+// huge page size does not divide (ftruncate refuses), or a hugetlb pool too small (ftruncate
+// succeeds, and mmap fails for want of pages to reserve).
+std::unique_ptr<Backing> try_huge_memfd(const FastTierOptions& o) {
+  int fd = memfd_create("tempokv-fasttier", MFD_CLOEXEC | MFD_HUGETLB);
+  if (fd < 0) return nullptr;
+  if (ftruncate(fd, static_cast<off_t>(o.capacity_bytes)) != 0) {
+    close(fd);
+    return nullptr;
+  }
+  void* p = mmap(nullptr, o.capacity_bytes, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | (o.populate ? MAP_POPULATE : 0), fd, 0);
+  if (p == MAP_FAILED) {
+    close(fd);
+    return nullptr;
+  }
+  return std::unique_ptr<Backing>(
+      new SharedMappingBacking(BackingKind::kMemfd, fd, p, o.capacity_bytes, true));
 }
 
 Result<std::unique_ptr<Backing>> make_memfd_backing(const FastTierOptions& o) {
-  int fd = -1;
-  bool huge = false;
   if (o.huge_pages) {
-    fd = memfd_create("tempokv-fasttier", MFD_CLOEXEC | MFD_HUGETLB);
-    // A huge memfd needs a capacity the huge page size divides and a reserved pool; fall back.
-    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(o.capacity_bytes)) != 0) {
-      close(fd);
-      fd = -1;
-    }
-    huge = fd >= 0;
+    if (std::unique_ptr<Backing> huge = try_huge_memfd(o)) return huge;
   }
-  if (fd < 0) {
-    fd = memfd_create("tempokv-fasttier", MFD_CLOEXEC);
-    if (fd < 0) return Status::from_errno(errno, "memfd_create for the fast tier");
-    if (ftruncate(fd, static_cast<off_t>(o.capacity_bytes)) != 0) {
-      Status s = Status::from_errno(errno, "ftruncate of the fast tier memfd");
-      close(fd);
-      return s;
-    }
+  int fd = memfd_create("tempokv-fasttier", MFD_CLOEXEC);
+  if (fd < 0) return Status::from_errno(errno, "memfd_create for the fast tier");
+  if (ftruncate(fd, static_cast<off_t>(o.capacity_bytes)) != 0) {
+    Status s = Status::from_errno(errno, "ftruncate of the fast tier memfd");
+    close(fd);
+    return s;
   }
-  return map_shared(BackingKind::kMemfd, fd, o.capacity_bytes, huge, o.populate, "memfd");
+  auto b = map_shared(BackingKind::kMemfd, fd, o.capacity_bytes, false, o.populate, "memfd");
+  // Normal pages, but transparent huge pages where shmem allows them (shmem_enabled=advise).
+  if (b.is_ok() && o.huge_pages) madvise((*b)->base(), o.capacity_bytes, MADV_HUGEPAGE);
+  return b;
 }
 
 }  // namespace

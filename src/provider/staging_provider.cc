@@ -39,9 +39,17 @@ StagingProvider::StagingProvider(Executor& executor, Store& store, FastTier& tie
       tier_(tier),
       options_(options),
       rate_(options.prior_read_bytes_per_s, options.calibration_sample, options.calibration_weight),
-      fluid_last_(executor.now()) {}
+      fluid_last_(executor.now()) {
+  // Every staging read lands in the arena: registered once, the SSD engine reads into it with
+  // fixed buffers instead of pinning its pages per request.
+  Backing& b = tier_.backing();
+  if (b.base() != nullptr) store_.register_read_buffer(b.base(), b.size_bytes());
+}
 
-StagingProvider::~StagingProvider() = default;
+StagingProvider::~StagingProvider() {
+  Backing& b = tier_.backing();
+  if (b.base() != nullptr) store_.unregister_read_buffer(b.base());
+}
 
 Result<StagingProvider::Validated> StagingProvider::validate_claim(const StagingClaim& claim) {
   if (claims_.count(claim.id) != 0) {

@@ -26,6 +26,7 @@ Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profi
   o.budget_bytes = c.tier.budget_bytes;
   o.slot_bytes = c.tier.slot_bytes;
   o.tier_is_device = c.tier.backing == "dax";
+  o.tier_huge_pages = c.tier.huge_pages;
   o.tier_path = c.tier.path.empty() ? default_shm_path("tier") : c.tier.path;
   o.write_path = default_shm_path("writes");
   o.write_bytes = c.writes.region_bytes;

@@ -38,7 +38,7 @@ struct DaemonConfig {
     uint64_t slot_bytes = 4096;            // allocation unit, a multiple of 4 KiB
     std::string backing = "shm";           // "shm" (POSIX shared memory), "file" or "dax"
     std::string path;  // file/dax: the file or /dev/daxX.Y; shm: "" = /dev/shm/tempokvd-<pid>-tier
-    bool huge_pages = false;  // shm: back the arena with huge pages when the system has them
+    bool huge_pages = false;  // shm: ask for transparent huge pages on the arena (a hint)
   };
   struct Writes {
     uint64_t region_bytes = 1ULL << 30;  // shared write region clients stage new KV in

@@ -62,7 +62,7 @@ const Field kFields[] = {
      "file/dax: the file or device (required); shm: the /dev/shm name, \"\" means "
      "/dev/shm/tempokvd-PID-tier."},
     {"tier", "huge_pages", FieldType::kBool, TEMPOKV_FIELD_REF(tier.huge_pages),
-     "Back a shm arena with huge pages when the system has them."},
+     "Ask for transparent huge pages on the shm arena (madvise; used where shmem allows them)."},
 
     {"writes", "region_bytes", FieldType::kBytes, TEMPOKV_FIELD_REF(writes.region_bytes),
      "Size of the shared write region clients stage new KV in before a put; a multiple of 4 KiB."},

@@ -81,6 +81,7 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   to.backing = BackingKind::kFile;
   to.path = options.tier_path;
   to.populate = true;
+  to.huge_pages = options.tier_huge_pages;
   if (!options.tier_is_device) {
     (void)unlink(options.tier_path.c_str());  // a stale tier
     TEMPOKV_RETURN_IF_ERROR(allocate_shared_file(options.tier_path, options.tier_bytes,

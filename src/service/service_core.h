@@ -58,6 +58,7 @@ struct CoreOptions {
   uint64_t budget_bytes = 2ULL << 30;
   uint64_t slot_bytes = 4096;
   bool tier_is_device = false;  // a /dev/dax device: not created, not removed
+  bool tier_huge_pages = false;  // ask for transparent huge pages on the tier (madvise, a hint)
   // Write region (a shared file clients map read-write).
   std::string write_path;
   uint64_t write_bytes = 1ULL << 30;

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -48,6 +49,39 @@ TEST(Backing, MemfdIsSharedThroughItsDescriptor) {
   std::memcpy((*b)->base() + kMiB, "tempokv", 7);
   EXPECT_EQ(std::memcmp(static_cast<char*>(other) + kMiB, "tempokv", 7), 0);
   munmap(other, 4 * kMiB);
+}
+
+// Whether the hugetlb pool could hold `bytes` now (nr_hugepages of the default 2 MiB size).
+bool hugetlb_pool_holds(uint64_t bytes) {
+  FILE* f = std::fopen("/proc/sys/vm/nr_hugepages", "r");
+  if (f == nullptr) return false;
+  unsigned long pages = 0;
+  bool read = std::fscanf(f, "%lu", &pages) == 1;
+  std::fclose(f);
+  return read && pages * 2 * kMiB >= bytes;
+}
+
+TEST(Backing, HugePageMemfdFallsBackToNormalPagesWithoutAHugetlbPool) {
+  if (hugetlb_pool_holds(4 * kMiB)) GTEST_SKIP() << "a hugetlb pool is reserved here";
+  FastTierOptions o = options(BackingKind::kMemfd);
+  o.huge_pages = true;
+  o.populate = true;
+  auto b = make_backing(o);
+  ASSERT_TRUE(b.is_ok()) << "no hugetlb pool must mean normal pages, not an error: "
+                         << b.status().to_string();
+  EXPECT_FALSE((*b)->huge_pages());
+  ASSERT_GE((*b)->fd(), 0);
+  std::memset((*b)->base(), 0x5a, 4 * kMiB);
+}
+
+TEST(Backing, HugePageAnonymousTierFallsBackToNormalPagesWithoutAHugetlbPool) {
+  if (hugetlb_pool_holds(4 * kMiB)) GTEST_SKIP() << "a hugetlb pool is reserved here";
+  FastTierOptions o = options(BackingKind::kAnonymous);
+  o.huge_pages = true;
+  auto b = make_backing(o);
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  EXPECT_FALSE((*b)->huge_pages());
+  std::memset((*b)->base(), 0x5a, 4 * kMiB);
 }
 
 TEST(Backing, FileMappingIsCreatedAtCapacity) {

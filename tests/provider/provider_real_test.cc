@@ -1,6 +1,7 @@
 // Real mode: the provider stages from a store on real files (io_uring or the thread pool, with
 // O_DIRECT) into a real fast tier, and the bytes that land are the bytes that were put.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <map>
@@ -9,6 +10,7 @@
 #include "executor/real_executor.h"
 #include "fasttier/fast_tier.h"
 #include "provider/staging_provider.h"
+#include "ssd/uring_engine.h"
 #include "store/store_test_util.h"
 
 namespace tempokv::testing {
@@ -98,6 +100,23 @@ TEST_P(ProviderReal, OrdinaryPathReadsTheRestIntoUnprotectedSpace) {
   EXPECT_EQ(tier_->stats().protected_bytes + tier_->stats().reserved_bytes, 0u);
   ASSERT_TRUE(provider_->release(2).is_ok());
   EXPECT_TRUE(provider_->check_invariants().is_ok());
+}
+
+TEST_P(ProviderReal, StagingReadsLandInTheTierThroughRegisteredBuffers) {
+  if (std::get<0>(GetParam()) != SsdEngineKind::kUring) GTEST_SKIP() << "io_uring only";
+  if (geteuid() != 0) GTEST_SKIP() << "fixed buffers need RLIMIT_MEMLOCK headroom (run as root)";
+  auto* uring = dynamic_cast<UringEngine*>(h_.engine.get());
+  if (uring == nullptr || !uring->buffers_registered()) GTEST_SKIP() << "no registered buffers";
+  uint64_t before = h_.engine->stats().fixed_buffer_ios;
+  std::map<ClaimId, Status> done;
+  auto cb = [&](ClaimId id, Status st) { done[id] = st; };
+  ASSERT_EQ(*provider_->commit(claim(1, {1, 2, 3}), cb), CommitState::kStaging);
+  ASSERT_TRUE(run_until(h_.ex, [&] { return done.count(1) != 0; }));
+  ASSERT_TRUE(done[1].is_ok()) << done[1].to_string();
+  for (uint64_t i = 1; i <= 3; ++i) expect_bytes(i);
+  // The provider registered the tier's arena with the store's engine: every read used it.
+  EXPECT_EQ(h_.engine->stats().fixed_buffer_ios - before, 3u);
+  ASSERT_TRUE(provider_->release(1).is_ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(
