@@ -100,26 +100,20 @@ class CudaTransferEngine final : public TransferEngine {
     if (st.is_ok() && dst.kind() != DeviceKind::kCuda) {
       st = Status::invalid_argument("CUDA transfer engine needs a CUDA destination buffer");
     }
-    cudaEvent_t ev = nullptr;
     if (st.is_ok()) {
+      // Never waits for a free event on the caller's thread (the control loop): with every event
+      // in use the copy queues, and the waiter thread issues it when a copy completes.
+      Queued q{src, dst.data() + dst_offset, bytes, std::move(cb)};
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return !free_events_.empty(); });
-      ev = free_events_.back();
-      free_events_.pop_back();
-      cudaSetDevice(device_);
-      st = cuda_status(
-          cudaMemcpyAsync(dst.data() + dst_offset, src, bytes, cudaMemcpyHostToDevice, stream_),
-          "cudaMemcpyAsync");
-      if (st.is_ok()) st = cuda_status(cudaEventRecord(ev, stream_), "cudaEventRecord");
-      if (st.is_ok()) {
-        if (is_pageable(src)) counters_.add_host(bytes);
-        pending_.push_back(Pending{ev, bytes, std::move(cb)});
-        ++in_flight_;
-        lock.unlock();
-        cv_.notify_all();
+      ++in_flight_;
+      if (free_events_.empty() || !queued_.empty()) {
+        queued_.push_back(std::move(q));
         return;
       }
-      free_events_.push_back(ev);
+      issue_locked(std::move(q));
+      lock.unlock();
+      cv_.notify_all();
+      return;
     }
     {
       std::lock_guard lock(mu_);
@@ -148,6 +142,32 @@ class CudaTransferEngine final : public TransferEngine {
     size_t bytes;
     CopyCallback cb;
   };
+  struct Queued {  // a copy waiting for a free event
+    const void* src;
+    std::byte* dst;
+    size_t bytes;
+    CopyCallback cb;
+  };
+
+  // Takes a free event and puts the copy on the stream; mu_ held, free_events_ not empty. A copy
+  // the driver refuses completes with its error through the executor.
+  void issue_locked(Queued q) {
+    cudaEvent_t ev = free_events_.back();
+    free_events_.pop_back();
+    cudaSetDevice(device_);
+    Status st = cuda_status(cudaMemcpyAsync(q.dst, q.src, q.bytes, cudaMemcpyHostToDevice, stream_),
+                            "cudaMemcpyAsync");
+    if (st.is_ok()) st = cuda_status(cudaEventRecord(ev, stream_), "cudaEventRecord");
+    if (st.is_ok()) {
+      if (is_pageable(q.src)) counters_.add_host(q.bytes);
+      pending_.push_back(Pending{ev, q.bytes, std::move(q.cb)});
+      return;
+    }
+    free_events_.push_back(ev);
+    --in_flight_;
+    ++errors_;
+    executor_.post([cb = std::move(q.cb), st = std::move(st)] { cb(st); });
+  }
 
   // The driver copies pageable sources through its own pinned staging buffer on the CPU.
   static bool is_pageable(const void* p) {
@@ -161,7 +181,7 @@ class CudaTransferEngine final : public TransferEngine {
     std::unique_lock lock(mu_);
     for (;;) {
       cv_.wait(lock, [this] { return stop_ || !pending_.empty(); });
-      if (pending_.empty()) return;
+      if (pending_.empty()) return;  // stopping (queued_ drains through pending_ first)
       Pending p = std::move(pending_.front());
       pending_.pop_front();
       lock.unlock();
@@ -176,6 +196,11 @@ class CudaTransferEngine final : public TransferEngine {
       } else {
         ++errors_;
       }
+      while (!queued_.empty() && !free_events_.empty()) {
+        Queued q = std::move(queued_.front());
+        queued_.pop_front();
+        issue_locked(std::move(q));
+      }
       cv_.notify_all();
     }
   }
@@ -189,6 +214,7 @@ class CudaTransferEngine final : public TransferEngine {
   std::condition_variable cv_;
   std::vector<cudaEvent_t> free_events_;
   std::deque<Pending> pending_;
+  std::deque<Queued> queued_;  // FIFO behind pending_, issued as events free up
   bool stop_ = false;
   uint64_t copies_ = 0, bytes_ = 0, errors_ = 0, in_flight_ = 0;
   std::thread waiter_;
