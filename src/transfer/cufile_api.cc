@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <filesystem>
 #include <mutex>
 
 namespace tempokv {
@@ -9,6 +10,18 @@ namespace tempokv {
 std::string cufile_error_string(cufile::Error e) {
   return "cuFile error " + std::to_string(e.err) +
          (e.cu_err != 0 ? " (CUDA driver error " + std::to_string(e.cu_err) + ")" : "");
+}
+
+GdsMode detect_gds_mode(const std::string& proc_driver_dir) {
+  std::error_code ec;
+  return std::filesystem::exists(proc_driver_dir + "/nvidia-fs", ec) ? GdsMode::kDirect
+                                                                     : GdsMode::kCompat;
+}
+
+std::string gds_mode_description(GdsMode mode) {
+  return mode == GdsMode::kDirect
+             ? "GPU-direct (nvidia-fs loaded)"
+             : "compatibility mode (no nvidia-fs: cuFile bounces through host memory, assumed)";
 }
 
 namespace {

@@ -98,4 +98,15 @@ struct CuFileApi {
 
 std::string cufile_error_string(cufile::Error e);
 
+// How cuFile moves bytes on this host. kDirect: the nvidia-fs driver is loaded, so reads are
+// peer-to-peer DMA from the drive into GPU memory. kCompat: without it cuFile runs in compatibility
+// mode, reading into a bounce buffer in host memory and copying that to the GPU, so every byte
+// crosses host memory once more (counted as a host copy, like the odirect-bounce path's).
+// Kernel P2PDMA without nvidia-fs (cuFile 1.14+ on some drives) is reported as kCompat: what
+// cuFile chose then is not visible from outside; gds rows say "(assumed)" for that reason.
+enum class GdsMode { kDirect, kCompat };
+// Looks for nvidia-fs in proc_driver_dir ("/proc/driver/nvidia-fs"); tests pass their own.
+GdsMode detect_gds_mode(const std::string& proc_driver_dir = "/proc/driver");
+std::string gds_mode_description(GdsMode mode);
+
 }  // namespace tempokv

@@ -4,8 +4,9 @@
 // cuFile's business, not a copy of ours). Requests are at most 16 MiB; the batch API
 // (cuFileBatchIOSetUp/Submit/GetStatus) keeps `depth` of them in flight from one thread where the
 // library has it, else `depth` threads issue cuFileRead. cuFile handles are registered once per
-// segment file and kept until release(); the destination buffer is registered once by
-// register_destination().
+// segment file and kept while restores read it (closed by the first restore that does not, and by
+// release()); the destination buffer is registered once by register_destination(). Without
+// nvidia-fs (compatibility mode) the bytes bounce through host memory: counted as a host copy.
 //
 // Unavailable (with the reason) without CUDA device memory or without libcufile.
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/units.h"
 #include "transfer/cufile_api.h"
@@ -52,6 +54,7 @@ class GdsRestorePath final : public RestorePath {
     cudaGetDevice(&cuda_device_);
 #endif
     TEMPOKV_ASSIGN_OR_RETURN(api_, CuFileApi::load());
+    mode_ = detect_gds_mode();
     piece_bytes_ = std::min(options_.slot_bytes, kMaxGdsRequestBytes);
     const char* env = std::getenv("TEMPOKV_GDS_BATCH");
     bool want_batch = !(env && std::string(env) == "0");
@@ -76,7 +79,8 @@ class GdsRestorePath final : public RestorePath {
   }
 
   std::string detail() const override {
-    return use_batch_ ? "cuFile batch API" : "cuFileRead threads";
+    return std::string(use_batch_ ? "cuFile batch API" : "cuFileRead threads") + ", " +
+           gds_mode_description(mode_);
   }
 
   void restore(const RestoreSession& session, DeviceBuffer& dst, RestoreCallback cb) override {
@@ -147,6 +151,19 @@ class GdsRestorePath final : public RestorePath {
 
   // Resolves file handles (registered once per file) and cuts the session into requests.
   Status plan(const RestoreSession& session) {
+    // A handle holds its segment file open: kept for the next restore of the same files, closed
+    // once a restore no longer reads them (the segment may be unpinned and reclaimed by now, and an
+    // open descriptor would keep a deleted segment's space allocated).
+    std::unordered_set<std::string> wanted(session.files().begin(), session.files().end());
+    for (auto it = files_.begin(); it != files_.end();) {
+      if (wanted.count(it->first) != 0) {
+        ++it;
+        continue;
+      }
+      api_->handle_deregister(it->second.handle);
+      ::close(it->second.fd);
+      it = files_.erase(it);
+    }
     std::vector<cufile::Handle> handles;
     for (const std::string& path : session.files()) {
       auto it = files_.find(path);
@@ -302,6 +319,7 @@ class GdsRestorePath final : public RestorePath {
     if (error_.is_ok()) {
       ++stats_.restores;
       stats_.bytes += restored_bytes_;
+      if (mode_ == GdsMode::kCompat) stats_.cpu_copies.host_copy_bytes += restored_bytes_;
     } else {
       ++stats_.failures;
       result = error_;
@@ -320,6 +338,7 @@ class GdsRestorePath final : public RestorePath {
   int cuda_device_ = 0;
   uint64_t piece_bytes_ = kMaxGdsRequestBytes;
   bool use_batch_ = false;
+  GdsMode mode_ = GdsMode::kCompat;
   cufile::BatchHandle batch_ = nullptr;
   std::unordered_map<std::string, File> files_;  // executor thread only
   std::vector<Piece> pieces_;                    // written before a generation starts

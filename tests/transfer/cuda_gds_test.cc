@@ -1,6 +1,9 @@
 // CUDA and GDS: run where a GPU (and libcufile) exist, skip cleanly elsewhere; the "unavailable"
 // answers themselves are checked everywhere.
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <numeric>
 
 #include "restore_test_util.h"
@@ -52,6 +55,41 @@ TEST(CudaTransferTest, ExplicitCudaWithoutAGpuIsUnavailable) {
   auto engine = make_transfer_engine(exec, o);
   ASSERT_FALSE(engine.is_ok());
   EXPECT_EQ(engine.status().code(), StatusCode::kUnavailable);
+}
+
+TEST(GdsModeTest, CompatibilityModeWithoutNvidiaFsDirectWithIt) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("tempokv-gds-mode-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  EXPECT_EQ(detect_gds_mode(dir.string()), GdsMode::kCompat);
+  EXPECT_NE(gds_mode_description(GdsMode::kCompat).find("compatibility"), std::string::npos);
+  std::filesystem::create_directories(dir / "nvidia-fs");
+  EXPECT_EQ(detect_gds_mode(dir.string()), GdsMode::kDirect);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(GdsTest, CompatibilityModeCountsTheHostBounce) {
+  if (Status st = cuda_usable(); !st.is_ok()) GTEST_SKIP() << st.to_string();
+  if (auto api = CuFileApi::load(); !api.is_ok()) GTEST_SKIP() << api.status().to_string();
+  TransferEngineOptions o;
+  o.kind = TransferEngineKind::kCuda;
+  auto cuda = make_transfer_engine(executor_, o).value();
+  auto keys = put_session({1 << 20, 1 << 20});
+  auto session = RestoreSession::resolve(*store_, keys);
+  ASSERT_TRUE(session.is_ok());
+  auto path = make_gds_restore_path(executor_, *cuda, {16 << 20, 4});
+  ASSERT_TRUE(path->prepare().is_ok());
+  bool compat = detect_gds_mode() == GdsMode::kCompat;
+  EXPECT_NE(path->detail().find(compat ? "compatibility" : "GPU-direct"), std::string::npos)
+      << path->detail();
+  auto dst = cuda->allocate(session->device_bytes()).value();
+  ASSERT_TRUE(path->register_destination(*dst).is_ok());
+  auto r = restore(*path, *session, *dst);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(path->stats().cpu_copies.host_copy_bytes, compat ? session->payload_bytes() : 0u)
+      << "compatibility mode bounces every byte through host memory";
+  path->unregister_destination(*dst);
+  path->release();
 }
 
 TEST_F(GdsTest, GdsRestoresByteExactIntoCudaMemory) {
