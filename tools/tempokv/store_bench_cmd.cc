@@ -207,10 +207,29 @@ int run_bench(const BenchConfig& cfg) {
                   std::to_string(uint64_t(total)) + ")";
     }
   }
+  // fio must be the ceiling: besides the equal-depth rounds, one run each at depths 8, 16 and 32;
+  // the best of these and the equal-depth median is the reference the store is held to.
+  double fio_best_gbps = 0;
+  uint32_t fio_best_depth = cfg.queue_depth;
+  if (cfg.compare_fio) {
+    fio_best_gbps = median(fio_rates);
+    for (uint32_t depth : {8u, 16u, 32u}) {
+      if (depth == cfg.queue_depth) continue;
+      std::string note;
+      Result<FioResult> r = run_fio_same_extents(s.store(), infos, depth, &note);
+      if (!r.is_ok()) return fail(r.status());
+      double gbps = double(r->read_bytes) / r->read_runtime_s / 1e9;
+      if (gbps > fio_best_gbps) {
+        fio_best_gbps = gbps;
+        fio_best_depth = depth;
+      }
+    }
+  }
   for (auto& b : bufs) s.engine().unregister_buffer(b.data());
   const double read_gbps = median(store_rates);
   const double fio_gbps = median(fio_rates);
   const double ratio = median(ratios);
+  const double ratio_vs_best = fio_best_gbps > 0 ? read_gbps / fio_best_gbps : 0;
   const double cpu_per_gb = median(cpu_rates);
   const uint64_t verified = cfg.objects - bad_objects.size();
   const uint64_t failed = bad_objects.size();
@@ -228,8 +247,11 @@ int run_bench(const BenchConfig& cfg) {
   std::printf("  %-10s %10.3f %16.4f %6llu/%llu\n", "store", read_gbps, cpu_per_gb,
               static_cast<unsigned long long>(verified), static_cast<unsigned long long>(cfg.objects));
   if (cfg.compare_fio) {
-    std::printf("  %-10s %10.3f\n", "fio", fio_gbps);
-    std::printf("  %-10s %10.3f  (store / fio)\n", "ratio", ratio);
+    std::printf("  %-10s %10.3f  (same depth)\n", "fio", fio_gbps);
+    std::printf("  %-10s %10.3f  (best of depths %u, 8, 16, 32: depth %u)\n", "fio best",
+                fio_best_gbps, cfg.queue_depth, fio_best_depth);
+    std::printf("  %-10s %10.3f  (store / fio best; %.3f at the same depth)\n", "ratio",
+                ratio_vs_best, ratio);
     std::printf("  fio: %s\n", fio_note.c_str());
   }
   if (failed > 0) std::printf("  FAILED: %llu objects, first: %s\n",
@@ -242,7 +264,10 @@ int run_bench(const BenchConfig& cfg) {
                         {"engine", std::string(s.engine().name())},
                         {"fio_command", fio_note}, {"small_pages", cfg.small_pages},
                         {"rounds", cfg.rounds},     {"read_gbps_rounds", store_rates},
-                        {"fio_gbps_rounds", fio_rates}};
+                        {"fio_gbps_rounds", fio_rates},
+                        {"fio_best_gbps", fio_best_gbps},
+                        {"fio_best_depth", fio_best_depth},
+                        {"ratio_vs_best", ratio_vs_best}};
     std::ofstream out(cfg.json);
     out << j.dump(2) << "\n";
     if (!out) return fail(Status::io_error("cannot write --json " + cfg.json));
