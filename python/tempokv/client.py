@@ -340,7 +340,7 @@ class TempoKVClient:
         self._call("cancel", {"request_id": request_id})
 
     def step(self, prefills=(), decoders=(), finished=(), queued=(), waiting=(),
-             boundary_in_ns=0):
+             boundary_in_ns=0, admitted=(), measured=None):
         """Protocol v2: one message per scheduler iteration, in place of add_request, admitted,
         iteration_started, prefill_done, tokens_generated, finished and update_order
         (docs/protocol.md, "step"). Sent without waiting for the daemon; an error it is answered
@@ -352,7 +352,12 @@ class TempoKVClient:
         token in it; ``finished``: [(request_id, output_tokens)] ended since the last step;
         ``queued``: [(request_id, prompt_tokens, cached_tokens, cached_bytes,
         max_output_tokens)] that joined the waiting queue; ``waiting``: the waiting order after
-        this schedule; ``boundary_in_ns``: time until the iteration starting now ends.
+        this schedule; ``boundary_in_ns``: time until the iteration starting now ends;
+        ``admitted``: request ids scheduled without computing in this iteration (their KV
+        loads); ``measured``: [(seq, duration_ns)], the runtime's measured durations of the
+        iterations earlier steps started (by the ``seq`` :meth:`step` returned), or None when
+        the runtime does not measure them (the daemon then times the steps' arrivals).
+        Returns this step's ``seq``.
         """
         if self._version < 2:
             raise FailedPrecondition("FailedPrecondition",
@@ -382,7 +387,12 @@ class TempoKVClient:
             "decoders": _ids("decoders", decoders),
             "waiting": _ids("waiting", waiting),
             "boundary_in_ns": _uint("boundary_in_ns", max(0, int(boundary_in_ns)), _I64_MAX),
+            "admitted": _ids("admitted", admitted),
         }
+        if measured is not None:
+            args["measured"] = [[_u64(f"measured[{i}][0]", m[0]),
+                                 _uint(f"measured[{i}][1]", max(0, int(m[1])), _I64_MAX)]
+                                for i, m in enumerate(measured)]
         self._check_open("step")
         if self.reconnect and self._session_lost:
             self._recover()
@@ -394,6 +404,7 @@ class TempoKVClient:
             self._send("step", message, 0)
             self._last_sent = time.monotonic()
             self._step_seq += 1
+            return self._step_seq
 
     # ----------------------------------------------------------------------------------------
     # Extras: session, store, stats.
