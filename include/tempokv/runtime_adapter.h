@@ -64,7 +64,9 @@ class RuntimeAdapter : public RuntimeApi {
   // The request's matched prefix KV, in retrieval order: becomes a PLANNED claim.
   Status report_hit(uint64_t id, std::vector<ManifestEntry> manifest) override;
   // The runtime's waiting order after a scheduling iteration; reprojects every TTU and ranks
-  // every waiting request (hit or not) for the controller. `boundary_in` is ignored: the adapter
+  // every waiting request (hit or not) for the controller. A request admitted before is left
+  // out (a runtime may queue it again after its claim ended, e.g. a failed load); an unknown
+  // id is NotFound. `boundary_in` is ignored: the adapter
   // estimates the end of the iteration now running itself, from when it started, its batch and
   // the calibrated costs (kept for protocol v1 callers).
   Status update_order(std::span<const uint64_t> waiting,

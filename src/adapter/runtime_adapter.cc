@@ -124,12 +124,14 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
     snap.running.push_back(rr);
   }
   snap.waiting.reserve(waiting.size());
+  std::vector<uint64_t> order;  // `waiting` without requests admitted before
+  order.reserve(waiting.size());
   for (uint64_t id : waiting) {
     TEMPOKV_ASSIGN_OR_RETURN(Req * r, find(id, "update_order"));
-    if (r->phase != Phase::kWaiting) {
-      return Status::invalid_argument("update_order: request " + std::to_string(id) +
-                                      " is not waiting");
-    }
+    // Admitted once, admitted for good: a runtime may queue it again (its KV load failed, or
+    // its claim ended otherwise, and it waits to be computed), but its slot is taken.
+    if (r->phase != Phase::kWaiting) continue;
+    order.push_back(id);
     WaitingRequest w{id, r->info.prompt_tokens, r->info.cached_tokens, r->info.cached_bytes,
                      r->info.max_output_tokens};
     if (r->has_claim && lookahead > 0) {
@@ -140,13 +142,13 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   }
   std::vector<Duration> ttu = estimator_.estimate(snap);
   std::vector<std::pair<ClaimId, Duration>> updates;
-  for (size_t i = 0; i < waiting.size(); ++i) {
-    Req& r = requests_.at(waiting[i]);
+  for (size_t i = 0; i < order.size(); ++i) {
+    Req& r = requests_.at(order[i]);
     r.last_ttu = ttu[i];
-    if (r.has_claim) updates.emplace_back(waiting[i], ttu[i]);
+    if (r.has_claim) updates.emplace_back(order[i], ttu[i]);
   }
   // The whole queue, hits or not: Queue-K ranks over the runtime's full waiting queue.
-  return controller_.update(updates, waiting, options_.runtime_id);
+  return controller_.update(updates, order, options_.runtime_id);
 }
 
 Duration RuntimeAdapter::iteration_cost(std::span<const uint64_t> prefills,

@@ -22,6 +22,10 @@ struct ServiceCore::Runtime {
   uint32_t ranks = 0;  // sessions that copy each claim (0: whoever asked)
   uint32_t copiers_seen = 0;  // its sessions, live or gone, that ever began a transfer
   std::unordered_set<uint64_t> requests;  // ids it added that are not finished or cancelled
+  // Ids of its requests that ended (finished or cancelled), the last kEndedKept of them: an
+  // order that still lists one leaves it out instead of failing.
+  std::unordered_set<uint64_t> ended;
+  std::deque<uint64_t> ended_order;
   // Protocol v2 steps: requests admitted by a step (tokens generated so far), and the batch of
   // the iteration the last step started.
   std::unordered_map<uint64_t, uint32_t> stepping;

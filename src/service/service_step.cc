@@ -77,13 +77,13 @@ Status ServiceCore::step(Session& s, const Step& m) {
     chunks.push_back(p.tokens);
   }
   for (uint64_t id : m.decoders) TEMPOKV_RETURN_IF_ERROR(owned(s, id, "step"));
-  for (uint64_t id : m.waiting) TEMPOKV_RETURN_IF_ERROR(owned(s, id, "step"));
+  TEMPOKV_ASSIGN_OR_RETURN(std::vector<uint64_t> waiting, live_order(s, m.waiting, "step"));
   TEMPOKV_RETURN_IF_ERROR(a.iteration_started(prefills, chunks, m.decoders));
   s.step_costs.emplace_back(m.seq, a.open_iteration_cost());
   if (s.step_costs.size() > kStepCostsKept) s.step_costs.pop_front();
   rt.step_prefills = prefills;
   rt.step_decoders = m.decoders;
-  return a.update_order(m.waiting, Duration(m.boundary_in_ns));
+  return a.update_order(waiting, Duration(m.boundary_in_ns));
 }
 
 }  // namespace tempokv::service

@@ -68,6 +68,20 @@ TEST(RuntimeAdapter, UnknownAndDuplicateRequestsAreErrors) {
   EXPECT_EQ(f.adapter->update_order(bad).code(), StatusCode::kNotFound);
 }
 
+TEST(RuntimeAdapter, AnOrderListingAnAdmittedRequestLeavesItOut) {
+  AdapterFixture f;  // one slot, 10 ms decode steps, prior output 100 tokens
+  ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 200}).is_ok());
+  ASSERT_TRUE(f.adapter->add_request({2, 1000, 0, 0, 200}).is_ok());
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
+  // Request 1's KV load failed: the runtime queues it again ahead of 2 to compute it.
+  std::vector<uint64_t> waiting{1, 2};
+  ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
+  EXPECT_FALSE(f.adapter->last_ttu(1).is_ok()) << "not projected: it holds its slot";
+  EXPECT_EQ(f.adapter->last_ttu(2).value(), milliseconds(990));  // 99 more steps of 1
+  EXPECT_EQ(f.adapter->stats().waiting, 1u);
+}
+
 TEST(RuntimeAdapter, FinishedOutputsTrainThePredictor) {
   AdapterFixture f;
   ASSERT_TRUE(f.adapter->add_request({1, 100, 0, 0, 64}).is_ok());

@@ -48,6 +48,29 @@ TEST_F(DaemonTest, StepsDriveARequestThroughItsLifeWithoutWaitingForReplies) {
       << c->last_late_error().to_string();
 }
 
+TEST_F(DaemonTest, AnOrderListingRequestsThatEndedLeavesThemOut) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  const std::string rt = "_" + std::to_string(c->hello().runtime_id);
+  auto m = put_objects(*c, 700, 1);
+  ASSERT_TRUE(c->add_request(RequestInfo{1, 1024, 256, kObject, 8}).is_ok());
+  ASSERT_TRUE(c->report_hit(1, m).is_ok());
+  ASSERT_TRUE(c->add_request(RequestInfo{2, 1024, 0, 0, 8}).is_ok());
+  ASSERT_TRUE(c->add_request(RequestInfo{3, 1024, 0, 0, 8}).is_ok());
+  ASSERT_TRUE(c->add_request(RequestInfo{4, 1024, 0, 0, 8}).is_ok());
+  ASSERT_TRUE(c->cancel(1).is_ok());        // its claim ended (the runtime preempted it)
+  ASSERT_TRUE(c->finished(2, 0).is_ok());   // aborted while queued
+  ASSERT_TRUE(c->admitted(3).is_ok());      // scheduled, then queued again (a failed load)
+  // A runtime's queue may still list all three: the order is 4 alone, in v1 and v2.
+  EXPECT_TRUE(c->update_order(std::vector<uint64_t>{1, 2, 3, 4}).is_ok());
+  ASSERT_TRUE(c->step(Step{.waiting = {3, 2, 1, 4}}).is_ok());
+  ASSERT_TRUE(c->heartbeat().is_ok());
+  EXPECT_EQ(c->late_errors(), 0u) << c->last_late_error().to_string();
+  EXPECT_EQ(stat_of(*c, "adapter_waiting_requests" + rt), 1);
+  // An id the runtime never had is still an error.
+  EXPECT_EQ(c->update_order(std::vector<uint64_t>{4, 99}).code(), StatusCode::kNotFound);
+}
+
 TEST_F(DaemonTest, ARuntimesMeasuredStepTimesCalibrateItsAdapterAndArrivalTimesDoNot) {
   auto c = client();
   ASSERT_TRUE(c);

@@ -38,11 +38,11 @@ class Snapshot:
 class StepReporter:
     """Sends one ``step`` per scheduler step, tracking per request what was already said.
 
-    Only requests the daemon knows (``known``: added in this session, or queued here for the
-    next step) are mentioned. A request is admitted once, when vLLM first schedules it (its
-    KV loading, or its prefill): from then on (running, or back in vLLM's queue after a failed
-    load or a preemption) it is left out of the waiting order, which the adapter keeps for
-    requests not yet admitted. Steps that would say nothing new are not sent.
+    Only requests of this session (``known``: added in it, or queued here for the next step;
+    not preempted, as the daemon forgets a request with its cancelled claim) are mentioned. A
+    request is admitted once, when vLLM first schedules it (its KV loading, or its prefill).
+    The waiting order is vLLM's: the daemon ignores requests in it that were admitted before
+    or ended. Steps that would say nothing new are not sent.
     """
 
     def __init__(self, client):
@@ -90,9 +90,9 @@ class StepReporter:
                 admitted.append(rid)
         self._admitted.update(admitted)
         self._admitted.update(scheduled)
-        ended = {rid for rid, _ in self._finished}
-        waiting = [rid for rid, _ in snap.waiting
-                   if ok(rid) and rid not in self._admitted and rid not in ended]
+        # vLLM's order as it is: the daemon leaves out requests admitted before (back in the
+        # queue after a failed load) and requests that ended (finished, claim cancelled).
+        waiting = [rid for rid, _ in snap.waiting if ok(rid)]
         if not (prefills or decoders or admitted or self._queued or self._finished or
                 self._measured or waiting != self._last_waiting):
             return None

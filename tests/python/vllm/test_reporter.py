@@ -14,7 +14,7 @@ class Recorder:
         return len(self.steps)
 
 
-def test_requests_are_admitted_once_and_leave_the_waiting_order_for_good():
+def test_requests_are_admitted_once_and_the_waiting_order_is_vllms():
     c = Recorder()
     r = StepReporter(c)
     r.queued(2, 200, 16)
@@ -25,11 +25,11 @@ def test_requests_are_admitted_once_and_leave_the_waiting_order_for_good():
     # 1 is scheduled (its KV loading), 2 still waits.
     r.step(Snapshot(waiting=[(2, 200)], running=[(1, 0, 0, 100)]), known={1, 2})
     assert c.steps[-1]["admitted"] == [1] and c.steps[-1]["waiting"] == [2]
-    # 1 is back in vLLM's queue (its load failed): not waiting for the adapter; it prefills
-    # (iteration 1 of the scheduler), a 60-token chunk.
+    # 1 is back in vLLM's queue (its load failed; the daemon leaves it out of the order, not
+    # admitted again); it prefills (iteration 1 of the scheduler), a 60-token chunk.
     r.step(Snapshot(waiting=[(1, 100), (2, 200)], running=[(1, 40, 0, 100)],
                     prefills=[(1, 60)], iteration=1), known={1, 2})
-    assert c.steps[-1]["prefills"] == [(1, 60)] and c.steps[-1]["waiting"] == [2]
+    assert c.steps[-1]["prefills"] == [(1, 60)] and c.steps[-1]["waiting"] == [1, 2]
     assert c.steps[-1]["admitted"] == []
     # Iteration 1 took 0.5 s: the next step carries it as step 3's (the one that started it).
     r.step(Snapshot(waiting=[(2, 200)], running=[(1, 100, 1, 100)], decoders=[1], iteration=2,
