@@ -486,15 +486,22 @@ class TempoKVClient:
             self._claims.clear()
             self._notifications.clear()
 
-    def lookup(self, keys):
-        """Each key's payload bytes in the store (0 when absent), in the order of ``keys``."""
+    def lookup(self, keys, with_claimable=False):
+        """Each key's payload bytes in the store (0 when absent), in the order of ``keys``.
+        With ``with_claimable``: ``(sizes, claimable)``, where ``claimable`` is how many
+        leading keys, all stored, one claim may hold within the daemon's protected budget
+        (None from a daemon that does not say)."""
         wire_keys = [_key(f"keys[{i}]", k) for i, k in enumerate(keys)]
         result = self._call("lookup", {"keys": wire_keys})
         sizes = result.get("bytes")
         if not isinstance(sizes, list) or len(sizes) != len(wire_keys):
             raise Internal("Internal", f"tempokvd answered a lookup of {len(wire_keys)} keys "
                                        f"with {sizes!r}")
-        return [int(s) for s in sizes]
+        sizes = [int(s) for s in sizes]
+        if not with_claimable:
+            return sizes
+        claimable = result.get("claimable")
+        return sizes, (int(claimable) if isinstance(claimable, int) else None)
 
     def put(self, key, first_token, end_token, payload):
         """Stores ``payload`` (bytes-like) under ``key`` = (model, hash) for tokens

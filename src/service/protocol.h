@@ -189,7 +189,10 @@ std::vector<std::byte> encode_hello_reply(uint64_t id, const HelloResult& result
 std::vector<std::byte> encode_retrieval_reply(uint64_t id, RetrievalAnswer answer,
                                               std::span<const TierSpan> objects = {});
 std::vector<std::byte> encode_offset_reply(uint64_t id, uint64_t offset);       // reserve_write
-std::vector<std::byte> encode_lookup_reply(uint64_t id, std::span<const uint64_t> bytes);
+// `claimable`: how many leading keys one claim may hold (all stored, within the protected
+// budget); absent when nullopt.
+std::vector<std::byte> encode_lookup_reply(uint64_t id, std::span<const uint64_t> bytes,
+                                           std::optional<uint64_t> claimable = std::nullopt);
 std::vector<std::byte> encode_stats_reply(uint64_t id, const StatList& stats);
 // {id (nil when unknown), ok: false, error: {code, message}}; `error` must not be OK.
 std::vector<std::byte> encode_error(std::optional<uint64_t> id, const Status& error);

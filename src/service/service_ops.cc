@@ -107,11 +107,13 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
   if (const auto* m = std::get_if<Lookup>(&op)) {
     std::vector<uint64_t> bytes;
     bytes.reserve(m->keys.size());
+    std::vector<ManifestEntry> stored;  // the leading keys that are stored
     for (const Key& k : m->keys) {
       std::optional<ObjectInfo> info = store_->lookup(k);
       bytes.push_back(info ? info->payload_bytes : 0);
+      if (info && stored.size() + 1 == bytes.size()) stored.push_back({k, info->payload_bytes});
     }
-    send_(s.id, encode_lookup_reply(id, bytes));
+    send_(s.id, encode_lookup_reply(id, bytes, controller_->committable_prefix(stored)));
     return Status::ok();
   }
   if (const auto* m = std::get_if<ReserveWrite>(&op)) {

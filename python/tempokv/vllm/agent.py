@@ -53,6 +53,7 @@ class SchedulerAgent:
         self._late_seen = 0  # the client's late errors already counted in errors
         self._last_event = time.monotonic()
         self.dropped_steps = 0
+        self.trimmed_claims = 0  # hits cut to the prefix that fits the protected budget
         self._thread = threading.Thread(target=self._run, name="tempokv-agent", daemon=True)
         self._thread.start()
 
@@ -213,10 +214,15 @@ class SchedulerAgent:
         if c is None:
             return self._publish(rid, 0, [], False)
         try:
-            sizes = c.lookup(keys) if keys else []
+            sizes, claimable = c.lookup(keys, with_claimable=True) if keys else ([], 0)
             hit = 0
             while hit < len(sizes) and sizes[hit] > 0:
                 hit += 1
+            if claimable is not None and claimable < hit:
+                # The whole hit exceeds the daemon's protected budget: the longest prefix
+                # that fits is claimed (and loaded), the rest computed.
+                hit = claimable
+                self.trimmed_claims += 1
             sizes = sizes[:hit]
             if hit:  # added and claimed now: the claim's lead is the whole queue time
                 c.add_request(rid, prompt_tokens=prompt_tokens, cached_tokens=hit * chunk_tokens,
