@@ -142,6 +142,19 @@ Status Controller::report(ClaimId id, std::vector<ManifestEntry> manifest, Durat
   return Status::ok();
 }
 
+size_t Controller::committable_prefix(std::span<const ManifestEntry> manifest) const {
+  const uint64_t budget = provider_.tier().stats().budget_bytes;
+  uint64_t footprint = 0;
+  std::unordered_set<Key> seen;
+  for (size_t i = 0; i < manifest.size(); ++i) {
+    if (seen.insert(manifest[i].key).second) {
+      footprint += provider_.tier().charge_bytes(round_up(manifest[i].bytes, kBlockBytes));
+    }
+    if (footprint > budget) return i;
+  }
+  return manifest.size();
+}
+
 Status Controller::update(std::span<const std::pair<ClaimId, Duration>> ttus,
                           std::span<const ClaimId> waiting_order, uint32_t runtime) {
   for (const auto& [id, ttu] : ttus) {

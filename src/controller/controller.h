@@ -132,6 +132,10 @@ class Controller {
   // manifest or one larger than the fast tier; FailedPrecondition for a live id (a released one
   // may be reported again once the provider has let go of it).
   Status report(ClaimId id, std::vector<ManifestEntry> manifest, Duration ttu);
+  // How many leading entries of `manifest` one claim may hold and still be committed: the
+  // longest prefix whose footprint (distinct objects, whole tier slots) fits the protected
+  // budget. A runtime claims that prefix rather than a whole hit that never could be staged.
+  size_t committable_prefix(std::span<const ManifestEntry> manifest) const;
   // New TTU estimates (each timestamped now) and runtime `runtime`'s waiting order (replacing
   // that runtime's previous one; other runtimes' orders stay), then one reevaluation. Unknown ids
   // in ttus are errors (nothing is applied then); unknown ids in the order are skipped. Claims

@@ -265,13 +265,15 @@ std::vector<std::byte> encode_offset_reply(uint64_t id, uint64_t offset) {
   return std::move(sink.bytes);
 }
 
-std::vector<std::byte> encode_lookup_reply(uint64_t id, std::span<const uint64_t> bytes) {
+std::vector<std::byte> encode_lookup_reply(uint64_t id, std::span<const uint64_t> bytes,
+                                           std::optional<uint64_t> claimable) {
   Sink sink;
   Packer pk(sink);
-  begin_reply(pk, id, 1);
+  begin_reply(pk, id, claimable ? 2 : 1);
   pack_str(pk, "bytes");
   pk.pack_array(static_cast<uint32_t>(bytes.size()));
   for (uint64_t b : bytes) pk.pack(b);
+  if (claimable) pack_field(pk, "claimable", *claimable);
   return std::move(sink.bytes);
 }
 

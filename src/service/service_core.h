@@ -139,6 +139,12 @@ class ServiceCore {
   void on_ready(uint64_t request_id, Result<RetrievalPath> outcome);
   std::vector<TierSpan> spans(const ClaimShare& share) const;
   Status owned(const Session& s, uint64_t request_id, const char* op) const;
+  // A waiting order without the requests of the runtime that ended (finished or cancelled, as
+  // a claim that ended takes its request with it): a runtime's queue may still list them.
+  // Other ids the runtime does not know are an error (NotFound).
+  Result<std::vector<uint64_t>> live_order(const Session& s, std::span<const uint64_t> waiting,
+                                           const char* op) const;
+  void request_ended(Runtime& rt, uint64_t request_id);
   void end_share(uint64_t request_id);
   void maybe_end_transfer(uint64_t request_id);
   // The claim's request was cancelled or finished: sessions waiting or copying are told `why`;

@@ -32,6 +32,31 @@ Status ServiceCore::owned(const Session& s, uint64_t request_id, const char* op)
   return Status::ok();
 }
 
+Result<std::vector<uint64_t>> ServiceCore::live_order(const Session& s,
+                                                      std::span<const uint64_t> waiting,
+                                                      const char* op) const {
+  std::vector<uint64_t> order;
+  order.reserve(waiting.size());
+  for (uint64_t rid : waiting) {
+    if (!s.runtime->requests.count(rid) && s.runtime->ended.count(rid)) continue;
+    TEMPOKV_RETURN_IF_ERROR(owned(s, rid, op));
+    order.push_back(rid);
+  }
+  return order;
+}
+
+void ServiceCore::request_ended(Runtime& rt, uint64_t request_id) {
+  constexpr size_t kEndedKept = 65536;  // as many as one order may list
+  rt.requests.erase(request_id);
+  rt.stepping.erase(request_id);
+  if (!rt.ended.insert(request_id).second) return;
+  rt.ended_order.push_back(request_id);
+  if (rt.ended_order.size() > kEndedKept) {
+    rt.ended.erase(rt.ended_order.front());
+    rt.ended_order.pop_front();
+  }
+}
+
 Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
   RuntimeAdapter& a = *s.runtime->adapter;
   auto reply = [&](Status st) {
@@ -49,8 +74,9 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
     return reply(Status::ok());
   }
   if (const auto* m = std::get_if<UpdateOrder>(&op)) {
-    for (uint64_t rid : m->waiting) TEMPOKV_RETURN_IF_ERROR(owned(s, rid, "update_order"));
-    return reply(a.update_order(m->waiting, Duration(m->boundary_in_ns)));
+    TEMPOKV_ASSIGN_OR_RETURN(std::vector<uint64_t> order,
+                             live_order(s, m->waiting, "update_order"));
+    return reply(a.update_order(order, Duration(m->boundary_in_ns)));
   }
   if (const auto* m = std::get_if<IterationStarted>(&op)) {
     for (uint64_t rid : m->prefills) TEMPOKV_RETURN_IF_ERROR(owned(s, rid, "iteration_started"));
@@ -81,11 +107,13 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
   if (const auto* m = std::get_if<Lookup>(&op)) {
     std::vector<uint64_t> bytes;
     bytes.reserve(m->keys.size());
+    std::vector<ManifestEntry> stored;  // the leading keys that are stored
     for (const Key& k : m->keys) {
       std::optional<ObjectInfo> info = store_->lookup(k);
       bytes.push_back(info ? info->payload_bytes : 0);
+      if (info && stored.size() + 1 == bytes.size()) stored.push_back({k, info->payload_bytes});
     }
-    send_(s.id, encode_lookup_reply(id, bytes));
+    send_(s.id, encode_lookup_reply(id, bytes, controller_->committable_prefix(stored)));
     return Status::ok();
   }
   if (const auto* m = std::get_if<ReserveWrite>(&op)) {
@@ -125,8 +153,7 @@ Status ServiceCore::add_request(Session& s, const RequestInfo& request) {
 Status ServiceCore::finish_request(Session& s, uint64_t request_id, uint32_t output_tokens) {
   TEMPOKV_RETURN_IF_ERROR(owned(s, request_id, "finished"));
   TEMPOKV_RETURN_IF_ERROR(s.runtime->adapter->finished(request_id, output_tokens));
-  s.runtime->requests.erase(request_id);
-  s.runtime->stepping.erase(request_id);
+  request_ended(*s.runtime, request_id);
   // The adapter cancelled a claim that was not released: sessions waiting for it or copying
   // it are told, and it ends once none copies it.
   abandon_share(request_id, s.id,

@@ -1,6 +1,7 @@
 // The records ServiceCore keeps per runtime, session and shared claim. Internal to the service.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -21,6 +22,10 @@ struct ServiceCore::Runtime {
   uint32_t ranks = 0;  // sessions that copy each claim (0: whoever asked)
   uint32_t copiers_seen = 0;  // its sessions, live or gone, that ever began a transfer
   std::unordered_set<uint64_t> requests;  // ids it added that are not finished or cancelled
+  // Ids of its requests that ended (finished or cancelled), the last kEndedKept of them: an
+  // order that still lists one leaves it out instead of failing.
+  std::unordered_set<uint64_t> ended;
+  std::deque<uint64_t> ended_order;
   // Protocol v2 steps: requests admitted by a step (tokens generated so far), and the batch of
   // the iteration the last step started.
   std::unordered_map<uint64_t, uint32_t> stepping;
@@ -53,6 +58,9 @@ struct ServiceCore::Session {
   std::unordered_set<uint64_t> writes;  // write-region reservations it holds (offsets)
   bool copier = false;                  // it began a transfer at least once
   uint64_t last_step_seq = 0;           // the seq of its last step (protocol v2)
+  // The adapter's cost of the iterations its last steps started, by seq: what a step's
+  // `measured` durations are compared with (kStepCostsKept of them).
+  std::deque<std::pair<uint64_t, Duration>> step_costs;
 };
 
 }  // namespace tempokv::service

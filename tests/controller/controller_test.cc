@@ -153,5 +153,14 @@ TEST(CommitPolicy, NamesParseAndUnknownNamesAreErrors) {
   EXPECT_FALSE(make_commit_policy("lru").is_ok());
 }
 
+TEST(Controller, TheCommittablePrefixIsTheLongestThatFitsTheProtectedBudget) {
+  Fixture f("tempokv");  // a budget of 8 objects
+  EXPECT_EQ(f.controller->committable_prefix(manifest({1, 2, 3, 4, 5, 6, 7, 8, 9, 10})), 8u);
+  EXPECT_EQ(f.controller->committable_prefix(manifest({1, 2, 3})), 3u);
+  // An object listed twice is protected once.
+  EXPECT_EQ(f.controller->committable_prefix(manifest({1, 1, 2, 3, 4, 5, 6, 7, 8, 9})), 9u);
+  EXPECT_EQ(f.controller->committable_prefix({}), 0u);
+}
+
 }  // namespace
 }  // namespace tempokv

@@ -18,7 +18,9 @@ import signal
 import sys
 import time
 
-os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # scheduler + worker in-process
+# Scheduler + worker in this process unless the spec says "multiprocess" (vLLM's default:
+# EngineCore in a process of its own; the connector's counters then come through a file).
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB
 
 
@@ -36,6 +38,8 @@ def _llm(spec, run):
             extra["digest_file"] = run["digest_file"]
         if run.get("test_load_delay_s"):
             extra["test_load_delay_s"] = run["test_load_delay_s"]
+        if run.get("counters_file"):
+            extra["counters_file"] = run["counters_file"]
         kw["kv_transfer_config"] = {
             "kv_connector": "TempoKVConnector", "kv_connector_module_path": "tempokv.vllm",
             "kv_role": "kv_both", "kv_load_failure_policy": "recompute",
@@ -84,6 +88,27 @@ def _connector_counters():
         return {}
     return {"loaded_tokens": c.loader.loaded_tokens, "load_errors": c.loader.failed,
             "saved_chunks": c.saver.saved, "save_failures": c.saver.failed}
+
+
+def _file_counters(path):
+    """The last counters each side of the connector wrote (counters_file), merged."""
+    last = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    c = json.loads(line)
+                except ValueError:
+                    continue  # a line being written
+                last[(c.get("role"), c.get("pid"))] = c
+    except FileNotFoundError:
+        return {}
+    out = {}
+    for c in last.values():
+        for k, v in c.items():
+            if k not in ("role", "pid"):
+                out[k] = out.get(k, 0) + v
+    return out
 
 
 def _agent_errors(llm):
@@ -141,7 +166,10 @@ def run(spec):
                 # Once the first claim is loaded: the other loads are in flight (each held
                 # test_load_delay_s before its transfer) and must fail over to recompute.
                 c = _worker_connector()
-                if not state["done"] and c is not None and c.loader.loaded_tokens > 0:
+                loaded = (c.loader.loaded_tokens if c is not None else
+                          _file_counters(run["counters_file"]).get("loaded_tokens", 0)
+                          if run.get("counters_file") else 0)
+                if not state["done"] and loaded > 0:
                     state["done"] = True
                     os.kill(pid, signal.SIGKILL)
         t = time.monotonic()
@@ -151,6 +179,13 @@ def run(spec):
                  "agent_errors": _agent_errors(llm) if run["kind"] == "connector" else None,
                  "warmed_prefix_tokens": entry_restored}
         _close(llm)
+        if run.get("counters_file") and entry["agent_errors"] is None:
+            # The engine ran in its own process: its connector wrote its counters (last at
+            # its shutdown, after the agent's flush).
+            fc = _file_counters(run["counters_file"])
+            entry["connector"] = {k: fc[k] for k in ("loaded_tokens", "load_errors",
+                                                     "saved_chunks", "save_failures") if k in fc}
+            entry["agent_errors"] = fc.get("agent_errors")
         if run["kind"] == "connector" and not run.get("kill_daemon_pid"):
             entry.update(_daemon_stats(spec["endpoint"]))
         results.append(entry)
@@ -165,6 +200,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     with open(a.spec) as f:
         spec = json.load(f)
+    if spec.get("multiprocess"):
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1"
     import vllm
     out = {"vllm_version": vllm.__version__, "runs": run(spec)}
     with open(a.out, "w") as f:

@@ -104,7 +104,8 @@ def _p50(xs):
     return statistics.median(xs) if xs else None
 
 
-def check(n, seed, model_dir, tempokvd, work, max_tokens=16, async_scheduling=False):
+def check(n, seed, model_dir, tempokvd, work, max_tokens=16, async_scheduling=False,
+          multiprocess=False):
     model_mod.build(model_dir)
     prompts = make_prompts(n, seed, model_mod.GEOMETRY["vocab_size"])
     data = os.path.join(work, "data")
@@ -113,15 +114,19 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16, async_scheduling=Fa
     d1, d2 = os.path.join(work, "pass1.digests"), os.path.join(work, "pass2.digests")
     base = {"model_dir": model_dir, "endpoint": daemon.endpoint, "chunk_tokens": 256,
             "max_model_len": 8192, "max_num_seqs": 4, "max_num_batched_tokens": 2048,
-            "max_tokens": max_tokens, "prompts": prompts, "async_scheduling": async_scheduling}
+            "max_tokens": max_tokens, "prompts": prompts, "async_scheduling": async_scheduling,
+            "multiprocess": multiprocess}
+    counters = lambda name: os.path.join(work, f"{name}.counters")  # noqa: E731
     try:
         p1 = _process(dict(base, runs=[{"name": "pass1", "kind": "connector",
-                                        "digest_file": d1}]), work, "p1")
+                                        "digest_file": d1, "counters_file": counters("pass1")}]),
+                      work, "p1")
         p2 = _process(dict(base, runs=[
-            {"name": "pass2", "kind": "connector", "digest_file": d2},
+            {"name": "pass2", "kind": "connector", "digest_file": d2,
+             "counters_file": counters("pass2")},
             {"name": "reference", "kind": "reference"},
             {"name": "killed", "kind": "connector", "kill_daemon_pid": daemon.proc.pid,
-             "test_load_delay_s": 5.0},
+             "test_load_delay_s": 5.0, "counters_file": counters("killed")},
         ]), work, "p2")
     finally:
         daemon.stop()
@@ -140,6 +145,7 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16, async_scheduling=Fa
         "requests": n,
         "seed": seed,
         "async_scheduling": async_scheduling,
+        "multiprocess": multiprocess,
         "prompt_tokens": [len(p) for p in prompts],
         "kv_identical": kv_ok,
         "kv_blocks_compared": kv_blocks,
@@ -197,6 +203,10 @@ def main(argv=None):
     ap.add_argument("--sync-scheduling", action="store_true",
                     help="TempoKVScheduler without async scheduling (default: vLLM's default, "
                          "async scheduling, with TempoKVAsyncScheduler)")
+    ap.add_argument("--multiprocess", action="store_true",
+                    help="vLLM's EngineCore in a process of its own "
+                         "(VLLM_ENABLE_V1_MULTIPROCESSING=1, vLLM's default); the connector's "
+                         "counters come back through a file")
     a = ap.parse_args(argv)
     if a.requests < 8:
         ap.error("--requests must be at least 8")
@@ -206,7 +216,7 @@ def main(argv=None):
     work = tempfile.mkdtemp(prefix="tempokv-vllm-e2e-")
     try:
         res = check(a.requests, a.seed, a.model_dir, a.tempokvd, work, a.max_tokens,
-                    not a.sync_scheduling)
+                    not a.sync_scheduling, a.multiprocess)
     except Exception as e:
         print(f"vllm-e2e: FAILED: {e}\n(work directory kept: {work})", file=sys.stderr)
         return 1

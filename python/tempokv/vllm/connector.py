@@ -13,13 +13,17 @@ by this engine's scheduler and workers; default derived from the endpoint and th
 ``chunk_tokens`` (default 256, a multiple of vLLM's block size), ``timeout_s`` (per call, default
 2), ``load_timeout_s`` (a claim not ready by then is recomputed, default 60), ``digest_file``
 (test only: digests of saved and loaded blocks), ``test_load_delay_s`` (test only: hold each
-ready claim that long before copying it).
+ready claim that long before copying it), ``counters_file`` (tests only: each side appends its
+counters as a JSON line at most every 0.25 s and at shutdown, for a driver that does not share
+the engine's process).
 
 Nothing here is device-specific: the KV layout is detected in ``register_kv_caches``.
 """
 
+import json
 import logging
 import os
+import time
 
 from vllm.distributed.kv_transfer.kv_connector.v1.base import (
     KVConnectorBase_V1,
@@ -52,6 +56,8 @@ class TempoKVConnector(KVConnectorBase_V1):
         self.load_timeout_s = float(extra.get("load_timeout_s", 60.0))
         self.digest_file = extra.get("digest_file")
         self.test_load_delay_s = float(extra.get("test_load_delay_s", 0))  # e2e's daemon kill
+        self.counters_file = extra.get("counters_file")
+        self._counters_written = 0.0
         engine = self._kv_transfer_config.engine_id or "engine"
         self.runtime = str(extra.get("runtime") or f"vllm:{engine}")
         if self._kv_transfer_config.kv_load_failure_policy != "recompute":
@@ -103,6 +109,7 @@ class TempoKVConnector(KVConnectorBase_V1):
         self._sched.update_state_after_alloc(request, blocks, num_external_tokens)
 
     def build_connector_meta(self, scheduler_output):
+        self._write_counters()
         return self._sched.build_connector_meta(scheduler_output)
 
     def request_finished(self, request, block_ids):
@@ -160,6 +167,7 @@ class TempoKVConnector(KVConnectorBase_V1):
     def get_finished(self, finished_req_ids):
         if self.loader is None:
             return None, None
+        self._write_counters()
         self.loader.cancel(finished_req_ids)
         recving, errors = self.loader.take_finished()
         self._load_errors |= errors
@@ -184,3 +192,27 @@ class TempoKVConnector(KVConnectorBase_V1):
             self.saver.close()
         if self.loader is not None:
             self.loader.close()
+        self._write_counters(force=True)
+
+    def counters(self):
+        """This side's counters (the scheduler's agent, or the worker's loader and saver)."""
+        if self._sched is not None:
+            a = self.agent
+            return {"role": "scheduler", "agent_errors": a.errors,
+                    "trimmed_claims": a.trimmed_claims, "dropped_steps": a.dropped_steps}
+        if self.loader is not None:
+            return {"role": "worker", "loaded_tokens": self.loader.loaded_tokens,
+                    "load_errors": self.loader.failed, "saved_chunks": self.saver.saved,
+                    "save_failures": self.saver.failed}
+        return None
+
+    def _write_counters(self, force=False):
+        now = time.monotonic()
+        if not self.counters_file or (not force and now - self._counters_written < 0.25):
+            return
+        self._counters_written = now
+        c = self.counters()
+        if c is not None:
+            c["pid"] = os.getpid()
+            with open(self.counters_file, "a") as f:
+                f.write(json.dumps(c) + "\n")

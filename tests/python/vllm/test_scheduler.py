@@ -163,3 +163,24 @@ def test_preemption_ends_the_claim_and_the_request_recomputes(model_dir, daemon)
     conn.agent.flush()
     assert conn.agent.errors == 0
     conn.shutdown()
+
+
+def test_a_hit_larger_than_the_protected_budget_claims_the_prefix_that_fits(model_dir, daemon):
+    s = make_scheduler(model_dir, daemon.endpoint)
+    conn = s.connector
+    tokens = list(range(20, 20 + 3 * CHUNK + 5))
+    keys = chunk_keys(conn.model_id, tokens, CHUNK)
+    # Three stored chunks of 12 MiB: 36 MiB, over the daemon's 32 MiB protected budget.
+    store_chunks(daemon.endpoint, keys[:3], nbytes=12 << 20)
+    with TempoKVClient(daemon.endpoint, name="probe", map_shared_memory=False) as probe:
+        assert probe.lookup(keys[:3], with_claimable=True) == ([12 << 20] * 3, 2)
+    s.add_request(request("d", tokens))
+    conn.agent.flush()
+    assert conn.agent.trimmed_claims == 1
+    out = s.schedule()
+    (load,) = out.kv_connector_metadata.loads
+    assert load.keys == keys[:2], "the two chunks that fit, not nothing"
+    assert len(load.block_ids) == 2 * CHUNK // BLOCK
+    conn.agent.flush()
+    assert conn.agent.errors == 0
+    conn.shutdown()
