@@ -17,6 +17,12 @@ std::vector<double> ServiceCore::Histograms::error_bounds() {
   return b;
 }
 
+namespace {
+// The adapter's use time for a request no order update has placed is an hour away
+// (runtime_adapter.cc, kUnknownTtu); projections this far out are that placeholder.
+constexpr Duration kUnknownUse = std::chrono::minutes(30);
+}  // namespace
+
 void ServiceCore::Histograms::Recent::add(double v) {
   if (values.size() < kRecent) {
     values.push_back(v);
@@ -36,7 +42,11 @@ void ServiceCore::record_claim_end(uint64_t request_id) {
     h.ttr_error.observe(e);
     h.ttr_recent.add(e);
   }
-  if (t.retrieval_requested && info->projected_use_at_commit) {
+  // A claim committed before any order update projected its use (Immediate commits at the hit
+  // report) carries the adapter's "unknown" use time, an hour away: no projection to score.
+  const bool use_projected = info->projected_use_at_commit && t.committed &&
+                             *info->projected_use_at_commit - *t.committed < kUnknownUse;
+  if (t.retrieval_requested && use_projected) {
     const double e = to_seconds(*t.retrieval_requested - *info->projected_use_at_commit);
     h.ttu_error.observe(e);
     h.ttu_recent.add(e);
