@@ -33,13 +33,22 @@ class _Snapshots:
         super().__init__(*args, **kwargs)
         self._tempokv = self.connector if isinstance(self.connector, TempoKVConnector) else None
         self._step_started = None  # the first schedule() since the last output
+        self._last_posted = None  # (waiting, running) of the last snapshot handed over
         self.last_step_s = 0.0
         self.step_estimate_s = 0.0
 
     def schedule(self, *args, **kwargs):
         out = super().schedule(*args, **kwargs)
         if self._tempokv is not None:
-            self._tempokv.on_schedule(self._snapshot(out))
+            snap = self._snapshot(out)
+            # A step that schedules nothing while the queues stay as they were (the engine
+            # spinning while requests wait for their KV to load: thousands of steps a second)
+            # says nothing new; handing each over flooded the agent, which then answered
+            # lookups seconds late and reported orders older than the worker's loads.
+            key = (tuple(snap.waiting), tuple(r[0] for r in snap.running))
+            if out.total_num_scheduled_tokens > 0 or key != self._last_posted:
+                self._last_posted = key
+                self._tempokv.on_schedule(snap)
         if self._step_started is None:
             self._step_started = time.monotonic()
         return out
