@@ -75,6 +75,12 @@ class RuntimeAdapter : public RuntimeApi {
   // projects from the state at its estimated end; its measured length calibrates the costs.
   Status iteration_started(std::span<const uint64_t> prefills,
                            std::span<const uint64_t> decoders) override;
+  // The same, where the runtime says how many prompt tokens each prefill computes in this
+  // iteration (a chunk of a chunked prefill; 0: all that are left): the iteration's cost is
+  // then that of the chunks, after the tokens earlier chunks computed.
+  Status iteration_started(std::span<const uint64_t> prefills,
+                           std::span<const uint32_t> prefill_tokens,
+                           std::span<const uint64_t> decoders);
   Status admitted(uint64_t id) override;
   Status prefill_done(uint64_t id) override;  // the prefill produced the first token
   Status tokens_generated(uint64_t id, uint32_t total_generated) override;
@@ -94,6 +100,21 @@ class RuntimeAdapter : public RuntimeApi {
   // Measured iteration time / the given profile's cost of it (the online calibration; 1 before
   // any iteration).
   double cost_scale() const { return cost_scale_; }
+  // The given profile's cost of the iteration iteration_started opened last (zero before any).
+  Duration open_iteration_cost() const { return iteration_cost_; }
+  // A runtime that measures its own iterations reports one: `profile_cost` is what
+  // open_iteration_cost() said when it started, `actual` what the runtime measured. It
+  // calibrates the costs as a measured iteration does; from then on the adapter's own clock
+  // (iteration_started to the next progress report) still ends iterations but no longer
+  // calibrates: the runtime's measurement does not include message delays or idle gaps.
+  void iteration_measured(Duration profile_cost, Duration actual);
+  struct Stats {
+    uint64_t waiting = 0;  // requests added and not admitted
+    uint64_t running = 0;  // admitted, not finished
+    uint64_t iterations_calibrated = 0;  // measurements that moved the cost scale
+    bool runtime_measures = false;       // iteration_measured was called
+  };
+  Stats stats() const;
   Controller& controller() { return controller_; }
 
  private:
@@ -108,13 +129,19 @@ class RuntimeAdapter : public RuntimeApi {
     bool prefill_done = false;
     bool prefill_in_iteration = false;  // its prefill runs in the iteration now running
     bool decode_in_iteration = false;   // it decodes a token in the iteration now running
+    uint32_t prefilled_tokens = 0;      // prompt tokens its earlier prefill chunks computed
     Duration last_ttu{-1};
   };
   Result<Req*> find(uint64_t id, const char* call);
   // The given profile's cost of one iteration of these requests.
-  Duration iteration_cost(std::span<const uint64_t> prefills, std::span<const uint64_t> decoders);
-  // The first progress report after iteration_started: the iteration has ended; calibrate.
+  // `prefill_tokens` (may be empty): each prefill's chunk, 0 for all that are left.
+  Duration iteration_cost(std::span<const uint64_t> prefills,
+                          std::span<const uint32_t> prefill_tokens,
+                          std::span<const uint64_t> decoders);
+  // The first progress report after iteration_started: the iteration has ended; calibrate
+  // (unless the runtime measures its iterations itself).
   void iteration_ended();
+  void calibrate(Duration profile_cost, Duration actual);
   Duration ready_in(uint64_t id) const;
 
   Controller& controller_;
@@ -130,6 +157,8 @@ class RuntimeAdapter : public RuntimeApi {
   Duration iteration_cost_{0};  // the given profile's cost of the open iteration
   double cost_scale_ = 1.0;
   double log_scale_ = 0.0;
+  bool runtime_measures_ = false;
+  uint64_t iterations_calibrated_ = 0;
 };
 
 }  // namespace tempokv

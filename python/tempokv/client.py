@@ -39,6 +39,14 @@ calls fast: a request no connection takes within the call's timeout raises
 Unavailable (:meth:`lookup` waits at most ``lookup_timeout_s``), at once
 while the background heartbeat finds the daemon down.
 
+Fork safety: a client used in a process forked from the one that made it
+(vLLM forks and spawns its workers) notices the new pid on its next call, drops
+what it inherited (context, socket, lock, heartbeat thread; never closing the
+parent's socket), opens its own socket and says hello as a new session of the
+same runtime, and restarts its heartbeat thread (``forks`` counts this). The
+parent's claims and write reservations are not the child's. Closing a client
+in a forked child that never used it sends nothing.
+
 Threading: NOT thread-safe. One thread makes every call, runs :meth:`poll`
 (and so the callbacks) and closes the client. Callbacks may call back into
 the client. Use one client per thread (e.g. one per tensor-parallel rank,
@@ -174,13 +182,12 @@ class TempoKVClient:
         self._last_sent = time.monotonic()
         self.hello = {}
 
-        self._context = zmq.Context()
-        self._socket = self._context.socket(zmq.DEALER)
-        self._socket.setsockopt(zmq.LINGER, 0)
-        # Queue only on a live connection: a request to a daemon that is down fails.
-        self._socket.setsockopt(zmq.IMMEDIATE, 1)
+        self._pid = os.getpid()  # the process whose context, socket and session these are
+        self.forks = 0  # sessions opened again in a forked child
+        self._background_heartbeat = bool(background_heartbeat)
+        self._context = self._socket = None
         try:
-            self._socket.connect(endpoint)
+            self._open_socket()
             args = {"versions": list(range(MIN_PROTOCOL_VERSION, PROTOCOL_VERSION + 1)),
                     "client": str(name)}
             if runtime:
@@ -198,11 +205,67 @@ class TempoKVClient:
         except BaseException:
             self.close()
             raise
-        if background_heartbeat:
+        self._start_heartbeat()
+
+    def _open_socket(self):
+        self._context = zmq.Context()
+        self._socket = self._context.socket(zmq.DEALER)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        # Queue only on a live connection: a request to a daemon that is down fails.
+        self._socket.setsockopt(zmq.IMMEDIATE, 1)
+        self._socket.connect(self.endpoint)
+
+    def _start_heartbeat(self):
+        if self._background_heartbeat:
             self._heartbeat_thread = threading.Thread(
                 target=TempoKVClient._heartbeat_main, args=(weakref.ref(self), self._stop),
                 name="tempokv-heartbeat", daemon=True)
             self._heartbeat_thread.start()
+
+    def _check_fork(self):
+        """Fork safety: a client used in a process forked from the one that made it (vLLM forks
+        its workers) gets a context, a socket and a session of its own before anything else."""
+        if self._pid != os.getpid():
+            self._after_fork()
+
+    def _after_fork(self):
+        """This process is a fork: the context, socket, lock and heartbeat thread it inherited
+        are the parent's (the thread does not run here; the lock may be held forever by a
+        thread that does not exist here). They are dropped, never closed here (pyzmq leaves a
+        parent's socket alone in a child), and the client says hello as a new session: of
+        the same runtime when it named one. Claims, notifications and write reservations
+        were the parent's session's: forgotten. The shared mappings are inherited and kept,
+        unless the daemon is another instance now."""
+        self._pid = os.getpid()
+        self.forks += 1
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._heartbeat_thread = None
+        self._context = self._socket = None
+        self._claims.clear()
+        self._notifications.clear()
+        self._next_id = 1
+        self._step_seq = 0
+        self._session_open = self._session_lost = self._daemon_down = False
+        if self._closed:
+            return
+        self._open_socket()
+        try:
+            hello = self._say_hello()
+        except errors.TempoKVError:
+            # As a lost session: the next call (or poll) says hello again, when reconnecting.
+            self._session_open = self._session_lost = True
+            self._start_heartbeat()
+            raise
+        if self._map_shm and any(hello.get(k) != self.hello.get(k)
+                                 for k in ("instance", "tier_path", "write_path")):
+            self._unmap_shared_memory()
+            self.hello = hello
+            self._map_shared_memory()
+        self.hello = hello
+        self._version = hello["version"]
+        self._session_open = True
+        self._start_heartbeat()
 
     # ----------------------------------------------------------------------------------------
     # Properties of the session.
@@ -340,7 +403,7 @@ class TempoKVClient:
         self._call("cancel", {"request_id": request_id})
 
     def step(self, prefills=(), decoders=(), finished=(), queued=(), waiting=(),
-             boundary_in_ns=0):
+             boundary_in_ns=0, admitted=(), measured=None):
         """Protocol v2: one message per scheduler iteration, in place of add_request, admitted,
         iteration_started, prefill_done, tokens_generated, finished and update_order
         (docs/protocol.md, "step"). Sent without waiting for the daemon; an error it is answered
@@ -352,7 +415,12 @@ class TempoKVClient:
         token in it; ``finished``: [(request_id, output_tokens)] ended since the last step;
         ``queued``: [(request_id, prompt_tokens, cached_tokens, cached_bytes,
         max_output_tokens)] that joined the waiting queue; ``waiting``: the waiting order after
-        this schedule; ``boundary_in_ns``: time until the iteration starting now ends.
+        this schedule; ``boundary_in_ns``: time until the iteration starting now ends;
+        ``admitted``: request ids scheduled without computing in this iteration (their KV
+        loads); ``measured``: [(seq, duration_ns)], the runtime's measured durations of the
+        iterations earlier steps started (by the ``seq`` :meth:`step` returned), or None when
+        the runtime does not measure them (the daemon then times the steps' arrivals).
+        Returns this step's ``seq``.
         """
         if self._version < 2:
             raise FailedPrecondition("FailedPrecondition",
@@ -382,7 +450,12 @@ class TempoKVClient:
             "decoders": _ids("decoders", decoders),
             "waiting": _ids("waiting", waiting),
             "boundary_in_ns": _uint("boundary_in_ns", max(0, int(boundary_in_ns)), _I64_MAX),
+            "admitted": _ids("admitted", admitted),
         }
+        if measured is not None:
+            args["measured"] = [[_u64(f"measured[{i}][0]", m[0]),
+                                 _uint(f"measured[{i}][1]", max(0, int(m[1])), _I64_MAX)]
+                                for i, m in enumerate(measured)]
         self._check_open("step")
         if self.reconnect and self._session_lost:
             self._recover()
@@ -394,6 +467,7 @@ class TempoKVClient:
             self._send("step", message, 0)
             self._last_sent = time.monotonic()
             self._step_seq += 1
+            return self._step_seq
 
     # ----------------------------------------------------------------------------------------
     # Extras: session, store, stats.
@@ -521,6 +595,7 @@ class TempoKVClient:
     # Notifications.
 
     def pending(self):
+        self._check_fork()
         """Whether :meth:`poll` has something to deliver now (queued or on the socket)."""
         with self._lock:
             if self._notifications:
@@ -593,6 +668,13 @@ class TempoKVClient:
         :meth:`read_object` still alive keep their mapping until they are released."""
         if self._closed:
             return
+        if self._pid != os.getpid():  # a fork: the socket and the session are the parent's
+            self._closed = True
+            self._context = self._socket = None
+            self._claims.clear()
+            self._notifications.clear()
+            self._unmap_shared_memory()
+            return
         self._stop.set()
         thread, self._heartbeat_thread = self._heartbeat_thread, None
         if thread is not None and thread is not threading.current_thread():
@@ -635,6 +717,7 @@ class TempoKVClient:
     # Internals.
 
     def _check_open(self, op):
+        self._check_fork()
         if self._closed:
             raise FailedPrecondition("FailedPrecondition", f"{op}: the client is closed")
         if not self._session_open and op != "hello":
@@ -808,6 +891,7 @@ class TempoKVClient:
                                                  f"{self.endpoint}: {e}") from e
 
     def _exchange(self, op, args, version=None, timeout_s=None, connect_wait=True):
+        self._check_fork()
         with self._lock:
             return self._exchange_locked(op, args, version, timeout_s, connect_wait)
 
@@ -870,6 +954,7 @@ class TempoKVClient:
         return msg if isinstance(msg, dict) else None
 
     def _drain(self, timeout_s):
+        self._check_fork()
         """Queues the notifications that arrive within timeout_s (stops at the first one after
         waiting); stray replies are dropped."""
         with self._lock:

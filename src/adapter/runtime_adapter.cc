@@ -150,13 +150,17 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
 }
 
 Duration RuntimeAdapter::iteration_cost(std::span<const uint64_t> prefills,
+                                        std::span<const uint32_t> prefill_tokens,
                                         std::span<const uint64_t> decoders) {
   Duration cost{0};
-  for (uint64_t id : prefills) {
-    const Req& r = requests_.at(id);
-    if (r.has_claim) cost += profile_.retrieval(r.info.cached_bytes);
-    const uint32_t n = std::max<uint32_t>(1, r.info.prompt_tokens - r.info.cached_tokens);
-    cost += profile_.prefill(n, r.info.prompt_tokens - n);
+  for (size_t i = 0; i < prefills.size(); ++i) {
+    const Req& r = requests_.at(prefills[i]);
+    const uint32_t done = r.info.cached_tokens + r.prefilled_tokens;
+    const uint32_t left = r.info.prompt_tokens > done ? r.info.prompt_tokens - done : 0;
+    const uint32_t chunk = i < prefill_tokens.size() ? prefill_tokens[i] : 0;
+    if (r.has_claim && r.prefilled_tokens == 0) cost += profile_.retrieval(r.info.cached_bytes);
+    const uint32_t n = std::max<uint32_t>(1, chunk > 0 ? std::min(chunk, left) : left);
+    cost += profile_.prefill(n, std::min(done, r.info.prompt_tokens - n));
   }
   uint64_t context = 0;
   for (uint64_t id : decoders) {
@@ -170,20 +174,49 @@ Duration RuntimeAdapter::iteration_cost(std::span<const uint64_t> prefills,
 void RuntimeAdapter::iteration_ended() {
   if (!iteration_open_) return;
   iteration_open_ = false;
-  const Duration actual = controller_.now() - iteration_start_;
-  if (options_.calibration_weight == 0 || iteration_cost_ <= Duration::zero() ||
+  if (!runtime_measures_) calibrate(iteration_cost_, controller_.now() - iteration_start_);
+}
+
+void RuntimeAdapter::iteration_measured(Duration profile_cost, Duration actual) {
+  runtime_measures_ = true;
+  calibrate(profile_cost, actual);
+}
+
+void RuntimeAdapter::calibrate(Duration profile_cost, Duration actual) {
+  if (options_.calibration_weight == 0 || profile_cost <= Duration::zero() ||
       actual <= Duration::zero()) {
     return;
   }
-  const double ratio = std::clamp(double(actual.count()) / double(iteration_cost_.count()),
+  const double ratio = std::clamp(double(actual.count()) / double(profile_cost.count()),
                                   0.25, 4.0);
   log_scale_ += options_.calibration_weight * (std::log(ratio) - log_scale_);
   cost_scale_ = std::exp(log_scale_);
   calibrated_ = profile_.scaled(cost_scale_);
+  ++iterations_calibrated_;
+}
+
+RuntimeAdapter::Stats RuntimeAdapter::stats() const {
+  Stats s;
+  s.running = running_.size();
+  s.waiting = requests_.size() - running_.size();
+  s.iterations_calibrated = iterations_calibrated_;
+  s.runtime_measures = runtime_measures_;
+  return s;
 }
 
 Status RuntimeAdapter::iteration_started(std::span<const uint64_t> prefills,
                                          std::span<const uint64_t> decoders) {
+  return iteration_started(prefills, {}, decoders);
+}
+
+Status RuntimeAdapter::iteration_started(std::span<const uint64_t> prefills,
+                                         std::span<const uint32_t> prefill_tokens,
+                                         std::span<const uint64_t> decoders) {
+  if (!prefill_tokens.empty() && prefill_tokens.size() != prefills.size()) {
+    return Status::invalid_argument("iteration_started: " +
+                                    std::to_string(prefill_tokens.size()) + " chunk sizes for " +
+                                    std::to_string(prefills.size()) + " prefills");
+  }
   for (uint64_t id : prefills) {
     TEMPOKV_ASSIGN_OR_RETURN(Req * r, find(id, "iteration_started"));
     if (r->phase != Phase::kRunning) {
@@ -202,7 +235,12 @@ Status RuntimeAdapter::iteration_started(std::span<const uint64_t> prefills,
   }
   iteration_open_ = true;
   iteration_start_ = controller_.now();
-  iteration_cost_ = iteration_cost(prefills, decoders);
+  iteration_cost_ = iteration_cost(prefills, prefill_tokens, decoders);
+  // What the chunks will have computed at the iteration's end (the next chunk's context).
+  for (size_t i = 0; i < prefill_tokens.size(); ++i) {
+    Req& r = requests_.at(prefills[i]);
+    r.prefilled_tokens += prefill_tokens[i];
+  }
   return Status::ok();
 }
 

@@ -115,6 +115,10 @@ struct StepFinished {
   uint64_t request_id = 0;
   uint32_t output_tokens = 0;
 };
+struct StepMeasured {
+  uint64_t seq = 0;          // the step that started the iteration
+  int64_t duration_ns = 0;   // how long the runtime measured it to take; >= 0
+};
 struct Step {
   uint64_t seq = 0;                    // strictly increasing per session
   std::vector<RequestInfo> queued;     // requests that entered the waiting queue (add_request)
@@ -123,6 +127,13 @@ struct Step {
   std::vector<uint64_t> decoders;      // ... and decoders (one token each)
   std::vector<uint64_t> waiting;       // the waiting order after this schedule
   int64_t boundary_in_ns = 0;          // time until the iteration starting now ends; >= 0
+  // Requests the runtime scheduled that compute nothing in this iteration (their KV loads).
+  std::vector<uint64_t> admitted;
+  // The runtime's own measurement of iterations earlier steps started. `measures`: the field
+  // is present (even empty): the runtime measures its iterations; the adapter's costs are
+  // calibrated from these, not from when steps arrive.
+  std::vector<StepMeasured> measured;
+  bool measures = false;
 };
 
 // The order of alternatives is the order of kOpNames in protocol.cc.

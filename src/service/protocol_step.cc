@@ -16,15 +16,15 @@ void pack_u64s(Packer& pk, std::initializer_list<uint64_t> values) {
 
 // The entries of one list field: each a fixed-size array of unsigned integers.
 template <size_t N, typename Fn>
-Status read_rows(const Fields& f, std::string_view name, Fn&& fn) {
+Status read_rows(const Fields& f, std::string_view name, Fn&& fn,
+                 const char* shape = N == 2 ? "[request_id, count]"
+                                            : "[request_id, prompt_tokens, cached_tokens, "
+                                              "cached_bytes, max_output_tokens]") {
   TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array(name, kMaxIdList));
-  static const char* const kShapes[] = {"", "", "[request_id, count]", "",
-                                        "", "[request_id, prompt_tokens, cached_tokens, "
-                                            "cached_bytes, max_output_tokens]"};
   for (uint32_t i = 0; i < a->via.array.size; ++i) {
     uint64_t v[N];
     const std::string what = f.what(name) + "[" + std::to_string(i) + "]";
-    TEMPOKV_RETURN_IF_ERROR(fixed_u64s(a->via.array.ptr[i], what, v, kShapes[N]));
+    TEMPOKV_RETURN_IF_ERROR(fixed_u64s(a->via.array.ptr[i], what, v, shape));
     TEMPOKV_RETURN_IF_ERROR(fn(v, what));
   }
   return Status::ok();
@@ -38,7 +38,7 @@ Result<uint32_t> narrow(uint64_t v, const std::string& what) {
 }  // namespace
 
 void pack_step_args(Packer& pk, const Step& m) {
-  pk.pack_map(7);
+  pk.pack_map(m.measures ? 9 : 8);
   pack_str(pk, "seq");
   pk.pack(m.seq);
   pack_str(pk, "queued");
@@ -60,13 +60,23 @@ void pack_step_args(Packer& pk, const Step& m) {
   for (uint64_t id : m.waiting) pk.pack(id);
   pack_str(pk, "boundary_in_ns");
   pk.pack(m.boundary_in_ns);
+  pack_str(pk, "admitted");
+  pk.pack_array(static_cast<uint32_t>(m.admitted.size()));
+  for (uint64_t id : m.admitted) pk.pack(id);
+  if (m.measures) {
+    pack_str(pk, "measured");
+    pk.pack_array(static_cast<uint32_t>(m.measured.size()));
+    for (const StepMeasured& x : m.measured) {
+      pack_u64s(pk, {x.seq, static_cast<uint64_t>(x.duration_ns)});
+    }
+  }
 }
 
 Result<Step> read_step_args(const object& args, const std::string& where) {
   TEMPOKV_ASSIGN_OR_RETURN(
       Fields f, Fields::read(args, where,
                              {"seq", "queued", "finished", "prefills", "decoders", "waiting",
-                              "boundary_in_ns"}));
+                              "boundary_in_ns", "admitted", "measured"}));
   Step m;
   TEMPOKV_ASSIGN_OR_RETURN(m.seq, f.u64("seq"));
   TEMPOKV_RETURN_IF_ERROR(read_rows<5>(f, "queued", [&](const uint64_t* v, const std::string& w) {
@@ -95,6 +105,20 @@ Result<Step> read_step_args(const object& args, const std::string& where) {
     TEMPOKV_ASSIGN_OR_RETURN(uint64_t ns, f.u64("boundary_in_ns"));
     if (ns > static_cast<uint64_t>(INT64_MAX)) return bad(f.what("boundary_in_ns") + " overflows");
     m.boundary_in_ns = static_cast<int64_t>(ns);
+  }
+  if (f.get("admitted") != nullptr) {
+    TEMPOKV_ASSIGN_OR_RETURN(m.admitted, f.ids("admitted"));
+  }
+  if (f.get("measured") != nullptr) {
+    m.measures = true;
+    TEMPOKV_RETURN_IF_ERROR(read_rows<2>(
+        f, "measured",
+        [&](const uint64_t* v, const std::string& w) {
+          if (v[1] > static_cast<uint64_t>(INT64_MAX)) return bad(w + "[1] overflows");
+          m.measured.push_back({v[0], static_cast<int64_t>(v[1])});
+          return Status::ok();
+        },
+        "[seq, duration_ns]"));
   }
   return m;
 }

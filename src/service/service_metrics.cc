@@ -136,6 +136,25 @@ std::vector<Metric> ServiceCore::metrics() const {
   add("steps_total", "Step messages (protocol v2) handled", kC, double(counters.steps));
   add("steps_missed_total", "Step sequence numbers skipped (steps never received)", kC,
       double(counters.steps_missed));
+  // Each runtime's adapter, labelled with its runtime id (the hello's runtime_id); one family
+  // after the other, as the exposition format wants.
+  auto per_runtime = [&](const char* name, const char* help, MetricType type, auto value) {
+    for (const auto& [key, rt] : runtimes_) {
+      add(name, help, type, value(*rt->adapter), {{"runtime", std::to_string(rt->id)}});
+    }
+  };
+  per_runtime("adapter_waiting_requests", "Requests the adapter has in the waiting queue", kG,
+              [](const RuntimeAdapter& a) { return double(a.stats().waiting); });
+  per_runtime("adapter_running_requests", "Requests the adapter has admitted, not finished", kG,
+              [](const RuntimeAdapter& a) { return double(a.stats().running); });
+  per_runtime("adapter_cost_scale",
+              "Measured iteration time / the cost profile's (online calibration)", kG,
+              [](const RuntimeAdapter& a) { return a.cost_scale(); });
+  per_runtime("adapter_iterations_calibrated_total",
+              "Measured iterations that calibrated the costs", kC,
+              [](const RuntimeAdapter& a) { return double(a.stats().iterations_calibrated); });
+  per_runtime("adapter_runtime_measures", "1 when the runtime reports its own iteration times",
+              kG, [](const RuntimeAdapter& a) { return a.stats().runtime_measures ? 1.0 : 0.0; });
   add("write_region_used_bytes", "Write region bytes reserved", kG, double(writes_->used_bytes()));
   const Histograms& h = *histograms_;
   add("timed_claims_total", "Committed claims that got ready and whose retrieval was requested", kC,

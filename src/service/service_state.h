@@ -1,6 +1,7 @@
 // The records ServiceCore keeps per runtime, session and shared claim. Internal to the service.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -53,6 +54,9 @@ struct ServiceCore::Session {
   std::unordered_set<uint64_t> writes;  // write-region reservations it holds (offsets)
   bool copier = false;                  // it began a transfer at least once
   uint64_t last_step_seq = 0;           // the seq of its last step (protocol v2)
+  // The adapter's cost of the iterations its last steps started, by seq: what a step's
+  // `measured` durations are compared with (kStepCostsKept of them).
+  std::deque<std::pair<uint64_t, Duration>> step_costs;
 };
 
 }  // namespace tempokv::service

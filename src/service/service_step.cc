@@ -8,6 +8,13 @@
 #include "service/service_state.h"
 
 namespace tempokv::service {
+namespace {
+
+// Steps whose iteration cost is kept for the runtime's measurement of it: an asynchronous
+// scheduler measures an iteration a step or two after the step that started it.
+constexpr size_t kStepCostsKept = 16;
+
+}  // namespace
 
 Status ServiceCore::step(Session& s, const Step& m) {
   if (m.seq <= s.last_step_seq) {
@@ -20,6 +27,16 @@ Status ServiceCore::step(Session& s, const Step& m) {
   ++counters_.steps;
   Runtime& rt = *s.runtime;
   RuntimeAdapter& a = *rt.adapter;
+  // First, so that a runtime that measures its iterations never has them calibrated by the
+  // arrival times of its steps (which the progress calls below would do).
+  for (const StepMeasured& x : m.measured) {
+    for (const auto& [seq, cost] : s.step_costs) {
+      if (seq == x.seq) a.iteration_measured(cost, Duration(x.duration_ns));
+    }
+  }
+  if (m.measures && m.measured.empty() && !a.stats().runtime_measures) {
+    a.iteration_measured(Duration::zero(), Duration::zero());  // declares it; calibrates nothing
+  }
   for (const StepFinished& f : m.finished) {
     TEMPOKV_RETURN_IF_ERROR(finish_request(s, f.request_id, f.output_tokens));
   }
@@ -41,19 +58,29 @@ Status ServiceCore::step(Session& s, const Step& m) {
   rt.step_prefills.clear();
   rt.step_decoders.clear();
   for (const RequestInfo& r : m.queued) TEMPOKV_RETURN_IF_ERROR(add_request(s, r));
-  std::vector<uint64_t> prefills;
-  prefills.reserve(m.prefills.size());
-  for (const StepPrefill& p : m.prefills) {
-    TEMPOKV_RETURN_IF_ERROR(owned(s, p.request_id, "step"));
-    if (!rt.stepping.count(p.request_id)) {  // its first prefill chunk: admitted now
-      TEMPOKV_RETURN_IF_ERROR(a.admitted(p.request_id));
-      rt.stepping.emplace(p.request_id, 0);
+  auto admit = [&](uint64_t id) -> Status {
+    TEMPOKV_RETURN_IF_ERROR(owned(s, id, "step"));
+    if (!rt.stepping.count(id)) {  // scheduled for the first time (KV loading or a prefill)
+      TEMPOKV_RETURN_IF_ERROR(a.admitted(id));
+      rt.stepping.emplace(id, 0);
     }
+    return Status::ok();
+  };
+  for (uint64_t id : m.admitted) TEMPOKV_RETURN_IF_ERROR(admit(id));
+  std::vector<uint64_t> prefills;
+  std::vector<uint32_t> chunks;
+  prefills.reserve(m.prefills.size());
+  chunks.reserve(m.prefills.size());
+  for (const StepPrefill& p : m.prefills) {
+    TEMPOKV_RETURN_IF_ERROR(admit(p.request_id));
     prefills.push_back(p.request_id);
+    chunks.push_back(p.tokens);
   }
   for (uint64_t id : m.decoders) TEMPOKV_RETURN_IF_ERROR(owned(s, id, "step"));
   for (uint64_t id : m.waiting) TEMPOKV_RETURN_IF_ERROR(owned(s, id, "step"));
-  TEMPOKV_RETURN_IF_ERROR(a.iteration_started(prefills, m.decoders));
+  TEMPOKV_RETURN_IF_ERROR(a.iteration_started(prefills, chunks, m.decoders));
+  s.step_costs.emplace_back(m.seq, a.open_iteration_cost());
+  if (s.step_costs.size() > kStepCostsKept) s.step_costs.pop_front();
   rt.step_prefills = prefills;
   rt.step_decoders = m.decoders;
   return a.update_order(m.waiting, Duration(m.boundary_in_ns));

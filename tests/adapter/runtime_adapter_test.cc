@@ -122,6 +122,45 @@ TEST(RuntimeAdapter, MeasuredIterationsCalibrateTheCostsItProjectsWith) {
   EXPECT_NEAR(to_seconds(f.adapter->last_ttu(2).value()), 61 * 0.020, 0.01);
 }
 
+TEST(RuntimeAdapter, AChunkedPrefillCostsEachChunkAfterTheTokensBeforeIt) {
+  AdapterFixture f;
+  f.profile.prefill_c_s_per_token2 = 1e-6;  // attention only: n² + 2·n·context µs
+  f.adapter = RuntimeAdapter::create(*f.controller, f.profile, {.max_active = 1}).value();
+  ASSERT_TRUE(f.adapter->add_request({1, 3000, 1000, 0, 4}).is_ok());  // 2000 tokens to compute
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  std::vector<uint64_t> prefills{1};
+  std::vector<uint32_t> chunk{1500};
+  ASSERT_TRUE(f.adapter->iteration_started(prefills, chunk, {}).is_ok());
+  EXPECT_EQ(f.adapter->open_iteration_cost(), f.profile.prefill(1500, 1000));
+  chunk = {1500};  // more than the 500 left: the rest
+  ASSERT_TRUE(f.adapter->iteration_started(prefills, chunk, {}).is_ok());
+  EXPECT_EQ(f.adapter->open_iteration_cost(), f.profile.prefill(500, 2500));
+  EXPECT_EQ(f.adapter->iteration_started(prefills, std::vector<uint32_t>{1, 2}, {}).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(RuntimeAdapter, ARuntimesOwnMeasurementsCalibrateInsteadOfItsClock) {
+  AdapterFixture f;  // 10 ms decode steps by the profile
+  ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 400}).is_ok());
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
+  std::vector<uint64_t> decoders{1};
+  for (uint32_t n = 2; n < 40; ++n) {
+    ASSERT_TRUE(f.adapter->iteration_started({}, decoders).is_ok());
+    const Duration cost = f.adapter->open_iteration_cost();
+    EXPECT_EQ(cost, milliseconds(10));
+    // The runtime measured 30 ms; the adapter's clock sees 5 ms (its messages came late).
+    f.adapter->iteration_measured(cost, milliseconds(30));
+    f.stack.ex.run_for(milliseconds(5));
+    ASSERT_TRUE(f.adapter->tokens_generated(1, n).is_ok());
+  }
+  EXPECT_NEAR(f.adapter->cost_scale(), 3.0, 0.01);
+  EXPECT_EQ(f.adapter->stats().iterations_calibrated, 38u);
+  EXPECT_TRUE(f.adapter->stats().runtime_measures);
+  EXPECT_EQ(f.adapter->stats().running, 1u);
+  EXPECT_EQ(f.adapter->stats().waiting, 0u);
+}
+
 TEST(RuntimeAdapter, ARequestAheadWaitingForItsKvDelaysTheOnesBehind) {
   AdapterFixture f;  // one slot
   AdapterOptions o;

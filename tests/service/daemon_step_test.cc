@@ -2,6 +2,8 @@
 // iteration drives a request from the queue to its end; a bad step comes back as a late error.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "service/daemon_fixture.h"
 
 namespace tempokv::testing {
@@ -44,6 +46,40 @@ TEST_F(DaemonTest, StepsDriveARequestThroughItsLifeWithoutWaitingForReplies) {
   EXPECT_EQ(c->late_errors(), 1u);
   EXPECT_EQ(c->last_late_error().code(), StatusCode::kNotFound)
       << c->last_late_error().to_string();
+}
+
+TEST_F(DaemonTest, ARuntimesMeasuredStepTimesCalibrateItsAdapterAndArrivalTimesDoNot) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  const std::string rt = "_" + std::to_string(c->hello().runtime_id);
+  const RequestInfo r1{1, 4096, 0, 0, 16}, r2{2, 4096, 0, 0, 16};
+  // Step 1 queues both and declares (measured, empty) that the runtime measures its steps.
+  ASSERT_TRUE(c->step(Step{.queued = {r1, r2}, .waiting = {1, 2}, .measures = true}).is_ok());
+  // Step 2: request 1 prefills a 2048-token chunk; request 2 is scheduled, its KV loading.
+  ASSERT_TRUE(
+      c->step(Step{.prefills = {{1, 2048}}, .waiting = {}, .admitted = {2}, .measures = true})
+          .is_ok());
+  EXPECT_EQ(stat_of(*c, "adapter_running_requests" + rt), 2);
+  EXPECT_EQ(stat_of(*c, "adapter_waiting_requests" + rt), 0);
+  // Step 3 (an asynchronous scheduler's: it measures step 2's iteration one step late): an
+  // hour, far above any profile's cost of a chunk: the ratio is clamped at 4 and the scale
+  // moves by the calibration weight (0.2) of its log. A measurement of a step the daemon
+  // never saw (99) is ignored.
+  ASSERT_TRUE(c->step(Step{.prefills = {{1, 2048}},
+                           .measured = {{99, 1'000'000}},
+                           .measures = true})
+                  .is_ok());
+  ASSERT_TRUE(c->step(Step{.decoders = {1},
+                           .measured = {{2, int64_t(3600) * 1'000'000'000}},
+                           .measures = true})
+                  .is_ok());
+  EXPECT_EQ(c->late_errors(), 0u) << c->last_late_error().to_string();
+  EXPECT_EQ(stat_of(*c, "adapter_iterations_calibrated_total" + rt), 1);
+  EXPECT_EQ(stat_of(*c, "adapter_runtime_measures" + rt), 1);
+  // Not moved by the milliseconds between the steps' arrivals (the prefill_done of step 4).
+  EXPECT_NEAR(stat_of(*c, "adapter_cost_scale" + rt), std::pow(4.0, 0.2), 1e-6);
+  ASSERT_TRUE(c->step(Step{.finished = {{1, 2}, {2, 0}}}).is_ok());
+  EXPECT_EQ(stat_of(*c, "adapter_running_requests" + rt), 0);
 }
 
 }  // namespace

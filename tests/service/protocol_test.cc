@@ -377,7 +377,10 @@ TEST(ProtocolStepTest, AStepRoundTripsEveryField) {
             .prefills = {{11, 2048}},
             .decoders = {2},
             .waiting = {12},
-            .boundary_in_ns = 42};
+            .boundary_in_ns = 42,
+            .admitted = {13},
+            .measured = {{2, 123456789}},
+            .measures = true};
   Result<Request> back = decode_request(encode_request(Request{2, 1, step}));
   ASSERT_TRUE(back.is_ok()) << back.status().to_string();
   const Step& m = std::get<Step>(back->op);
@@ -390,6 +393,17 @@ TEST(ProtocolStepTest, AStepRoundTripsEveryField) {
   EXPECT_EQ(m.decoders, std::vector<uint64_t>{2});
   EXPECT_EQ(m.waiting, std::vector<uint64_t>{12});
   EXPECT_EQ(m.boundary_in_ns, 42);
+  EXPECT_EQ(m.admitted, std::vector<uint64_t>{13});
+  ASSERT_EQ(m.measured.size(), 1u);
+  EXPECT_EQ(m.measured[0].seq, 2u);
+  EXPECT_EQ(m.measured[0].duration_ns, 123456789);
+  EXPECT_TRUE(m.measures);
+  // Without the field the runtime does not measure its steps.
+  step.measures = false;
+  step.measured.clear();
+  back = decode_request(encode_request(Request{2, 1, step}));
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_FALSE(std::get<Step>(back->op).measures);
 }
 
 TEST(ProtocolStepTest, StepIsRefusedInVersion1AndMalformedRowsAreNamed) {

@@ -23,6 +23,8 @@ __all__ = ["SchedulerAgent", "Lookup"]
 
 log = logging.getLogger("tempokv.vllm")
 
+IDLE_FLUSH_S = 2.0  # requests finished (or queued) wait this long for a step to carry them
+
 
 class Lookup:
     """A queued request's lookup: ``hit_chunks`` leading chunks are in the store and claimed."""
@@ -47,7 +49,9 @@ class SchedulerAgent:
         self._reporter = None
         self._known = set()  # rids added to the daemon in this session
         self._down_until = 0.0
-        self.errors = 0  # calls that failed (observability)
+        self.errors = 0  # calls and steps that failed (observability)
+        self._late_seen = 0  # the client's late errors already counted in errors
+        self._last_event = time.monotonic()
         self.dropped_steps = 0
         self._thread = threading.Thread(target=self._run, name="tempokv-agent", daemon=True)
         self._thread.start()
@@ -83,10 +87,12 @@ class SchedulerAgent:
                 lk.hit_chunks, lk.claimed = 0, False
         self._q.put(("preempted", rid))
 
-    def flush(self, timeout_s=10.0):
-        """Waits until every event posted so far is handled (tests, shutdown)."""
+    def flush(self, timeout_s=10.0, send_pending=True):
+        """Waits until every event posted so far is handled and, with ``send_pending``, what the
+        step reporter holds for the next step (requests queued or finished) is sent (tests,
+        shutdown)."""
         done = threading.Event()
-        self._q.put(("flush", done))
+        self._q.put(("flush", done, send_pending))
         return done.wait(timeout_s)
 
     def close(self):
@@ -101,14 +107,19 @@ class SchedulerAgent:
             except queue.Empty:
                 self._idle()
                 continue
+            self._last_event = time.monotonic()
             kind = ev[0]
             if kind == "stop":
                 break
             if kind == "flush":
+                if ev[2]:
+                    self._flush_reporter()
+                self._sync()
                 ev[1].set()
                 continue
             try:
                 getattr(self, "_on_" + kind)(*ev[1:])
+                self._count_late_errors()
             except TempoKVError as e:
                 self.errors += 1
                 log.warning("tempokv: %s failed: %s", kind, e)
@@ -132,6 +143,7 @@ class SchedulerAgent:
                                          runtime=self.runtime, max_active=self.max_active,
                                          timeout_s=self.timeout_s, map_shared_memory=False)
             self._reporter = StepReporter(self._client)
+            self._late_seen = 0
         except TempoKVError as e:
             log.warning("tempokv: cannot reach tempokvd at %s: %s", self.endpoint, e)
             self._down_until = time.monotonic() + self.retry_s
@@ -146,11 +158,48 @@ class SchedulerAgent:
         self._down_until = time.monotonic() + self.retry_s
 
     def _idle(self):
+        """No event for a while: heartbeats, late errors, and after ``IDLE_FLUSH_S`` (the engine
+        idle, or in a long step) what the reporter holds for the next step goes on its own."""
+        if self._client is not None and time.monotonic() - self._last_event >= IDLE_FLUSH_S:
+            self._flush_reporter()
         if self._client is not None:
             try:
-                self._client.poll(0)  # heartbeats
+                self._client.poll(0)  # heartbeats, late errors
+                self._count_late_errors()
             except TempoKVError:
                 self._drop_client()
+
+    def _sync(self):
+        """A round trip: the daemon has handled every step sent before it (and their errors,
+        if any, are counted)."""
+        if self._client is None:
+            return
+        try:
+            self._client.heartbeat()
+        except TempoKVError as e:
+            self.errors += 1
+            log.warning("tempokv: heartbeat failed: %s", e)
+            self._drop_client()
+            return
+        self._count_late_errors()
+
+    def _count_late_errors(self):
+        """Steps are not answered unless they fail: their errors arrive late."""
+        c = self._client
+        if c is not None and c.late_errors > self._late_seen:
+            self.errors += c.late_errors - self._late_seen
+            self._late_seen = c.late_errors
+            log.warning("tempokv: a step failed: %s", c.last_late_error)
+
+    def _flush_reporter(self):
+        if self._reporter is None:
+            return
+        try:
+            self._reporter.flush()
+        except TempoKVError as e:
+            self.errors += 1
+            log.warning("tempokv: step failed: %s", e)
+            self._drop_client()
 
     def _publish(self, rid, hit_chunks, sizes, claimed):
         with self._lock:
@@ -169,11 +218,14 @@ class SchedulerAgent:
             while hit < len(sizes) and sizes[hit] > 0:
                 hit += 1
             sizes = sizes[:hit]
-            c.add_request(rid, prompt_tokens=prompt_tokens, cached_tokens=hit * chunk_tokens,
-                          cached_bytes=sum(sizes), max_output_tokens=max_output_tokens)
-            self._known.add(rid)
-            if hit:
+            if hit:  # added and claimed now: the claim's lead is the whole queue time
+                c.add_request(rid, prompt_tokens=prompt_tokens, cached_tokens=hit * chunk_tokens,
+                              cached_bytes=sum(sizes), max_output_tokens=max_output_tokens)
+                self._known.add(rid)
                 c.report_hit(rid, [(m, h, n) for (m, h), n in zip(keys, sizes)])
+            else:  # added by the next step
+                self._reporter.queued(rid, prompt_tokens, max_output_tokens)
+                self._known.add(rid)
         except TempoKVError:
             self._publish(rid, 0, [], False)
             raise
@@ -190,4 +242,6 @@ class SchedulerAgent:
 
     def _on_preempted(self, rid):
         if self._connect() is not None and rid in self._known:
+            self._known.discard(rid)  # the daemon forgets it with its claim
+            self._reporter.forget(rid)
             self._client.cancel(rid)

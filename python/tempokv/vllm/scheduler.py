@@ -5,9 +5,9 @@ The connector cannot see vLLM's waiting queue, so this subclass (``scheduler_cls
 after every ``schedule()``: the waiting order with prompt lengths (at most ``MAX_WAITING``), the
 running requests' computed and generated tokens, which of them prefill or decode in this step,
 the token budget, the sequence limit, the chunked-prefill setting, and the measured duration
-of the previous step (``schedule()`` return to ``update_from_output()``; with async scheduling,
-where the next step is scheduled before the previous one's output arrives, the interval between
-outputs). Scheduling itself is vLLM's, unchanged. Use the async variant where vLLM schedules
+of the iterations whose output arrived since (``schedule()`` return, or the previous output if
+later, to ``update_from_output()``: with async scheduling the next step is scheduled before
+the previous one's output arrives). Scheduling itself is vLLM's, unchanged. Use the async variant where vLLM schedules
 asynchronously (its default when nothing prevents it): a plain Scheduler subclass turns that off.
 """
 
@@ -25,49 +25,65 @@ __all__ = ["TempoKVScheduler", "TempoKVAsyncScheduler"]
 class _Snapshots:
     """The mixin: wraps schedule() and update_from_output() of a vLLM scheduler class.
 
-    A step is measured from the first schedule() after the previous output to this output:
-    the forward pass with a synchronous scheduler, the interval between outputs with an
-    asynchronous one (which schedules step k+1 before step k's output), never an idle gap."""
+    Each schedule() that computes tokens is an iteration, numbered here; its output
+    (update_from_output, one per schedule(), in order) ends it. It is measured from when it
+    could start (its schedule() returned, or the previous output arrived: an asynchronous
+    scheduler schedules step k+1 before step k's output) to its output: the forward pass,
+    never an idle gap. The next snapshot carries the measurement with the iteration's
+    number, so the daemon pairs it with the batch it measured."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._tempokv = self.connector if isinstance(self.connector, TempoKVConnector) else None
-        self._step_started = None  # the first schedule() since the last output
+        self._iterations = 0
+        self._scheduled = {}  # id(SchedulerOutput) -> (iteration, when schedule() returned)
+        self._last_output = 0.0
+        self._measured = []  # [(iteration, seconds)] for the next snapshot
         self._last_posted = None  # (waiting, running) of the last snapshot handed over
         self.last_step_s = 0.0
         self.step_estimate_s = 0.0
 
     def schedule(self, *args, **kwargs):
         out = super().schedule(*args, **kwargs)
+        iteration = 0
+        if out.total_num_scheduled_tokens > 0:
+            self._iterations += 1
+            iteration = self._iterations
         if self._tempokv is not None:
-            snap = self._snapshot(out)
-            # A step that schedules nothing while the queues stay as they were (the engine
-            # spinning while requests wait for their KV to load: thousands of steps a second)
-            # says nothing new; handing each over flooded the agent, which then answered
-            # lookups seconds late and reported orders older than the worker's loads.
+            snap = self._snapshot(out, iteration)
+            # A step that schedules nothing, measured nothing and leaves the queues as they
+            # were (the engine spinning while requests wait for their KV to load: thousands of
+            # steps a second) says nothing new; handing each over flooded the agent, which then
+            # answered lookups seconds late.
             key = (tuple(snap.waiting), tuple(r[0] for r in snap.running))
-            if out.total_num_scheduled_tokens > 0 or key != self._last_posted:
+            if iteration or self._measured or key != self._last_posted:
                 self._last_posted = key
                 self._tempokv.on_schedule(snap)
-        if self._step_started is None:
-            self._step_started = time.monotonic()
+                self._measured = []
+        else:
+            self._measured = []
+        self._scheduled[id(out)] = (iteration, time.monotonic())
         return out
 
-    def update_from_output(self, *args, **kwargs):
-        if self._step_started is not None:
-            self.last_step_s = time.monotonic() - self._step_started
+    def update_from_output(self, scheduler_output, *args, **kwargs):
+        now = time.monotonic()
+        iteration, scheduled = self._scheduled.pop(id(scheduler_output), (0, now))
+        if iteration:
+            self.last_step_s = now - max(scheduled, self._last_output)
             a = 0.3  # smoothing of the measured step time
             self.step_estimate_s = (self.last_step_s if self.step_estimate_s == 0 else
                                     a * self.last_step_s + (1 - a) * self.step_estimate_s)
-            self._step_started = None
-        return super().update_from_output(*args, **kwargs)
+            self._measured.append((iteration, self.last_step_s))
+        self._last_output = now
+        return super().update_from_output(scheduler_output, *args, **kwargs)
 
-    def _snapshot(self, out):
+    def _snapshot(self, out, iteration):
         c = self._tempokv
         snap = Snapshot(token_budget=self.scheduler_config.max_num_batched_tokens,
                         max_num_seqs=self.scheduler_config.max_num_seqs,
                         chunked_prefill=bool(self.scheduler_config.enable_chunked_prefill),
-                        last_step_s=self.last_step_s, step_estimate_s=self.step_estimate_s)
+                        last_step_s=self.last_step_s, step_estimate_s=self.step_estimate_s,
+                        iteration=iteration, measured=list(self._measured))
         for i, req in enumerate(self.waiting):
             if i >= MAX_WAITING:
                 break
@@ -87,8 +103,10 @@ class _Snapshots:
                                  req.num_prompt_tokens))
             n = out.num_scheduled_tokens.get(req.request_id, 0)
             if n:
-                if req.num_computed_tokens < req.num_prompt_tokens:
-                    snap.prefills.append(rid)
+                # schedule() has already added this step's tokens to num_computed_tokens.
+                before = req.num_computed_tokens - n
+                if before < req.num_prompt_tokens:
+                    snap.prefills.append((rid, min(n, req.num_prompt_tokens - before)))
                 else:
                     snap.decoders.append(rid)
         return snap

@@ -56,7 +56,8 @@ class ConnectorScheduler:
         rid = self.ids.get(request.request_id)
         max_out = request.sampling_params.max_tokens if request.sampling_params else 0
         self.reqs[request.request_id] = _Req(rid, keys, len(tokens), usable)
-        self.agent.new_request(rid, keys[:usable], len(tokens), min(max_out or 0, 2**32 - 1),
+        limit = min(max_out or 2**32 - 1, 2**32 - 1)  # 0: no limit given
+        self.agent.new_request(rid, keys[:usable], len(tokens), limit,
                                self.chunk_tokens)
 
     def rid_of(self, req_id):

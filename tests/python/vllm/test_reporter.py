@@ -1,37 +1,61 @@
-"""StepReporter: what one vLLM step becomes in adapter calls (v1 protocol)."""
+"""StepReporter: what one vLLM step becomes in protocol v2 step messages."""
 
 from tempokv.vllm.reporter import Snapshot, StepReporter
 
 
 class Recorder:
-    def __init__(self):
-        self.calls = []
+    """A client that records each step's arguments and numbers them as the real one does."""
 
-    def __getattr__(self, op):
-        return lambda *a, **kw: self.calls.append((op, a, kw))
+    def __init__(self):
+        self.steps = []
+
+    def step(self, **kw):
+        self.steps.append(kw)
+        return len(self.steps)
 
 
 def test_requests_are_admitted_once_and_leave_the_waiting_order_for_good():
     c = Recorder()
     r = StepReporter(c)
-    r.step(Snapshot(waiting=[(1, 100), (2, 200), (9, 50)], step_estimate_s=0.25), known={1, 2})
-    assert c.calls == [("update_order", ([1, 2],), {"boundary_in_ns": 250_000_000})]
-    c.calls.clear()
+    r.queued(2, 200, 16)
+    r.step(Snapshot(waiting=[(1, 100), (2, 200), (9, 50)], step_estimate_s=0.25), known={1})
+    assert c.steps == [dict(prefills=[], decoders=[], finished=[], queued=[(2, 200, 0, 0, 16)],
+                            waiting=[1, 2], boundary_in_ns=250_000_000, admitted=[],
+                            measured=[])]
     # 1 is scheduled (its KV loading), 2 still waits.
     r.step(Snapshot(waiting=[(2, 200)], running=[(1, 0, 0, 100)]), known={1, 2})
-    assert c.calls == [("update_order", ([2],), {"boundary_in_ns": 0}),
-                       ("admitted", (1,), {})]
-    c.calls.clear()
-    # 1 is back in vLLM's queue (its load failed): not waiting for the adapter; it prefills.
-    r.step(Snapshot(waiting=[(1, 100), (2, 200)], running=[(1, 0, 0, 100)], prefills=[1]),
-           known={1, 2})
-    assert c.calls == [("update_order", ([2],), {"boundary_in_ns": 0}),
-                       ("iteration_started", ([1], []), {})]
-    c.calls.clear()
-    r.step(Snapshot(running=[(1, 100, 3, 100)], decoders=[1]), known={1, 2})
-    assert c.calls == [("update_order", ([],), {"boundary_in_ns": 0}),
-                       ("prefill_done", (1,), {}), ("tokens_generated", (1, 3), {}),
-                       ("iteration_started", ([], [1]), {})]
-    c.calls.clear()
+    assert c.steps[-1]["admitted"] == [1] and c.steps[-1]["waiting"] == [2]
+    # 1 is back in vLLM's queue (its load failed): not waiting for the adapter; it prefills
+    # (iteration 1 of the scheduler), a 60-token chunk.
+    r.step(Snapshot(waiting=[(1, 100), (2, 200)], running=[(1, 40, 0, 100)],
+                    prefills=[(1, 60)], iteration=1), known={1, 2})
+    assert c.steps[-1]["prefills"] == [(1, 60)] and c.steps[-1]["waiting"] == [2]
+    assert c.steps[-1]["admitted"] == []
+    # Iteration 1 took 0.5 s: the next step carries it as step 3's (the one that started it).
+    r.step(Snapshot(waiting=[(2, 200)], running=[(1, 100, 1, 100)], decoders=[1], iteration=2,
+                    measured=[(1, 0.5)]), known={1, 2})
+    assert c.steps[-1]["decoders"] == [1] and c.steps[-1]["measured"] == [(3, 500_000_000)]
+    assert len(c.steps) == 4
     r.finished(1, 3)
-    assert c.calls == [("finished", (1, 3), {})]
+    r.flush()  # no step is coming: what is pending goes now, the waiting order unchanged
+    assert c.steps[-1]["finished"] == [(1, 3)] and c.steps[-1]["waiting"] == [2]
+
+
+def test_a_step_that_says_nothing_new_is_not_sent():
+    c = Recorder()
+    r = StepReporter(c)
+    assert r.step(Snapshot(waiting=[(1, 100)]), known={1}) == 1
+    assert r.step(Snapshot(waiting=[(1, 100)]), known={1}) is None
+    assert r.step(Snapshot(waiting=[(7, 100)]), known={1}) == 2  # the order changed
+    r.flush()
+    assert len(c.steps) == 2
+
+
+def test_a_request_that_finishes_before_any_step_is_never_mentioned():
+    c = Recorder()
+    r = StepReporter(c)
+    r.queued(5, 100, 4)
+    r.finished(5, 0)
+    r.forget(6)
+    r.flush()
+    assert c.steps == []
