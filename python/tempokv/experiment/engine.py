@@ -157,6 +157,16 @@ def release_blocks(llm, rid_prefix, timeout_s=30.0):
         time.sleep(0.05)
 
 
+def new_daemon_state(llm):
+    """What the engine remembers of the last daemon that the next one does not have: the
+    scheduler side's keys already saved (it never saves a key twice, to spare the store
+    duplicate puts). Each run's store copy lacks what the previous run saved, so without this
+    only the first policy of a seed would pay for the saves of the chunks it computes."""
+    sched = getattr(_scheduler(llm).connector, "_sched", None)
+    if sched is not None:
+        sched._saving.clear()
+
+
 def precompute(llm, spec, store):
     """Runs each stored prefix once (one output token) against a daemon on the cache
     directory: the connector saves every full chunk, which is the store."""
@@ -164,6 +174,7 @@ def precompute(llm, spec, store):
     if os.path.exists(tmp):
         import shutil
         shutil.rmtree(tmp)
+    new_daemon_state(llm)
     d = Daemon(spec["tempokvd"], tmp, spec["endpoint"], ["--set", "controller.policy=demand"],
                metrics=False)
     try:
@@ -192,6 +203,7 @@ def measured_run(llm, spec, run, prompts):
         data = os.path.join(spec["work"], run["name"])
         copy_store(run["store_dir"], data)
         flags = ["--set", f"controller.policy={run['policy']}"] + spec["daemon_flags"]
+        new_daemon_state(llm)
         d = Daemon(spec["tempokvd"], data, spec["endpoint"], flags)
         time.sleep(LINK_SETTLE_S)
     before = _counters()

@@ -62,6 +62,8 @@ def row(run, entry, p, kv_bytes_per_token, model):
         "lateness_p50_s": s.get("lateness_p50_seconds"),
         "lateness_p95_s": s.get("lateness_p95_seconds"),
         "load_errors": conn.get("load_errors"),
+        "saved_chunks": conn.get("saved_chunks"),
+        "save_failures": conn.get("save_failures"),
         "agent_errors": entry.get("agent_errors"),
         "cached_equals_loaded": sum(restored) == conn.get("loaded_tokens", 0),
         "kv_blocks_total": entry.get("kv_blocks_total"),
