@@ -152,6 +152,8 @@ def main(argv=None):
         with open(path, "w") as f:
             json.dump(result, f, indent=1)
     print(_table(rows))
+    for line in rows_mod.targets(result["medians"]):
+        print(line)
     print(f"tempokv experiment: {len(rows)} runs in {result['wall_s']:.0f} s "
           f"(vLLM start-up {sum(out.get('init_s', {}).values()):.0f} s); invariants "
           f"{'hold' if ok else 'FAIL'} (all complete, outputs identical, no load error, no KV "

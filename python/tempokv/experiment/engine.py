@@ -27,7 +27,20 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB
 
 from .daemon import Daemon, copy_store, live_claims  # noqa: E402
 
-LINK_SETTLE_S = 2.5  # > the agent's and links' 1 s retry after seeing the old daemon go
+LINK_SETTLE_S = 1.5  # > the agent's and links' 1 s retry after seeing the old daemon go
+
+
+def settle(llm):
+    """After a new daemon is up: past the links' reconnect back-off, then one round trip from
+    the scheduler's agent, so that its client says hello to the new instance now rather than
+    inside the first arrival's lookup (which allows 0.25 s: a hello and a lookup on a busy
+    machine missed it once, and that request and the next two were computed instead of
+    loaded)."""
+    time.sleep(LINK_SETTLE_S)
+    agent = _agent(llm)
+    if agent is not None:
+        agent.flush(10.0)
+        time.sleep(0.2)
 
 
 def _llm(spec, connector):
@@ -178,7 +191,7 @@ def precompute(llm, spec, store):
     d = Daemon(spec["tempokvd"], tmp, spec["endpoint"], ["--set", "controller.policy=demand"],
                metrics=False)
     try:
-        time.sleep(LINK_SETTLE_S)
+        settle(llm)
         before = _counters()
         drive(llm, store["prefixes"], 1, 0.0, f"pre{store['key']}")
         _agent(llm).flush(30.0)
@@ -205,8 +218,10 @@ def measured_run(llm, spec, run, prompts):
         flags = ["--set", f"controller.policy={run['policy']}"] + spec["daemon_flags"]
         new_daemon_state(llm)
         d = Daemon(spec["tempokvd"], data, spec["endpoint"], flags)
-        time.sleep(LINK_SETTLE_S)
+        settle(llm)
     before = _counters()
+    agent = _agent(llm) if connector else None
+    errors_before = agent.errors if agent is not None else 0
     t = time.monotonic()
     try:
         reqs = drive(llm, prompts, spec["max_tokens"], run["interval_s"], run["name"])
@@ -217,9 +232,8 @@ def measured_run(llm, spec, run, prompts):
         entry["connector"] = {k: after[k] - before.get(k, 0) for k in after}
         entry.update(_blocks(llm))
         if connector:
-            agent = _agent(llm)
             agent.flush(30.0)
-            entry["agent_errors"] = agent.errors
+            entry["agent_errors"] = agent.errors - errors_before
             stats = d.drained_stats()
             entry["daemon_stats"] = stats
             entry["daemon_live_claims_after"] = live_claims(stats)

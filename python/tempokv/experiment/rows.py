@@ -132,3 +132,44 @@ def medians(rows):
                 m[f + "_min"], m[f + "_max"] = min(xs), max(xs)
         out.append(m)
     return out
+
+
+def targets(meds):
+    """The issue's targets on the medians over seeds, one line per ratio (fig4) or rate
+    (fig6): what was measured, and met / MISSED."""
+    lines = []
+    groups = {}
+    for m in meds:
+        groups.setdefault((m["scenario"], m["ratio"], m["rate"]), {})[m["policy"]] = m
+    for (scenario, ratio, rate), g in sorted(groups.items()):
+        def ok(c):
+            return "met" if c else "MISSED"
+        head = f"{scenario} ratio {ratio:g} rate {rate:g}:"
+        t, im, de, q4, st = (g.get(p) for p in ("tempokv", "immediate", "demand", "queue-4",
+                                                "tempokv-static"))
+        parts = []
+        if t and im and im.get("c_gib_s_per_req"):
+            r = t["c_gib_s_per_req"] / im["c_gib_s_per_req"]
+            parts.append(f"C tempokv/immediate {r:.2f} (<= 0.5: {ok(r <= 0.5)})")
+        if t and de:
+            r = t["p95_ttft_s"] / de["p95_ttft_s"]
+            parts.append(f"p95 tempokv/demand {r:.2f} (<= 1: {ok(r <= 1.0)})")
+        if t and im and q4:
+            best = min(im["p95_ttft_s"], q4["p95_ttft_s"])
+            r = t["p95_ttft_s"] / best
+            parts.append(f"p95 tempokv/best(immediate, queue-4) {r:.2f} (<= 1.10: "
+                         f"{ok(r <= 1.10)})")
+        if t and st and t.get("lateness_p95_s") is not None:
+            a, b = t["lateness_p95_s"], st["lateness_p95_s"]
+            parts.append(f"lateness p95 tempokv {a:.3f} s vs static {b:.3f} s "
+                         f"({ok(a < b)})")
+        rc = g.get("recompute")
+        for p in (x for x in ("demand", "tempokv") if x in g and rc):
+            m = g[p]
+            parts.append(f"{p} vs recompute: p95 {m['p95_ttft_s']:.2f} vs {rc['p95_ttft_s']:.2f} s, "
+                         f"{m['throughput_tok_s']:.1f} vs {rc['throughput_tok_s']:.1f} tok/s "
+                         f"({ok(m['p95_ttft_s'] < rc['p95_ttft_s'] and m['throughput_tok_s'] > rc['throughput_tok_s'])})")
+        inv = all(m["invariants_hold"] for m in g.values())
+        parts.append(f"invariants {'hold' if inv else 'FAIL'}")
+        lines.append(head + " " + "; ".join(parts))
+    return lines
