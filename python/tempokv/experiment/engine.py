@@ -244,8 +244,17 @@ def measured_run(llm, spec, run, prompts):
     return entry
 
 
-def run(spec):
+def run(spec, out_path=None):
+    """Runs the spec; with ``out_path`` the results so far are written after every run, so a
+    process killed midway (the OOM killer on a shared machine) leaves its finished runs."""
     out = {"precomputed": [], "runs": [], "init_s": {}}
+
+    def save():
+        if out_path:
+            with open(out_path + ".tmp", "w") as f:
+                json.dump(out, f)
+            os.replace(out_path + ".tmp", out_path)
+
     prompt_sets = spec["prompt_sets"]
     conn_runs = [r for r in spec["runs"] if r["policy"] != "none"]
     plain_runs = [r for r in spec["runs"] if r["policy"] == "none"]
@@ -261,6 +270,7 @@ def run(spec):
                   f"{time.monotonic() - t:.1f} s", flush=True)
         for r in conn_runs:
             out["runs"].append(measured_run(llm, spec, r, prompt_sets[r["prompts"]]))
+            save()
             print(f"tempokv experiment: {r['name']} done in {out['runs'][-1]['run_s']:.1f} s",
                   flush=True)
         _close(llm)
@@ -270,6 +280,7 @@ def run(spec):
         out["init_s"]["no_connector"] = time.monotonic() - t
         for r in plain_runs:
             out["runs"].append(measured_run(llm, spec, r, prompt_sets[r["prompts"]]))
+            save()
             print(f"tempokv experiment: {r['name']} done in {out['runs'][-1]['run_s']:.1f} s",
                   flush=True)
         _close(llm)
@@ -284,7 +295,7 @@ def main(argv=None):
     with open(a.spec) as f:
         spec = json.load(f)
     import vllm
-    out = run(spec)
+    out = run(spec, a.out)
     out["vllm_version"] = vllm.__version__
     with open(a.out, "w") as f:
         json.dump(out, f)
