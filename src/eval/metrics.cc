@@ -8,15 +8,6 @@
 
 namespace tempokv {
 
-double percentile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const double pos = std::clamp(q, 0.0, 1.0) * double(values.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (pos - double(lo));
-}
-
 RunMetrics compute_metrics(std::span<const RequestRecord> records, double protected_gib_s,
                            double ssd_read_bytes_per_s) {
   RunMetrics m;

@@ -22,14 +22,11 @@
 #include <span>
 #include <vector>
 
+#include "common/percentile.h"
 #include "engine/request_record.h"
 #include "tempokv/executor.h"
 
 namespace tempokv {
-
-// The q-quantile (q in [0, 1]) of values, linearly interpolated between the order statistics
-// (numpy's default): position q × (n − 1). 0 for an empty set. values need not be sorted.
-double percentile(std::vector<double> values, double q);
 
 struct RunMetrics {
   uint64_t requests = 0;       // records given

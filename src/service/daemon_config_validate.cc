@@ -138,6 +138,11 @@ Status validate_store(const DaemonConfig::Store& s) {
                    std::to_string(s.max_object_bytes) + " of " + std::to_string(s.segment_bytes) +
                    ")");
   }
+  if (!std::isfinite(s.read_bytes_per_s) || s.read_bytes_per_s < 0) {
+    return bad("store.read_bytes_per_s",
+               "must be zero (no cap) or a positive, finite rate (got " +
+                   std::to_string(s.read_bytes_per_s) + ")");
+  }
   return in_range("store.queue_depth", s.queue_depth, 1, 32768);
 }
 

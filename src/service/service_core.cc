@@ -9,6 +9,7 @@
 
 #include "service/service_metrics.h"
 #include "service/service_state.h"
+#include "ssd/read_rate_cap.h"
 
 namespace tempokv::service {
 
@@ -67,6 +68,9 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   // The thread-pool engine's workers each hold one request; beyond 16 they only add switching.
   eo.threads = std::min<uint32_t>(options.queue_depth, 16);
   TEMPOKV_ASSIGN_OR_RETURN(c->ssd_, make_ssd_engine(executor, eo));
+  if (options.read_bytes_per_s > 0) {
+    c->ssd_ = std::make_unique<ReadRateCap>(executor, std::move(c->ssd_), options.read_bytes_per_s);
+  }
   StoreOptions so;
   so.dir = options.store_dir;
   so.segment_bytes = options.segment_bytes;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 
+#include "common/percentile.h"
 #include "service/service_state.h"
 
 namespace tempokv::service {
@@ -16,16 +17,46 @@ std::vector<double> ServiceCore::Histograms::error_bounds() {
   return b;
 }
 
+namespace {
+// The adapter's use time for a request no order update has placed is an hour away
+// (runtime_adapter.cc, kUnknownTtu); projections this far out are that placeholder.
+constexpr Duration kUnknownUse = std::chrono::minutes(30);
+}  // namespace
+
+void ServiceCore::Histograms::Recent::add(double v) {
+  if (values.size() < kRecent) {
+    values.push_back(v);
+  } else {
+    values[next] = v;
+  }
+  next = (next + 1) % kRecent;
+}
+
 void ServiceCore::record_claim_end(uint64_t request_id) {
   Result<ClaimInfo> info = controller_->info(request_id);
   if (!info.is_ok()) return;
   const ClaimTimeline& t = info->timeline;
+  Histograms& h = *histograms_;
   if (t.committed && t.ready && info->ttr_at_commit) {
-    histograms_->ttr_error.observe(to_seconds(*t.ready - *t.committed - *info->ttr_at_commit));
+    const double e = to_seconds(*t.ready - *t.committed - *info->ttr_at_commit);
+    h.ttr_error.observe(e);
+    h.ttr_recent.add(e);
   }
-  if (t.retrieval_requested && info->projected_use_at_commit) {
-    histograms_->ttu_error.observe(to_seconds(*t.retrieval_requested -
-                                              *info->projected_use_at_commit));
+  // A claim committed before any order update projected its use (Immediate commits at the hit
+  // report) carries the adapter's "unknown" use time, an hour away: no projection to score.
+  const bool use_projected = info->projected_use_at_commit && t.committed &&
+                             *info->projected_use_at_commit - *t.committed < kUnknownUse;
+  if (t.retrieval_requested && use_projected) {
+    const double e = to_seconds(*t.retrieval_requested - *info->projected_use_at_commit);
+    h.ttu_error.observe(e);
+    h.ttu_recent.add(e);
+  }
+  if (t.committed && t.ready && t.retrieval_requested) {
+    const double late = to_seconds(*t.ready - *t.retrieval_requested);
+    h.lateness.observe(late);
+    h.lateness_recent.add(late);
+    ++h.timed_claims;
+    if (late > 0) ++h.late_claims;
   }
 }
 
@@ -125,6 +156,21 @@ std::vector<Metric> ServiceCore::metrics() const {
   per_runtime("adapter_runtime_measures", "1 when the runtime reports its own iteration times",
               kG, [](const RuntimeAdapter& a) { return a.stats().runtime_measures ? 1.0 : 0.0; });
   add("write_region_used_bytes", "Write region bytes reserved", kG, double(writes_->used_bytes()));
+  const Histograms& h = *histograms_;
+  add("timed_claims_total", "Committed claims that got ready and whose retrieval was requested", kC,
+      double(h.timed_claims));
+  add("late_claims_total", "Timed claims ready after their retrieval was requested", kC,
+      double(h.late_claims));
+  // Exact quantiles over the last Histograms::kRecent claims (0 before the first).
+  const std::pair<const char*, const Histograms::Recent*> recent[] = {
+      {"ttr_error", &h.ttr_recent}, {"ttu_error", &h.ttu_recent}, {"lateness", &h.lateness_recent}};
+  for (const auto& [name, r] : recent) {
+    for (const auto& [q, label] : {std::pair{0.5, "p50"}, std::pair{0.95, "p95"}}) {
+      add(std::string(name) + "_" + label + "_seconds",
+          std::string(name) + " quantile over the last claims, seconds", kG,
+          percentile(r->values, q));
+    }
+  }
   if (transport_metrics_) transport_metrics_(m);
   return m;
 }
@@ -162,6 +208,9 @@ std::string ServiceCore::metrics_text() const {
   w.histogram("tempokv_ttu_error_seconds",
               "Retrieval was requested this much later than the use time projected at commit",
               histograms_->ttu_error);
+  w.histogram("tempokv_lateness_seconds",
+              "Staging finished this much later than the retrieval request (committed claims)",
+              histograms_->lateness);
   return w.take();
 }
 

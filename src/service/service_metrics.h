@@ -26,6 +26,18 @@ struct ServiceCore::Histograms {
   static std::vector<double> error_bounds();
   Histogram ttr_error{error_bounds()};
   Histogram ttu_error{error_bounds()};
+  // Lateness of a committed claim: ready - retrieval requested (positive: the engine waited).
+  Histogram lateness{error_bounds()};
+  // The last kRecent observations of each, for exact quantiles (p50, p95) in the stats.
+  static constexpr size_t kRecent = 4096;
+  struct Recent {
+    std::vector<double> values;
+    size_t next = 0;
+    void add(double v);
+  };
+  Recent ttr_recent, ttu_recent, lateness_recent;
+  uint64_t timed_claims = 0;  // committed claims whose retrieval was requested and that got ready
+  uint64_t late_claims = 0;   // of those, ready after the retrieval request
 };
 
 }  // namespace tempokv::service

@@ -165,6 +165,8 @@ TEST(DaemonConfig, ValidateNamesTheOffendingField) {
       {"store.max_object_bytes=0", "store.max_object_bytes "},
       {"store.engine=spdk", "store.engine "},
       {"store.queue_depth=0", "store.queue_depth "},
+      {"store.read_bytes_per_s=-1", "store.read_bytes_per_s "},
+      {"store.read_bytes_per_s=inf", "store.read_bytes_per_s "},
       {"tier.slot_bytes=1000", "tier.slot_bytes "},
       {"tier.capacity_bytes=0", "tier.capacity_bytes "},
       {"tier.budget_bytes=4GiB", "tier.budget_bytes "},

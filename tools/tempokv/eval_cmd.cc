@@ -10,6 +10,7 @@
 #include "eval/eval.h"
 #include "eval/report.h"
 #include "eval_paths.h"
+#include "eval_vllm.h"
 #include "tempokv/commands.h"
 #include "tempokv/progress.h"
 
@@ -56,10 +57,29 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-int run(EvalCli& c) {
+int run_vllm(const EvalCli& c, bool seed_set) {
+  VllmEvalArgs a;
+  a.scenario = c.options.scenario;
+  a.policies = c.options.policies;
+  a.ratios = c.options.ratios;
+  a.seeds = c.options.seeds;
+  if (seed_set) a.seed = c.options.seed;
+  a.json_path = c.json_path;
+  a.out_dir = c.out_dir;
+  a.plots = c.plots;
+  a.repo_root = find_repo_root();
+  std::error_code ec;
+  const std::filesystem::path beside =
+      std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "tempokvd";
+  a.tempokvd = !c.tempokvd.empty() ? c.tempokvd : beside.string();
+  return run_vllm_eval(a);
+}
+
+int run(EvalCli& c, bool seed_set) {
   EvalOptions& o = c.options;
+  if (c.mode == "vllm") return run_vllm(c, seed_set);
   if (c.mode != "sim" && c.mode != "real") {
-    std::cerr << "eval: --mode must be sim or real (got '" << c.mode << "')\n";
+    std::cerr << "eval: --mode must be sim, real or vllm (got '" << c.mode << "')\n";
     return 2;
   }
   o.mode = c.mode == "sim" ? EvalMode::kSim : EvalMode::kReal;
@@ -162,7 +182,9 @@ void add_eval_command(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "eval", "Run an evaluation scenario (the paper's figures, the Mooncake trace) in sim or "
               "real mode");
-  cmd->add_option("--mode", c->mode, "sim (paper testbed, virtual time) or real (this machine)")
+  cmd->add_option("--mode", c->mode,
+                  "sim (paper testbed, virtual time), real (this machine) or vllm (a real vLLM "
+                  "on this machine: fig4-policies, fig6-rate; python -m tempokv.experiment)")
       ->capture_default_str();
   cmd->add_option("--scenario", c->options.scenario,
                   "fig4-policies, fig5-capacity, fig6-rate, trace, fig1-lead, fig2-rank")
@@ -178,7 +200,8 @@ void add_eval_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", c->out_dir, "Write eval-<scenario>.json and requests-<scenario>.csv here");
   cmd->add_option("--json", c->json_path, "Write the JSON rows to this file");
   cmd->add_flag("--plots", c->plots, "Draw the figures with scripts/plot into --out");
-  cmd->add_option("--seed", c->options.seed, "Workload and jitter seed")->capture_default_str();
+  CLI::Option* seed =
+      cmd->add_option("--seed", c->options.seed, "Workload and jitter seed")->capture_default_str();
   cmd->add_option("--seeds", c->options.seeds,
                   "Run seeds 1..N and report each configuration's mean and 95 % interval "
                   "(*_mean, *_ci95 fields)")
@@ -213,7 +236,7 @@ void add_eval_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--service-blocking", c->options.service_blocking,
                 "--via-service: every engine call waits for its reply (no pipelined reports)");
   cmd->add_flag("--quiet", c->quiet, "No progress bar");
-  cmd->callback([c, exit_code] { *exit_code = run(*c); });
+  cmd->callback([c, exit_code, seed] { *exit_code = run(*c, seed->count() > 0); });
 }
 
 }  // namespace tempokv::cli

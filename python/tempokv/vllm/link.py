@@ -4,6 +4,11 @@ Each worker thread owns its own client (the client is not thread-safe), joined t
 scheduler's runtime so that it may retrieve the claims the scheduler reported. After a failure
 the link stays down ``retry_s`` before the next hello, so a dead daemon costs one timeout per
 second at most.
+
+When the client recovers by itself (a call found the session gone: the daemon restarted, or a
+new daemon now serves the endpoint), it maps the new instance's tier and write region; ``tier``
+and ``write`` then rebuild their tensors over the new mappings (and ``on_connect`` runs again),
+so a copy never reads the old instance's tier.
 """
 
 import logging
@@ -25,26 +30,47 @@ class Link:
         self.args = dict(name=name, runtime=runtime, timeout_s=timeout_s)
         self.endpoint, self.retry_s = endpoint, retry_s
         self.client = None
-        self.tier = self.write = None
+        self._tier = self._write = None
+        self._mapped_at = None  # the client's recoveries count when the tensors were made
         self._down_until = 0.0
         self.on_connect = None
+
+    @property
+    def tier(self):
+        self._remap_if_recovered()
+        return self._tier
+
+    @property
+    def write(self):
+        self._remap_if_recovered()
+        return self._write
+
+    def _map(self):
+        c = self.client
+        self._tier = buffer_tensor(c.tier) if c.tier else None
+        self._write = buffer_tensor(c.write_region) if c.write_region else None
+        self._mapped_at = c.recoveries
+        if self.on_connect:
+            self.on_connect(self)
+
+    def _remap_if_recovered(self):
+        c = self.client
+        if c is not None and self._mapped_at != c.recoveries:
+            self._map()
 
     def get(self):
         if self.client is None and time.monotonic() >= self._down_until:
             try:
                 self.client = TempoKVClient(self.endpoint, **self.args)
-                self.tier = buffer_tensor(self.client.tier) if self.client.tier else None
-                self.write = (buffer_tensor(self.client.write_region)
-                              if self.client.write_region else None)
-                if self.on_connect:
-                    self.on_connect(self)
+                self._map()
             except TempoKVError as e:
                 log.warning("tempokv: cannot reach tempokvd at %s: %s", self.endpoint, e)
                 self.drop()
         return self.client
 
     def drop(self):
-        self.tier = self.write = None
+        self._tier = self._write = None
+        self._mapped_at = None
         if self.client is not None:
             self.client.close(send_bye=False)
         self.client = None

@@ -39,6 +39,7 @@ class _Snapshots:
         self._scheduled = {}  # id(SchedulerOutput) -> (iteration, when schedule() returned)
         self._last_output = 0.0
         self._measured = []  # [(iteration, seconds)] for the next snapshot
+        self._last_posted = None  # (waiting, running) of the last snapshot handed over
         self.last_step_s = 0.0
         self.step_estimate_s = 0.0
 
@@ -49,8 +50,18 @@ class _Snapshots:
             self._iterations += 1
             iteration = self._iterations
         if self._tempokv is not None:
-            self._tempokv.on_schedule(self._snapshot(out, iteration))
-        self._measured = []
+            snap = self._snapshot(out, iteration)
+            # A step that schedules nothing, measured nothing and leaves the queues as they
+            # were (the engine spinning while requests wait for their KV to load: thousands of
+            # steps a second) says nothing new; handing each over flooded the agent, which then
+            # answered lookups seconds late.
+            key = (tuple(snap.waiting), tuple(r[0] for r in snap.running))
+            if iteration or self._measured or key != self._last_posted:
+                self._last_posted = key
+                self._tempokv.on_schedule(snap)
+                self._measured = []
+        else:
+            self._measured = []
         self._scheduled[id(out)] = (iteration, time.monotonic())
         return out
 

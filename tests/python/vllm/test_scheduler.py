@@ -183,4 +183,28 @@ def test_a_hit_larger_than_the_protected_budget_claims_the_prefix_that_fits(mode
     assert len(load.block_ids) == 2 * CHUNK // BLOCK
     conn.agent.flush()
     assert conn.agent.errors == 0
+
+
+def test_steps_that_schedule_nothing_while_a_load_waits_hand_over_no_snapshot(model_dir, daemon):
+    # The engine spins while requests wait for their KV: each of those steps used to hand the
+    # agent an identical snapshot (thousands a second), delaying its lookups by seconds.
+    s = make_scheduler(model_dir, daemon.endpoint, TempoKVAsyncScheduler)
+    conn = s.connector
+    posted = []
+    inner = conn.on_schedule
+    conn.on_schedule = lambda snap: (posted.append(snap), inner(snap))
+    tokens = list(range(10, 10 + 2 * CHUNK + 5))
+    store_chunks(daemon.endpoint, chunk_keys(conn.model_id, tokens, CHUNK))
+    s.add_request(request("a", tokens))
+    conn.agent.flush()
+    out = s.schedule()  # the load starts: the queues changed, a snapshot goes
+    assert s.requests["a"].status == RequestStatus.WAITING_FOR_REMOTE_KVS and len(posted) == 1
+    s.update_from_output(out, output([]))
+    for _ in range(20):  # nothing to schedule, nothing changes
+        s.update_from_output(s.schedule(), output([]))
+    assert len(posted) == 1
+    s.add_request(request("b", list(range(5000, 5040))))  # the waiting queue changes: one more
+    conn.agent.flush()
+    out = s.schedule()
+    assert len(posted) == 2 and posted[-1].iteration > 0  # b's prefill is scheduled
     conn.shutdown()

@@ -108,3 +108,45 @@ def test_preemption_drops_queued_saves_and_reports_the_request_copied_out(daemon
     assert saver.copied_out({"p"}) == {"p"}
     assert not saver.busy() or saver._current != "p"
     saver.close()
+
+
+def test_a_loader_copies_from_the_new_daemons_tier_after_a_restart_on_the_same_endpoint(daemon,
+                                                                                        kv):
+    # The policy experiment points one engine at a new tempokvd per run: the loader's client
+    # recovers inside a call and maps the new tier; the link must not keep copying from the old.
+    _, lay = kv
+    saver = Saver(_Link(daemon.endpoint, RUNTIME, "save", 5.0), lay)
+    link = _Link(daemon.endpoint, RUNTIME, "load", 5.0)
+    loader = Loader(link, lay)
+    keys = chunk_keys("m", list(range(2 * BPC * BLOCK)), BPC * BLOCK)
+    saver.submit([SaveSpec("a", keys[0], 0, 32, [0, 1]), SaveSpec("a", keys[1], 32, 64, [2, 3])])
+    wait(lambda: saver.saved == 2, "two puts")
+    want = [lay.block_bytes_of(b) for b in range(4)]
+    sched = scheduler_client(daemon)
+    sched.add_request(7, prompt_tokens=80, cached_tokens=64, cached_bytes=2 * lay.object_bytes,
+                      max_output_tokens=4)
+    sched.report_hit(7, [(m, h, lay.object_bytes) for m, h in keys])
+    loader.submit(LoadSpec("a2", 7, keys, [10, 11, 12, 13], 0))
+    assert take_until(loader, "a2") == set()
+    old_tier = link.tier.data_ptr()
+    sched.close(); saver.close()
+
+    daemon.restart()  # same endpoint and store, a new instance with a new tier
+    for b in (10, 11, 12, 13):
+        for t in kv[0].values():
+            t[b].zero_()
+    sched = scheduler_client(daemon)
+    assert sched.lookup(keys) == [lay.object_bytes] * 2
+    errs = {"first"}
+    for rid, req in ((8, "a3"), (9, "a4")):  # a second try only if the first found it down
+        if not errs:
+            break
+        sched.add_request(rid, prompt_tokens=80, cached_tokens=64,
+                          cached_bytes=2 * lay.object_bytes, max_output_tokens=4)
+        sched.report_hit(rid, [(m, h, lay.object_bytes) for m, h in keys])
+        loader.submit(LoadSpec(req, rid, keys, [10, 11, 12, 13], 0))
+        errs = take_until(loader, req)
+    assert errs == set()
+    assert link.tier.data_ptr() != old_tier
+    assert [lay.block_bytes_of(b) for b in (10, 11, 12, 13)] == want
+    sched.close(); loader.close()

@@ -1,0 +1,175 @@
+"""python -m tempokv.experiment: the policy experiment on vLLM (see tempokv/experiment/__init__).
+
+Builds the model if absent, plans the runs, starts ONE vLLM process (tempokv.experiment.engine)
+that precomputes missing stores and runs every policy, then writes the rows (``--json``, and
+``OUT/eval-vllm-<scenario>.json``), prints a table and the invariants, and draws the figures
+with ``--plots`` (scripts/plot). Exit 0 when every run's invariants hold (all complete, outputs
+identical, nothing loaded failed, no KV carried over, daemon counters back to 0), 1 otherwise,
+2 on a usage or set-up error.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from ..e2e import model as model_mod
+from . import plan as plan_mod
+from . import rows as rows_mod
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+CACHE = os.path.expanduser(os.environ.get("TEMPOKV_CACHE", "~/.cache/tempokv"))
+
+
+def _default_tempokvd():
+    for d in ("build/release", "build/debug", "build"):
+        p = os.path.join(REPO, d, "tools", "tempokvd")
+        if os.access(p, os.X_OK):
+            return p
+    return ""
+
+
+def _daemon_flags(p):
+    cap = p["read_bytes_per_s"]
+    if not cap:
+        return []
+    return ["--set", f"store.read_bytes_per_s={cap:.0f}",
+            "--set", f"controller.prior_read_bytes_per_s={cap:.0f}"]
+
+
+def _table(rows):
+    cols = [("policy", "{}"), ("ratio", "{:g}"), ("rate", "{:g}"), ("seed", "{}"),
+            ("p95_ttft_s", "{:.2f}"), ("p50_ttft_s", "{:.2f}"), ("throughput_tok_s", "{:.1f}"),
+            ("c_gib_s_per_req", "{:.3f}"), ("late_claims", "{}"), ("lateness_p95_s", "{:.3f}"),
+            ("restored_tokens", "{}"), ("outputs_identical", "{}")]
+    lines = ["  ".join(f"{c:>14}" for c, _ in cols)]
+    for r in rows:
+        cells = []
+        for c, f in cols:
+            v = r.get(c)
+            cells.append(f"{'-' if v is None else f.format(v):>14}")
+        lines.append("  ".join(cells))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="tempokv eval --mode vllm",
+                                 description="commit policies measured on a real vLLM")
+    ap.add_argument("--scenario", required=True, choices=["fig4-policies", "fig6-rate"])
+    ap.add_argument("--policies", help="comma-separated (default fig4: the six; fig6: "
+                                       "recompute,demand); 'recompute' = vLLM with no connector")
+    ap.add_argument("--seeds", type=int, default=1, help="seeds 1..N")
+    ap.add_argument("--seed", type=int, help="one seed (instead of 1..N)")
+    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--out", default="out/vllm", help="directory of the JSON and figures")
+    ap.add_argument("--plots", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="the tiny version (tests, demo)")
+    ap.add_argument("--ratios", help="fig4 prefix ratios, e.g. 1.0,0.5")
+    ap.add_argument("--read-bytes-per-s", type=float,
+                    help="tempokvd's SSD read cap (default: the protocol's; 0 = no cap)")
+    ap.add_argument("--interval-s", type=float, help="fig4 arrival interval")
+    ap.add_argument("--model-dir", default=os.environ.get(
+        "TEMPOKV_MODEL_DIR", os.path.join(CACHE, "tiny-llama")))
+    ap.add_argument("--tempokvd", default=os.environ.get("TEMPOKVD") or _default_tempokvd())
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    a = ap.parse_args(argv)
+    if not a.tempokvd or not os.access(a.tempokvd, os.X_OK):
+        print("tempokv experiment: no tempokvd binary (build it, or set TEMPOKVD)",
+              file=sys.stderr)
+        return 2
+    import importlib.util
+    if importlib.util.find_spec("vllm") is None:
+        print(f"tempokv experiment: vLLM is not installed for {sys.executable}; install the "
+              "venv (scripts/install-deps)", file=sys.stderr)
+        return 2
+    p = dict(plan_mod.QUICK if a.quick else plan_mod.PROTOCOL)
+    if a.ratios:
+        p["ratios"] = [float(x) for x in a.ratios.split(",")]
+    if a.read_bytes_per_s is not None:
+        p["read_bytes_per_s"] = a.read_bytes_per_s
+    if a.interval_s:
+        p["interval_s"] = a.interval_s
+    policies = [x.strip() for x in a.policies.split(",")] if a.policies else None
+    for pol in policies or []:
+        if pol not in plan_mod.SIX + [plan_mod.RECOMPUTE] and not pol.startswith("queue-"):
+            ap.error(f"unknown policy {pol!r}")
+    seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
+    model_mod.build(a.model_dir)
+    cache = os.path.join(CACHE, "experiment-stores")
+    os.makedirs(cache, exist_ok=True)
+    prompt_sets, stores, runs = plan_mod.build(a.scenario, policies, seeds, p, cache)
+    work = tempfile.mkdtemp(prefix="tempokv-exp-", dir="/var/tmp")
+    spec = {"model_dir": a.model_dir, "tempokvd": a.tempokvd, "work": work,
+            "endpoint": "ipc://" + os.path.join(work, "tempokvd.sock"),
+            "chunk_tokens": p["chunk_tokens"], "max_model_len": p["max_model_len"],
+            "max_num_seqs": p["max_num_seqs"],
+            "max_num_batched_tokens": p["max_num_batched_tokens"],
+            "max_tokens": p["max_tokens"], "prompt_sets": prompt_sets, "stores": stores,
+            "runs": runs,
+            "daemon_flags": _daemon_flags(p)}
+    spec_path, out_path = os.path.join(work, "spec.json"), os.path.join(work, "out.json")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    t0 = time.monotonic()
+    log_path = os.path.join(work, "engine.log")
+    print(f"tempokv experiment: {a.scenario}, {len(runs)} runs, {len(stores)} stores to "
+          f"precompute; one vLLM process (log: {log_path})", file=sys.stderr, flush=True)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "tempokv.experiment.engine", "--spec",
+                                 spec_path, "--out", out_path], stdout=subprocess.PIPE,
+                                stderr=log)
+        for line in proc.stdout:
+            log.write(line)
+            log.flush()
+            if line.startswith(b"tempokv experiment:"):
+                sys.stderr.write(line.decode())
+        rc = proc.wait()
+    if rc != 0:
+        with open(log_path, "rb") as f:
+            tail = f.read()[-6000:].decode("utf-8", "replace")
+        print(f"tempokv experiment: the vLLM process failed ({rc}); end of {log_path}:\n{tail}",
+              file=sys.stderr)
+        if not os.path.exists(out_path):
+            return 1
+        print("tempokv experiment: rows of the runs it finished follow", file=sys.stderr)
+    with open(out_path) as f:
+        out = json.load(f)
+    by_name = {e["name"]: e for e in out["runs"]}
+    runs = [r for r in runs if r["name"] in by_name]
+    kv = model_mod.kv_bytes_per_token()
+    rows = [rows_mod.row(r, by_name[r["name"]], p, kv, "tiny-llama") for r in runs]
+    rows_mod.mark_identical(rows)
+    ok = rc == 0 and all(rows_mod.invariants_hold(r) for r in rows)
+    result = {"scenario": a.scenario, "mode": "vllm", "vllm_version": out.get("vllm_version"),
+              "protocol": p, "kv_bytes_per_token": kv, "engine_init_s": out.get("init_s"),
+              "precomputed": out.get("precomputed"), "wall_s": time.monotonic() - t0,
+              "invariants_hold": ok, "rows": rows, "medians": rows_mod.medians(rows)}
+    os.makedirs(a.out, exist_ok=True)
+    default_json = os.path.join(a.out, f"eval-vllm-{a.scenario}.json")
+    for path in {a.json or default_json, default_json}:
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
+    print(_table(rows))
+    for line in rows_mod.targets(result["medians"]):
+        print(line)
+    print(f"tempokv experiment: {len(rows)} runs in {result['wall_s']:.0f} s "
+          f"(vLLM start-up {sum(out.get('init_s', {}).values()):.0f} s); invariants "
+          f"{'hold' if ok else 'FAIL'} (all complete, outputs identical, no load error, no KV "
+          f"carried over, daemon drained); JSON: {a.json or default_json}")
+    if a.plots:
+        subprocess.call([os.path.join(REPO, "scripts", "plot"), a.out,
+                         os.path.basename(default_json)])
+    if ok and not a.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"tempokv experiment: work directory kept: {work}", file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,306 @@
+"""The vLLM process of the experiment: ONE engine for every policy (tempokv.experiment runs it).
+
+    python -m tempokv.experiment.engine --spec SPEC.json --out OUT.json
+
+For each seed whose stores are not cached it first precomputes them (every stored prefix run
+once through the connector against a daemon on the cache directory: the saves are the store).
+Then, for each run of the spec in order: a fresh ``tempokvd --policy P`` over a fresh copy of the
+run's store on the one endpoint, a pause for the connector's links to find it, the requests
+submitted at fixed intervals (independent of completions), every step driven here; then the
+daemon's stats once it has drained, its error histograms, and the daemon stopped. Runs without
+the connector (``policy: "none"``) use a second engine built after the connector runs.
+
+No KV carries over between runs: vLLM's prefix cache is off (freed blocks are never found
+again), every block is free after each run (``kv_blocks_free_after``) and every token vLLM did
+not compute was loaded by the connector in that run (``cached_equals_loaded``).
+"""
+
+import argparse
+import gc
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # scheduler + worker in-process
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB
+
+from .daemon import Daemon, copy_store, live_claims  # noqa: E402
+
+LINK_SETTLE_S = 1.5  # > the agent's and links' 1 s retry after seeing the old daemon go
+
+
+def settle(llm):
+    """After a new daemon is up: past the links' reconnect back-off, then one round trip from
+    the scheduler's agent, so that its client says hello to the new instance now rather than
+    inside the first arrival's lookup (which allows 0.25 s: a hello and a lookup on a busy
+    machine missed it once, and that request and the next two were computed instead of
+    loaded)."""
+    time.sleep(LINK_SETTLE_S)
+    agent = _agent(llm)
+    if agent is not None:
+        agent.flush(10.0)
+        time.sleep(0.2)
+
+
+def _llm(spec, connector):
+    from vllm import LLM
+
+    kw = dict(model=spec["model_dir"], dtype="float32", enforce_eager=True, seed=0,
+              max_model_len=spec["max_model_len"], max_num_seqs=spec["max_num_seqs"],
+              max_num_batched_tokens=spec["max_num_batched_tokens"],
+              enable_prefix_caching=False, async_scheduling=True)
+    if connector:
+        kw["kv_transfer_config"] = {
+            "kv_connector": "TempoKVConnector", "kv_connector_module_path": "tempokv.vllm",
+            "kv_role": "kv_both", "kv_load_failure_policy": "recompute",
+            "kv_connector_extra_config": {"endpoint": spec["endpoint"],
+                                          "chunk_tokens": spec["chunk_tokens"],
+                                          "load_timeout_s": 60.0}}
+        kw["scheduler_cls"] = "tempokv.vllm.TempoKVAsyncScheduler"
+    return LLM(**kw)
+
+
+def _close(llm):
+    from vllm.distributed import cleanup_dist_env_and_memory
+    try:
+        llm.llm_engine.engine_core.shutdown()
+    except Exception:
+        pass
+    del llm
+    gc.collect()
+    cleanup_dist_env_and_memory()
+
+
+def _scheduler(llm):
+    return llm.llm_engine.engine_core.engine_core.scheduler
+
+
+def _worker_connector():
+    from vllm.distributed.kv_transfer import get_kv_transfer_group, has_kv_transfer_group
+    if not has_kv_transfer_group():
+        return None
+    c = get_kv_transfer_group()
+    return c if getattr(c, "loader", None) is not None else None
+
+
+def _counters():
+    c = _worker_connector()
+    if c is None:
+        return {}
+    return {"loaded_tokens": c.loader.loaded_tokens, "load_errors": c.loader.failed,
+            "saved_chunks": c.saver.saved, "save_failures": c.saver.failed}
+
+
+def _agent(llm):
+    try:
+        return _scheduler(llm).connector.agent
+    except AttributeError:
+        return None
+
+
+def drive(llm, prompts, max_tokens, interval_s, rid_prefix):
+    """Submits prompt i at i × interval_s (a timer around add_request: arrivals do not wait for
+    completions) and steps the engine until every request finished. Times are seconds from the
+    first arrival; TTFT counts from the scheduled arrival (a step in progress delays the
+    add_request itself, not the clock the user sees)."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    engine = llm.llm_engine
+    sp = SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True)
+    n = len(prompts)
+    res = [{"arrival_s": i * interval_s, "prompt_tokens": len(p), "submitted_s": None,
+            "first_token_s": None, "finished_s": None, "tokens": None, "num_cached_tokens": 0}
+           for i, p in enumerate(prompts)]
+    index = {f"{rid_prefix}-{i}": i for i in range(n)}
+    t0 = time.monotonic()
+    nxt = 0
+    while nxt < n or engine.has_unfinished_requests():
+        now = time.monotonic() - t0
+        while nxt < n and res[nxt]["arrival_s"] <= now:
+            engine.add_request(f"{rid_prefix}-{nxt}", TokensPrompt(prompt_token_ids=prompts[nxt]),
+                               sp)
+            res[nxt]["submitted_s"] = time.monotonic() - t0
+            nxt += 1
+        if not engine.has_unfinished_requests():
+            time.sleep(max(0.0, min(0.05, res[nxt]["arrival_s"] - now)))
+            continue
+        outs = engine.step()
+        if not outs:
+            time.sleep(0.001)  # nothing came out (waiting for loads, or a prefill chunk)
+        for out in outs:
+            r = res[index[out.request_id]]
+            toks = out.outputs[0].token_ids if out.outputs else []
+            t = time.monotonic() - t0
+            if toks and r["first_token_s"] is None:
+                r["first_token_s"] = t
+            if out.finished:
+                r.update(finished_s=t, tokens=list(toks),
+                         num_cached_tokens=out.num_cached_tokens or 0)
+    return res
+
+
+def _blocks(llm):
+    pool = _scheduler(llm).kv_cache_manager.block_pool
+    return {"kv_blocks_total": pool.num_gpu_blocks - 1,  # less the null block
+            "kv_blocks_free_after": pool.get_num_free_blocks()}
+
+
+def release_blocks(llm, rid_prefix, timeout_s=30.0):
+    """Blocks of finished requests whose chunks the saver was still copying stay allocated
+    until a later step hears they were sent; with every request finished nothing steps. One-
+    token requests (no stored chunk: nothing to load or save) drive steps until every block is
+    free. Returns the flush requests used."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    engine = llm.llm_engine
+    sp = SamplingParams(temperature=0.0, max_tokens=1, ignore_eos=True)
+    deadline = time.monotonic() + timeout_s
+    n = 0
+    while True:
+        b = _blocks(llm)
+        if b["kv_blocks_free_after"] == b["kv_blocks_total"] or time.monotonic() > deadline:
+            return n
+        engine.add_request(f"{rid_prefix}-flush{n}", TokensPrompt(prompt_token_ids=[3, 4]), sp)
+        n += 1
+        while engine.has_unfinished_requests():
+            engine.step()
+        time.sleep(0.05)
+
+
+def new_daemon_state(llm):
+    """What the engine remembers of the last daemon that the next one does not have: the
+    scheduler side's keys already saved (it never saves a key twice, to spare the store
+    duplicate puts). Each run's store copy lacks what the previous run saved, so without this
+    only the first policy of a seed would pay for the saves of the chunks it computes."""
+    sched = getattr(_scheduler(llm).connector, "_sched", None)
+    if sched is not None:
+        sched._saving.clear()
+
+
+def precompute(llm, spec, store):
+    """Runs each stored prefix once (one output token) against a daemon on the cache
+    directory: the connector saves every full chunk, which is the store."""
+    tmp = store["data_dir"] + ".partial"
+    if os.path.exists(tmp):
+        import shutil
+        shutil.rmtree(tmp)
+    new_daemon_state(llm)
+    d = Daemon(spec["tempokvd"], tmp, spec["endpoint"], ["--set", "controller.policy=demand"],
+               metrics=False)
+    try:
+        settle(llm)
+        before = _counters()
+        drive(llm, store["prefixes"], 1, 0.0, f"pre{store['key']}")
+        _agent(llm).flush(30.0)
+        deadline = time.monotonic() + 120
+        want = before.get("saved_chunks", 0) + store["chunks"]
+        while _counters().get("saved_chunks", 0) < want and time.monotonic() < deadline:
+            time.sleep(0.2)
+        saved = _counters().get("saved_chunks", 0) - before.get("saved_chunks", 0)
+        stats = d.drained_stats()
+    finally:
+        d.stop()
+    if saved != store["chunks"] or stats.get("store_objects") != store["chunks"]:
+        raise RuntimeError(f"precompute of {store['key']}: {saved} chunks saved, "
+                           f"{stats.get('store_objects')} stored, {store['chunks']} expected")
+    os.rename(tmp, store["data_dir"])
+
+
+def measured_run(llm, spec, run, prompts):
+    connector = run["policy"] != "none"
+    d = None
+    if connector:
+        data = os.path.join(spec["work"], run["name"])
+        copy_store(run["store_dir"], data)
+        flags = ["--set", f"controller.policy={run['policy']}"] + spec["daemon_flags"]
+        new_daemon_state(llm)
+        d = Daemon(spec["tempokvd"], data, spec["endpoint"], flags)
+        settle(llm)
+    before = _counters()
+    agent = _agent(llm) if connector else None
+    errors_before = agent.errors if agent is not None else 0
+    t = time.monotonic()
+    try:
+        reqs = drive(llm, prompts, spec["max_tokens"], run["interval_s"], run["name"])
+        run_s = time.monotonic() - t
+        entry = {"name": run["name"], "run_s": run_s, "requests": reqs}
+        entry["flush_requests"] = release_blocks(llm, run["name"])
+        after = _counters()
+        entry["connector"] = {k: after[k] - before.get(k, 0) for k in after}
+        entry.update(_blocks(llm))
+        if connector:
+            agent.flush(30.0)
+            entry["agent_errors"] = agent.errors - errors_before
+            stats = d.drained_stats()
+            entry["daemon_stats"] = stats
+            entry["daemon_live_claims_after"] = live_claims(stats)
+            entry["histograms"] = d.histograms()
+    finally:
+        if d is not None:
+            d.stop()
+    return entry
+
+
+def run(spec, out_path=None):
+    """Runs the spec; with ``out_path`` the results so far are written after every run, so a
+    process killed midway (the OOM killer on a shared machine) leaves its finished runs."""
+    out = {"precomputed": [], "runs": [], "init_s": {}}
+
+    def save():
+        if out_path:
+            with open(out_path + ".tmp", "w") as f:
+                json.dump(out, f)
+            os.replace(out_path + ".tmp", out_path)
+
+    prompt_sets = spec["prompt_sets"]
+    conn_runs = [r for r in spec["runs"] if r["policy"] != "none"]
+    plain_runs = [r for r in spec["runs"] if r["policy"] == "none"]
+    if conn_runs or spec["stores"]:
+        t = time.monotonic()
+        llm = _llm(spec, True)
+        out["init_s"]["connector"] = time.monotonic() - t
+        for store in spec["stores"]:
+            t = time.monotonic()
+            precompute(llm, spec, store)
+            out["precomputed"].append({"key": store["key"], "s": time.monotonic() - t})
+            print(f"tempokv experiment: store {store['key']} precomputed in "
+                  f"{time.monotonic() - t:.1f} s", flush=True)
+        for r in conn_runs:
+            out["runs"].append(measured_run(llm, spec, r, prompt_sets[r["prompts"]]))
+            save()
+            print(f"tempokv experiment: {r['name']} done in {out['runs'][-1]['run_s']:.1f} s",
+                  flush=True)
+        _close(llm)
+    if plain_runs:
+        t = time.monotonic()
+        llm = _llm(spec, False)
+        out["init_s"]["no_connector"] = time.monotonic() - t
+        for r in plain_runs:
+            out["runs"].append(measured_run(llm, spec, r, prompt_sets[r["prompts"]]))
+            save()
+            print(f"tempokv experiment: {r['name']} done in {out['runs'][-1]['run_s']:.1f} s",
+                  flush=True)
+        _close(llm)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--spec", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    with open(a.spec) as f:
+        spec = json.load(f)
+    import vllm
+    out = run(spec, a.out)
+    out["vllm_version"] = vllm.__version__
+    with open(a.out, "w") as f:
+        json.dump(out, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""What an experiment runs: the scaled protocol (docs/evaluation.md, "On vLLM": the choices and
+why), the prompts of each seed, the stores to precompute, and the list of measured runs."""
+
+import hashlib
+import json
+import os
+import random
+
+from ..e2e import model as model_mod
+from ..e2e.prompts import VOCAB_FIRST
+
+SIX = ["demand", "immediate", "queue-1", "queue-4", "tempokv-static", "tempokv"]
+RECOMPUTE = "recompute"  # vLLM with no connector: every prompt computed
+
+# The scaled protocol. "quick" is the ctest's and the demo's tiny version.
+PROTOCOL = {
+    "requests": 12,
+    "prompt_min": 1536, "prompt_max": 2048,  # tokens, uniform
+    "max_tokens": 32,  # output cap (ignore_eos: every request produces it)
+    "interval_s": 0.5,  # fixed arrivals (fig4)
+    "ratios": [1.0, 0.5],
+    "fig6_rates": [0.5, 1.0, 2.0, 4.0],  # requests per second
+    "read_bytes_per_s": 64e6,  # tempokvd's SSD read cap (an emulated slower drive)
+    "chunk_tokens": 256,
+    "max_num_seqs": 4,
+    "max_num_batched_tokens": 2048,
+    "max_model_len": 4096,
+}
+QUICK = dict(PROTOCOL, requests=4, prompt_min=1024, prompt_max=1280, max_tokens=8,
+             ratios=[1.0], fig6_rates=[1.0])
+
+
+def prompts(seed, p):
+    """``p['requests']`` distinct prompts (no shared prefixes), lengths uniform in
+    [prompt_min, prompt_max], from ``seed``."""
+    r = random.Random(1_000_003 * seed + 15)
+    vocab = model_mod.GEOMETRY["vocab_size"]
+    out = []
+    for _ in range(p["requests"]):
+        n = r.randint(p["prompt_min"], p["prompt_max"])
+        out.append([r.randrange(VOCAB_FIRST, vocab) for _ in range(n)])
+    return out
+
+
+def stored_chunks(prompt_len, ratio, chunk):
+    """Chunks stored for a prompt at a prefix ratio: the whole chunks of ratio × the prompt,
+    never including the prompt's last token (vLLM must compute at least that one)."""
+    return min(int(ratio * prompt_len) // chunk, (prompt_len - 1) // chunk)
+
+
+def store_key(seed, ratio, p):
+    ident = {"model": model_mod.VERSION, "geometry": model_mod.GEOMETRY, "seed": seed,
+             "ratio": ratio, **{k: p[k] for k in ("requests", "prompt_min", "prompt_max",
+                                                   "chunk_tokens")}}
+    h = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
+    return f"s{seed}-r{int(ratio * 100)}-{h}"
+
+
+def build(scenario, policies, seeds, p, cache_dir):
+    """Returns (prompt_sets, stores to precompute, runs)."""
+    prompt_sets, stores, runs = {}, [], []
+    ratios = p["ratios"] if scenario == "fig4-policies" else [1.0]
+    if not policies:
+        policies = SIX if scenario == "fig4-policies" else [RECOMPUTE, "demand"]
+    for seed in seeds:
+        ps = prompts(seed, p)
+        prompt_sets[str(seed)] = ps
+        for ratio in ratios:
+            key = store_key(seed, ratio, p)
+            data_dir = os.path.join(cache_dir, key)
+            if any(pol != RECOMPUTE for pol in policies) and not os.path.isdir(data_dir):
+                ks = [stored_chunks(len(x), ratio, p["chunk_tokens"]) for x in ps]
+                # Each stored prefix plus one token: every chunk of the prefix is then complete
+                # and saved; the extra token is in a partial chunk, never saved.
+                stores.append({"key": key, "data_dir": data_dir, "chunks": sum(ks),
+                               "prefixes": [x[:k * p["chunk_tokens"] + 1]
+                                            for x, k in zip(ps, ks) if k > 0]})
+            rates = [1.0 / p["interval_s"]] if scenario == "fig4-policies" else p["fig6_rates"]
+            for rate in rates:
+                for pol in policies:
+                    name = f"{scenario}-s{seed}-r{int(ratio * 100)}-q{rate:g}-{pol}"
+                    runs.append({"name": name, "scenario": scenario, "seed": seed,
+                                 "ratio": ratio, "rate": rate, "interval_s": 1.0 / rate,
+                                 "policy": "none" if pol == RECOMPUTE else pol,
+                                 "label": pol, "prompts": str(seed), "store_dir": data_dir})
+    return prompt_sets, stores, runs

@@ -1,0 +1,177 @@
+"""Rows of the experiment, with the sim/real eval's field names (docs/evaluation.md), and their
+medians over seeds."""
+
+import statistics
+
+GIB = float(1 << 30)
+
+
+def percentile(xs, q):
+    """numpy's default (linear between order statistics), as src/common/percentile.h."""
+    xs = sorted(xs)
+    if not xs:
+        return 0.0
+    pos = q * (len(xs) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def row(run, entry, p, kv_bytes_per_token, model):
+    reqs = entry["requests"]
+    done = [q for q in reqs if q["finished_s"] is not None and q["tokens"] is not None]
+    ttft = [q["first_token_s"] - q["arrival_s"] for q in done if q["first_token_s"] is not None]
+    out_tokens = sum(len(q["tokens"]) for q in done)
+    makespan = max((q["finished_s"] for q in done), default=0.0)  # from the first arrival
+    restored = [q["num_cached_tokens"] for q in reqs]
+    conn = entry.get("connector", {})
+    s = entry.get("daemon_stats", {})
+    n = max(1, len(done))
+    rate = p["read_bytes_per_s"] or s.get("staging_rate_bytes_per_second") or 0
+    staged_bytes = [t * kv_bytes_per_token for t in restored]
+    r = {
+        "scenario": run["scenario"], "policy": run["label"], "model": model,
+        "seed": run["seed"], "ratio": run["ratio"], "rate": run["rate"], "engines": 1,
+        "requests": len(reqs), "completed": len(done), "output_tokens": out_tokens,
+        "p50_ttft_s": percentile(ttft, 0.50), "p95_ttft_s": percentile(ttft, 0.95),
+        "p99_ttft_s": percentile(ttft, 0.99),
+        "mean_ttft_s": statistics.mean(ttft) if ttft else 0.0,
+        "throughput_tok_s": out_tokens / makespan if makespan > 0 else 0.0,
+        "makespan_s": makespan,
+        "c_gib_s_per_req": s.get("protected_gib_seconds_total", 0.0) / n,
+        # No transfer times from the worker: the floor is the staging part alone (each
+        # footprint held while read at the capped SSD rate).
+        "c_floor_gib_s_per_req": None,
+        "c_floor_staging_gib_s_per_req": (sum(b / GIB * b / rate for b in staged_bytes) / n
+                                          if rate else None),
+        "refused_commits": s.get("claims_refused_total", 0),
+        "refused_attempts": s.get("commits_refused_total", 0),
+        "commits": s.get("commits_total", 0),
+        "ordinary_retrievals": s.get("claims_ordinary_total", 0),
+        "staged_retrievals": sum(1 for t in restored if t > 0),
+        "no_hit": sum(1 for t in restored if t == 0),
+        "recomputes": conn.get("load_errors", 0),
+        "restored_tokens": sum(restored),
+        "prompt_tokens_computed": sum(q["prompt_tokens"] - q["num_cached_tokens"] for q in reqs),
+        "ttu_err_p50_s": s.get("ttu_error_p50_seconds"),
+        "ttu_err_p95_s": s.get("ttu_error_p95_seconds"),
+        "ttr_err_p50_s": s.get("ttr_error_p50_seconds"),
+        "ttr_err_p95_s": s.get("ttr_error_p95_seconds"),
+        "timed_claims": s.get("timed_claims_total"),
+        "late_claims": s.get("late_claims_total"),
+        "lateness_p50_s": s.get("lateness_p50_seconds"),
+        "lateness_p95_s": s.get("lateness_p95_seconds"),
+        "load_errors": conn.get("load_errors"),
+        "saved_chunks": conn.get("saved_chunks"),
+        "save_failures": conn.get("save_failures"),
+        "agent_errors": entry.get("agent_errors"),
+        "cached_equals_loaded": sum(restored) == conn.get("loaded_tokens", 0),
+        "kv_blocks_total": entry.get("kv_blocks_total"),
+        "kv_blocks_free_after": entry.get("kv_blocks_free_after"),
+        "daemon_live_claims_after": entry.get("daemon_live_claims_after"),
+        "daemon_protected_bytes_after": s.get("tier_protected_bytes"),
+        "daemon_reserved_bytes_after": s.get("tier_reserved_bytes"),
+        "staging_rate_bytes_per_s": s.get("staging_rate_bytes_per_second"),
+        "wall_s": entry["run_s"],
+        "histograms": entry.get("histograms", {}),
+        "_tokens": [q["tokens"] for q in reqs],
+    }
+    return r
+
+
+def mark_identical(rows):
+    """outputs_identical: a row's tokens equal those of every other run on the same prompts
+    (same seed; greedy decoding, so no policy may change a token)."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(r["seed"], []).append(r)
+    for group in groups.values():
+        ref = group[0]["_tokens"]
+        same = all(g["_tokens"] == ref for g in group)
+        for g in group:
+            g["outputs_identical"] = same and all(t is not None for t in g["_tokens"])
+    for r in rows:
+        del r["_tokens"]
+
+
+def invariants_hold(r):
+    """All complete, outputs identical, no load failed, no KV carried over, daemon drained."""
+    ok = (r["completed"] == r["requests"] and r["outputs_identical"]
+          and r["kv_blocks_free_after"] == r["kv_blocks_total"] and r["cached_equals_loaded"])
+    if r["policy"] != "recompute":
+        ok = ok and (r["load_errors"] == 0 and r["agent_errors"] == 0
+                     and r["daemon_live_claims_after"] == 0
+                     and r["daemon_protected_bytes_after"] == 0
+                     and r["daemon_reserved_bytes_after"] == 0)
+    else:
+        ok = ok and r["restored_tokens"] == 0
+    return ok
+
+
+MEDIAN_FIELDS = ["p50_ttft_s", "p95_ttft_s", "mean_ttft_s", "throughput_tok_s",
+                 "c_gib_s_per_req", "lateness_p50_s", "lateness_p95_s", "late_claims",
+                 "ttu_err_p50_s", "ttu_err_p95_s", "ttr_err_p50_s", "ttr_err_p95_s"]
+
+
+def medians(rows):
+    """One row per (scenario, ratio, rate, policy): the median over seeds of MEDIAN_FIELDS,
+    with ``<field>_min`` / ``<field>_max`` (the interval the seeds span)."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["scenario"], r["ratio"], r["rate"], r["policy"]), []).append(r)
+    out = []
+    for (scenario, ratio, rate, policy), g in groups.items():
+        m = {"scenario": scenario, "model": g[0]["model"], "ratio": ratio, "rate": rate,
+             "policy": policy,
+             "seeds": [r["seed"] for r in g],
+             "invariants_hold": all(invariants_hold(r) for r in g)}
+        for f in MEDIAN_FIELDS:
+            xs = [r[f] for r in g if r.get(f) is not None]
+            if xs:
+                m[f] = statistics.median(xs)
+                m[f + "_min"], m[f + "_max"] = min(xs), max(xs)
+        out.append(m)
+    return out
+
+
+def targets(meds):
+    """The issue's targets on the medians over seeds, one line per ratio (fig4) or rate
+    (fig6): what was measured, and met / MISSED."""
+    lines = []
+    groups = {}
+    for m in meds:
+        groups.setdefault((m["scenario"], m["ratio"], m["rate"]), {})[m["policy"]] = m
+    for (scenario, ratio, rate), g in sorted(groups.items()):
+        def ok(c):
+            return "met" if c else "MISSED"
+        head = f"{scenario} ratio {ratio:g} rate {rate:g}:"
+        t, im, de, q4, st = (g.get(p) for p in ("tempokv", "immediate", "demand", "queue-4",
+                                                "tempokv-static"))
+        parts = []
+        if t and im and im.get("c_gib_s_per_req"):
+            r = t["c_gib_s_per_req"] / im["c_gib_s_per_req"]
+            parts.append(f"C tempokv/immediate {r:.2f} (<= 0.5: {ok(r <= 0.5)})")
+        if t and de:
+            r = t["p95_ttft_s"] / de["p95_ttft_s"]
+            parts.append(f"p95 tempokv/demand {r:.2f} (<= 1: {ok(r <= 1.0)})")
+        if t and im and q4:
+            best = min(im["p95_ttft_s"], q4["p95_ttft_s"])
+            r = t["p95_ttft_s"] / best
+            parts.append(f"p95 tempokv/best(immediate, queue-4) {r:.2f} (<= 1.10: "
+                         f"{ok(r <= 1.10)})")
+        if t and st and t.get("lateness_p95_s") is not None:
+            a, b = t["lateness_p95_s"], st["lateness_p95_s"]
+            parts.append(f"lateness p95 tempokv {a:.3f} s vs static {b:.3f} s "
+                         f"({ok(a < b)})")
+        rc = g.get("recompute")
+        for p in (x for x in ("demand", "tempokv") if x in g and rc):
+            m = g[p]
+            better = (m["p95_ttft_s"] < rc["p95_ttft_s"]
+                      and m["throughput_tok_s"] > rc["throughput_tok_s"])
+            parts.append(f"{p} vs recompute: p95 {m['p95_ttft_s']:.2f} vs "
+                         f"{rc['p95_ttft_s']:.2f} s, {m['throughput_tok_s']:.1f} vs "
+                         f"{rc['throughput_tok_s']:.1f} tok/s ({ok(better)})")
+        inv = all(m["invariants_hold"] for m in g.values())
+        parts.append(f"invariants {'hold' if inv else 'FAIL'}")
+        lines.append(head + " " + "; ".join(parts))
+    return lines
