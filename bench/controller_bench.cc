@@ -96,7 +96,7 @@ void BM_TtuUpdate(benchmark::State& state) {
   }
   counters(state, s, before);
 }
-BENCHMARK(BM_TtuUpdate)->ArgNames({"spacing_ms"})->Arg(50)->Arg(5)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TtuUpdate)->ArgNames({"spacing_ms"})->Arg(50)->Arg(20)->Arg(5)->Unit(benchmark::kMicrosecond);
 
 // The running system, one executor event per iteration: read completions (staging completions
 // among them), ticks, laxity wake-ups and commits, retrievals at each claim's use time. A released
@@ -138,6 +138,7 @@ BENCHMARK(BM_SteadyStateEvent)
     ->ArgNames({"spacing_ms"})
     ->Arg(50)
     ->Arg(40)
+    ->Arg(20)
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

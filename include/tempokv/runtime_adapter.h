@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -133,6 +134,8 @@ class RuntimeAdapter : public RuntimeApi {
     bool decode_in_iteration = false;   // it decodes a token in the iteration now running
     uint32_t prefilled_tokens = 0;      // prompt tokens its earlier prefill chunks computed
     Duration last_ttu{-1};
+    // With a claim: the use time last reported for it was only a lower bound, at least this.
+    std::optional<TimePoint> bound_use_at;
   };
   Result<Req*> find(uint64_t id, const char* call);
   // The given profile's cost of one iteration of these requests.
@@ -147,6 +150,7 @@ class RuntimeAdapter : public RuntimeApi {
   Duration ready_in(uint64_t id) const;
 
   Controller& controller_;
+  std::vector<Req*> scratch_waiting_;  // update_order: the waiting requests' records
   CostProfile profile_;     // as given
   CostProfile calibrated_;  // profile_ × cost_scale_: what the estimator projects with
   AdapterOptions options_;

@@ -126,12 +126,14 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   snap.waiting.reserve(waiting.size());
   std::vector<uint64_t> order;  // `waiting` without requests admitted before
   order.reserve(waiting.size());
+  scratch_waiting_.clear();
   for (uint64_t id : waiting) {
     TEMPOKV_ASSIGN_OR_RETURN(Req * r, find(id, "update_order"));
     // Admitted once, admitted for good: a runtime may queue it again (its KV load failed, or
     // its claim ended otherwise, and it waits to be computed), but its slot is taken.
     if (r->phase != Phase::kWaiting) continue;
     order.push_back(id);
+    scratch_waiting_.push_back(r);
     WaitingRequest w{id, r->info.prompt_tokens, r->info.cached_tokens, r->info.cached_bytes,
                      r->info.max_output_tokens};
     if (r->has_claim && lookahead > 0) {
@@ -140,12 +142,27 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
     }
     snap.waiting.push_back(w);
   }
-  std::vector<Duration> ttu = estimator_.estimate(snap);
+  // Exact TTUs as far as they can matter to the controller; a lower bound beyond (a claim there
+  // cannot become eligible before the next update), and no estimate for a request without a claim
+  // (a hit it reports later starts far away, as before any projection).
+  // A claim whose last reported use was already a lower bound still at least a horizon away
+  // needs no new one (the controller ages it, and it cannot reach the window before it is
+  // revised); so a long queue beyond the horizon costs no controller work per update.
+  const Duration horizon = controller_.ttu_horizon();
+  std::vector<Duration> ttu = estimator_.estimate(snap, horizon);
   std::vector<std::pair<ClaimId, Duration>> updates;
   for (size_t i = 0; i < order.size(); ++i) {
-    Req& r = requests_.at(order[i]);
-    r.last_ttu = ttu[i];
-    if (r.has_claim) updates.emplace_back(order[i], ttu[i]);
+    Req& r = *scratch_waiting_[i];
+    const bool bounded = ttu[i] > horizon;
+    r.last_ttu = bounded ? Duration(-1) : ttu[i];
+    if (!r.has_claim) continue;
+    if (bounded && r.bound_use_at && horizon < TimePoint::max() - now &&
+        *r.bound_use_at >= now + horizon) {
+      continue;
+    }
+    updates.emplace_back(order[i], ttu[i]);
+    r.bound_use_at.reset();
+    if (bounded && ttu[i] < TimePoint::max() - now) r.bound_use_at = now + ttu[i];
   }
   // The whole queue, hits or not: Queue-K ranks over the runtime's full waiting queue.
   return controller_.update(updates, order, options_.runtime_id);

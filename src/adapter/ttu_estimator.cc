@@ -1,59 +1,103 @@
 #include "adapter/ttu_estimator.h"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
 
 namespace tempokv {
 namespace {
 
-// A request holding a slot in the projection.
-struct Slot {
-  uint64_t context_tokens;
-  uint32_t remaining_tokens;  // predicted tokens still to generate
-  uint32_t prefill_tokens;    // > 0: its retrieval and prefill are still to run
+// A request holding a slot whose retrieval and prefill are still to run.
+struct Pending {
+  uint64_t context_tokens;    // its prompt (or context so far)
+  uint32_t remaining_tokens;  // predicted tokens still to generate, its first included
+  uint32_t prefill_tokens;    // > 0
   uint64_t retrieval_bytes;   // moved by that retrieval
   Duration ready_at;          // its prefill cannot run in an iteration that starts before this
-  bool runs = false;          // scratch: its prefill runs in the iteration being projected
 };
 
-// The runtime's KV-capacity admission rule (as the engine's): the slots' contexts and the prompt
-// fit, or nothing holds a slot.
-bool kv_fits(const std::vector<Slot>& slots, uint32_t prompt_tokens, uint64_t capacity) {
-  if (capacity == 0 || slots.empty()) return true;
-  uint64_t used = prompt_tokens;
-  for (const Slot& s : slots) used += s.context_tokens;
-  return used <= capacity;
-}
+// The decoding slots as aggregates. `tick` counts decode steps so far (a prefill iteration is one
+// for the decoders in it); a slot joining at tick j with context c and r tokens to go completes at
+// tick j + r, and its context at tick k is c + (k − j). So the batch's summed context is
+// Σ(c − j) + batch·tick, and completions come off a heap of completion ticks.
+class Decoders {
+ public:
+  void join(uint64_t context, uint32_t remaining) {
+    const int64_t base = static_cast<int64_t>(context) - tick_;
+    base_ += base;
+    done_.push({tick_ + remaining, base});
+  }
+  uint64_t batch() const { return done_.size(); }
+  uint64_t context() const {
+    return static_cast<uint64_t>(base_ + static_cast<int64_t>(batch()) * tick_);
+  }
+  // Steps until the first completion (at least one).
+  uint32_t steps_to_first_completion() const {
+    return static_cast<uint32_t>(std::max<int64_t>(1, done_.top().first - tick_));
+  }
+  // Every decoder advances `steps` tokens; those that reach their predicted length leave.
+  void advance(uint32_t steps) {
+    tick_ += steps;
+    while (!done_.empty() && done_.top().first <= tick_) {
+      base_ -= done_.top().second;
+      done_.pop();
+    }
+  }
+
+ private:
+  using Entry = std::pair<int64_t, int64_t>;  // (completion tick, context − joining tick)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> done_;
+  int64_t tick_ = 0;
+  int64_t base_ = 0;  // Σ(context − joining tick) of the decoders
+};
 
 // Used when the queue can never move (a slot limit of zero).
 constexpr Duration kNever = std::chrono::hours(24 * 365);
 
 }  // namespace
 
-std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap) const {
+std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Duration horizon) const {
   const size_t n_waiting = snap.waiting.size();
   std::vector<Duration> ttu(n_waiting, kNever);
   if (n_waiting == 0 || snap.max_active == 0) return ttu;
 
-  std::vector<Slot> slots;
-  slots.reserve(std::max<size_t>(snap.max_active, snap.running.size()));
+  Decoders decoders;
+  std::vector<Pending> pending;  // admitted, prefill not run yet (in admission order)
+  uint64_t pending_context = 0;
   for (const RunningRequest& r : snap.running) {
     uint32_t rem = predictor_.remaining(r.generated_tokens, r.max_output_tokens);
-    if (r.prefill_tokens_left == 0 && rem == 0) continue;  // finishing at this boundary
-    slots.push_back({r.context_tokens, std::max<uint32_t>(rem, r.prefill_tokens_left ? 1 : 0),
-                     r.prefill_tokens_left, r.cached_bytes, Duration(int64_t(r.ready_in_ns))});
+    if (r.prefill_tokens_left == 0) {
+      if (rem > 0) decoders.join(r.context_tokens, rem);  // rem == 0: finishing at this boundary
+      continue;
+    }
+    pending.push_back({r.context_tokens, std::max<uint32_t>(rem, 1), r.prefill_tokens_left,
+                       r.cached_bytes, Duration(int64_t(r.ready_in_ns))});
+    pending_context += r.context_tokens;
   }
+  // The runtime's KV-capacity admission rule (as the engine's): the slots' contexts and the prompt
+  // fit, or nothing holds a slot.
+  auto kv_fits = [&](uint32_t prompt_tokens) {
+    const uint64_t held = decoders.batch() + pending.size();
+    if (snap.kv_capacity_tokens == 0 || held == 0) return true;
+    return decoders.context() + pending_context + prompt_tokens <= snap.kv_capacity_tokens;
+  };
 
   Duration t{static_cast<int64_t>(snap.boundary_in_ns)};
   size_t next = 0;
   while (next < n_waiting) {
+    if (t > horizon) {
+      std::fill(ttu.begin() + static_cast<std::ptrdiff_t>(next), ttu.end(), t);
+      break;
+    }
     // Admissions at this boundary: the runtime asks for each one's KV now (its TTU).
-    while (slots.size() < snap.max_active && next < n_waiting &&
-           kv_fits(slots, snap.waiting[next].prompt_tokens, snap.kv_capacity_tokens)) {
+    while (decoders.batch() + pending.size() < snap.max_active && next < n_waiting &&
+           kv_fits(snap.waiting[next].prompt_tokens)) {
       const WaitingRequest& w = snap.waiting[next];
       ttu[next] = t;
-      slots.push_back({w.prompt_tokens, predictor_.total(w.max_output_tokens),
-                       std::max<uint32_t>(1, w.prompt_tokens - w.cached_tokens), w.cached_bytes,
-                       Duration(int64_t(w.ready_in_ns))});
+      pending.push_back({w.prompt_tokens, predictor_.total(w.max_output_tokens),
+                         std::max<uint32_t>(1, w.prompt_tokens - w.cached_tokens), w.cached_bytes,
+                         Duration(int64_t(w.ready_in_ns))});
+      pending_context += w.prompt_tokens;
       ++next;
     }
     if (next >= n_waiting) break;
@@ -62,42 +106,38 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap) const 
     Duration iteration{0};
     Duration blocked_until = Duration::max();  // earliest KV of a request that cannot run yet
     bool prefills = false;
-    uint64_t decode_context = 0, decode_batch = 0;
-    for (Slot& s : slots) {
-      s.runs = false;
-      if (s.prefill_tokens == 0) {
-        decode_context += s.context_tokens;
-        ++decode_batch;
-      } else if (s.ready_at <= t) {
-        s.runs = prefills = true;
-        iteration += profile_.retrieval(s.retrieval_bytes) +
-                     profile_.prefill(s.prefill_tokens, s.context_tokens - s.prefill_tokens);
+    for (const Pending& p : pending) {
+      if (p.ready_at <= t) {
+        prefills = true;
+        iteration += profile_.retrieval(p.retrieval_bytes) +
+                     profile_.prefill(p.prefill_tokens, p.context_tokens - p.prefill_tokens);
       } else {
-        blocked_until = std::min(blocked_until, s.ready_at);
+        blocked_until = std::min(blocked_until, p.ready_at);
       }
     }
     if (prefills) {
-      if (decode_batch > 0) iteration += profile_.decode_step(decode_context, decode_batch);
-      t += iteration;
-      for (Slot& s : slots) {
-        if (s.prefill_tokens > 0 && !s.runs) continue;  // still waiting for its KV
-        s.prefill_tokens = 0;  // a prefill yields the first token, like a decode step
-        s.context_tokens += 1;
-        s.remaining_tokens = s.remaining_tokens > 0 ? s.remaining_tokens - 1 : 0;
+      if (decoders.batch() > 0) {
+        iteration += profile_.decode_step(decoders.context(), decoders.batch());
       }
-    } else if (decode_batch > 0) {
+      decoders.advance(1);
+      // A prefill yields the first token, like a decode step: the request decodes from here on.
+      std::erase_if(pending, [&](const Pending& p) {
+        if (p.ready_at > t) return false;
+        pending_context -= p.context_tokens;
+        if (p.remaining_tokens > 1) decoders.join(p.context_tokens + 1, p.remaining_tokens - 1);
+        return true;
+      });
+      t += iteration;
+    } else if (decoders.batch() > 0) {
       // Decode steps of a fixed batch until the first predicted completion, or until a waiting
       // request's KV is ready (it joins the iteration after).
-      uint32_t steps = UINT32_MAX;
-      for (const Slot& s : slots) {
-        if (s.prefill_tokens == 0) steps = std::min(steps, s.remaining_tokens);
-      }
-      steps = std::max<uint32_t>(steps, 1);
+      uint32_t steps = decoders.steps_to_first_completion();
+      const uint64_t context = decoders.context(), batch = decoders.batch();
       if (blocked_until != Duration::max()) {
         uint32_t lo = 1, hi = steps;  // fewest steps that reach blocked_until
         while (lo < hi) {
           uint32_t mid = lo + (hi - lo) / 2;
-          if (t + profile_.decode_steps(mid, decode_context, decode_batch) >= blocked_until) {
+          if (t + profile_.decode_steps(mid, context, batch) >= blocked_until) {
             hi = mid;
           } else {
             lo = mid + 1;
@@ -105,20 +145,13 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap) const 
         }
         steps = lo;
       }
-      t += profile_.decode_steps(steps, decode_context, decode_batch);
-      for (Slot& s : slots) {
-        if (s.prefill_tokens > 0) continue;
-        s.context_tokens += steps;
-        s.remaining_tokens = s.remaining_tokens > steps ? s.remaining_tokens - steps : 0;
-      }
+      t += profile_.decode_steps(steps, context, batch);
+      decoders.advance(steps);
     } else if (blocked_until != Duration::max()) {
       t = blocked_until;  // idle until a request's KV is ready
     } else {
       break;  // nothing running: cannot happen with the slots full
     }
-    std::erase_if(slots, [](const Slot& s) {
-      return s.prefill_tokens == 0 && s.remaining_tokens == 0;
-    });
   }
   return ttu;
 }

@@ -18,6 +18,13 @@
 // batch; the projection jumps over runs of such steps in closed form (up to the first predicted
 // completion or readiness), so its cost is linear in the number of requests, not tokens.
 //
+// Cost: the decoding slots are kept as aggregates (their summed context, and a heap of the decode
+// step at which each completes), so an event (an admission, a prefill iteration, a jump to the
+// next completion) costs O(log slots + requests admitted but not yet prefilled), not O(slots):
+// 256 running and 1,000 waiting project in tens of microseconds. A horizon bounds it further: the
+// projection stops at the first boundary past it, and every request not admitted by then gets
+// that boundary as its TTU (a lower bound of its true TTU).
+//
 // Not thread-safe; stateless apart from its references (profile and predictor must outlive it).
 #pragma once
 
@@ -36,7 +43,9 @@ class TtuEstimator {
       : profile_(profile), predictor_(predictor) {}
 
   // ttu[i] is the TTU of snapshot.waiting[i], measured from the moment the snapshot was taken.
-  std::vector<Duration> estimate(const RuntimeSnapshot& snapshot) const;
+  // Requests not admitted by the first boundary past `horizon` get that boundary (a lower bound).
+  std::vector<Duration> estimate(const RuntimeSnapshot& snapshot,
+                                 Duration horizon = Duration::max()) const;
 
  private:
   const CostProfile& profile_;

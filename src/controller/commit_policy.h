@@ -51,7 +51,8 @@ class CommitPolicy {
   // True when eligibility depends on TTU and TTR: laxity() then tells how long until it may become
   // eligible if nothing else changes, so the controller can wake exactly then.
   virtual bool timed() const { return false; }
-  // Estimated laxity TTU − TTR (timed policies only).
+  // Estimated laxity TTU − TTR (timed policies only). Nonincreasing in ttr and static_ttr: given
+  // upper bounds of both it gives a lower bound (how the controller skips claims cheaply).
   virtual Duration laxity(const EligibilityInput&) const { return Duration::zero(); }
   // Untimed policies: only claims ranked below this in their runtime's waiting order can be
   // eligible (0: none before retrieval is requested; kAnyRank: any claim, unranked included).

@@ -1,5 +1,6 @@
 #include "controller/controller.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <unordered_set>
@@ -79,6 +80,11 @@ void Controller::unindex(Rec& r) {
 }
 
 void Controller::set_ttu(Rec& r, Duration ttu, TimePoint now) {
+  if (now + ttu == r.use_at) {  // the same use time: only the estimate's age changes
+    r.ttu = ttu;
+    r.ttu_at = now;
+    return;
+  }
   if (r.info.state == ClaimState::kPlanned) by_use_.erase({r.use_at, r.info.id});
   r.ttu = ttu;
   r.ttu_at = now;
@@ -163,7 +169,11 @@ Status Controller::update(std::span<const std::pair<ClaimId, Duration>> ttus,
     }
   }
   TimePoint now = executor_.now();
-  for (const auto& [id, ttu] : ttus) set_ttu(*find(id), ttu, now);
+  for (const auto& [id, ttu] : ttus) {
+    Rec& r = *find(id);
+    set_ttu(r, ttu, now);
+    r.estimated = true;
+  }
   set_order(runtime, waiting_order);
   reevaluate();
   return Status::ok();
@@ -177,7 +187,11 @@ Status Controller::update_estimates(std::span<const std::pair<ClaimId, Duration>
     }
   }
   TimePoint now = executor_.now();
-  for (const auto& [id, ttu] : ttus) set_ttu(*find(id), ttu, now);
+  for (const auto& [id, ttu] : ttus) {
+    Rec& r = *find(id);
+    set_ttu(r, ttu, now);
+    r.estimated = true;
+  }
   reevaluate();
   return Status::ok();
 }
@@ -185,8 +199,16 @@ Status Controller::update_estimates(std::span<const std::pair<ClaimId, Duration>
 void Controller::set_order(uint32_t runtime, std::span<const ClaimId> waiting_order) {
   // Only rank changes between ranked and unranked touch unranked_, so a queue that merely moves up
   // costs a hash lookup per claim.
-  const uint64_t gen = ++order_gen_;
   std::vector<ClaimId>& order = orders_[runtime];
+  // The same order as last time (a queue that did not move) with no claim reported since: every
+  // rank stands.
+  uint64_t& reported_then = order_reported_[runtime];
+  if (reported_then == next_seq_ &&
+      std::equal(order.begin(), order.end(), waiting_order.begin(), waiting_order.end())) {
+    return;
+  }
+  reported_then = next_seq_;
+  const uint64_t gen = ++order_gen_;
   for (ClaimId id : order) {
     Rec* r = find(id);
     if (r && r->runtime == runtime && r->rank != kUnranked) {

@@ -26,7 +26,10 @@
 // Cost of an evaluation (controller_eval.cc): timed policies keep planned claims in an index by
 // absolute use time (ttu_at + ttu). A claim can be eligible only when its aged TTU is at most its
 // TTR, and TTR <= the policy's ttr_bound() for the largest planned footprint, so only the prefix
-// of the index within that window gets an exact TTR; the rest is not looked at. Queue-K looks at
+// of the index within that window is looked at; there, a claim's own bound (bytes in flight,
+// queued for use no later than it, and its own, at the calibrated rate: one walk of the queue per
+// pass) settles most claims without a projection, and only those it cannot place beyond zero
+// laxity get an exact TTR. The rest is not looked at. Queue-K looks at
 // the first K of each runtime's order, Demand at nothing, Immediate at every planned claim.
 // ControllerOptions::full_scan evaluates every planned claim exactly instead: the reference the
 // index is tested against (same decisions).
@@ -164,6 +167,12 @@ class Controller {
   Result<Duration> ready_in(ClaimId id) const;
   // The margin error feedback currently adds to the laxity rule (zero without samples).
   Duration feedback_margin() const { return feedback_.margin(); }
+  // How far ahead a TTU can matter now: a planned claim used later than this cannot become
+  // eligible before its TTU is revised (twice the policy's TTR window for the largest planned
+  // footprint, plus 5 s, since TTRs move between updates and a request may report a hit later).
+  // Duration::max() for policies that do not look at TTU, or when the window is unknown. A
+  // runtime adapter projects exact TTUs up to here and reports a lower bound beyond.
+  Duration ttu_horizon() const;
   Result<ClaimInfo> info(ClaimId id) const;
   std::vector<ClaimInfo> claims() const;
   ControllerStats stats() const;
@@ -186,6 +195,7 @@ class Controller {
     uint64_t cleared_gen = 0;  // set_order(): its rank was cleared in this generation
     uint64_t attempted_in = 0;  // the evaluation that last attempted to commit it
     bool requested = false;
+    bool estimated = false;  // a TTU update (not only the report's) has reached it
     bool feedback_noted = false;  // its timing error went to feedback_
     RetrievalCallback on_ready;
   };
@@ -231,6 +241,11 @@ class Controller {
   // Once a claim committed before its retrieval request is both ready and requested: its timing
   // error goes to the error feedback.
   void note_timing(Rec& r);
+  // A timed policy's claim still planned when its retrieval is requested: the use came before the
+  // projected use less the TTR, and the claim would have been late by (projected use − request)
+  // at zero laxity. That error goes to the feedback too, else the feedback would see only the
+  // claims whose estimates were good enough to commit them in time.
+  void note_missed(Rec& r);
   // Between begin_transfer and end_transfer (either path).
   static bool copying(const Rec& r);
 
@@ -240,6 +255,7 @@ class Controller {
   ControllerOptions options_;
   std::unordered_map<ClaimId, Rec> claims_;
   std::map<uint32_t, std::vector<ClaimId>> orders_;  // each runtime's latest waiting order
+  std::map<uint32_t, uint64_t> order_reported_;  // next_seq_ when that order was last applied
   // Indexes of PLANNED claims (a claim leaves them when it leaves PLANNED):
   std::map<uint64_t, ClaimId> unranked_;            // in no runtime's order, by report order
   std::set<std::pair<TimePoint, ClaimId>> by_use_;  // by absolute use time
@@ -257,6 +273,7 @@ class Controller {
   TimerHandle wake_;
   std::vector<std::pair<AttemptKey, ClaimId>> candidates_;  // scratch of evaluate_timed_indexed
   std::vector<ClaimId> scratch_ids_;                        // scratch of the attempt-order walk
+  std::vector<std::pair<Duration, ClaimId>> skipped_;  // evaluate_timed_indexed: (least laxity, id)
   ErrorFeedback feedback_;
   ByteTimeMeter meter_;
   ControllerStats stats_;

@@ -100,6 +100,7 @@ Result<RetrievalAnswer> Controller::request_retrieval(ClaimId id, RetrievalCallb
     return Status::failed_precondition("request_retrieval: claim " + std::to_string(id) +
                                        " already requested retrieval");
   }
+  if (r->info.state == ClaimState::kPlanned) note_missed(*r);
   r->requested = true;
   r->info.timeline.retrieval_requested = executor_.now();
   r->claim.use_at = executor_.now();  // needed now: its reads go first
@@ -224,6 +225,15 @@ void Controller::note_timing(Rec& r) {
   const Duration ttr_error = (*t.ready - *t.committed) - *i.ttr_at_commit;
   const Duration ttu_error = *t.retrieval_requested - *i.projected_use_at_commit;
   feedback_.record(ttr_error - ttu_error);
+}
+
+void Controller::note_missed(Rec& r) {
+  if (!options_.error_feedback || !policy_->timed() || !r.estimated || r.info.ordinary_only ||
+      r.info.refused) {
+    return;  // no projection to judge, or held back by the budget rather than by its estimate
+  }
+  const Duration early_use = r.use_at - executor_.now();
+  if (early_use > Duration::zero()) feedback_.record(early_use);
 }
 
 Result<Duration> Controller::ready_in(ClaimId id) const {

@@ -40,6 +40,18 @@ void Controller::for_each_in_attempt_order(uint32_t rank_limit, Fn&& fn) {
   scratch_ids_ = std::move(ids);
 }
 
+Duration Controller::ttu_horizon() const {
+  if (!policy_->timed()) return Duration::max();
+  const uint64_t footprint = planned_footprints_.empty() ? 0 : *planned_footprints_.rbegin();
+  std::function<Duration()> ttr_bound = [&] { return provider_.ttr_bound(footprint); };
+  std::function<Duration()> static_bound = [&] { return provider_.static_ttr_bound(footprint); };
+  const Duration bound =
+      policy_->ttr_bound(TtrBoundInput{ttr_bound, static_bound, feedback_.margin()});
+  const Duration slack = std::chrono::seconds(5);
+  if (bound >= (Duration::max() - slack) / 2) return Duration::max();
+  return 2 * bound + slack;
+}
+
 void Controller::evaluate_once() {
   ++stats_.evaluations;
   ++eval_id_;
@@ -128,10 +140,30 @@ void Controller::evaluate_timed_indexed() {
     const Duration bound = policy_->ttr_bound(TtrBoundInput{ttr_bound, static_bound, feedback_.margin()});
     const TimePoint horizon =
         bound >= TimePoint::max() - now ? TimePoint::max() : now + bound;
+    // Inside the window, a claim's own bound (the bytes in flight, those queued for use no later
+    // than it, and its own) gives a lower bound of its laxity without a projection: only claims
+    // it cannot place beyond zero laxity are projected exactly now. The wake-up stays exact: the
+    // skipped claims are projected in order of that lower bound only while it is earlier than the
+    // earliest wake-up found so far (usually one or none).
     candidates_.clear();
+    skipped_.clear();
+    StagingProvider::TtrBoundWalk bounds = provider_.ttr_bound_walk();
     for (auto it = by_use_.begin(); it != by_use_.end() && it->first <= horizon; ++it) {
       const Rec& r = claims_.at(it->second);
-      if (r.attempted_in != eval_id_) candidates_.emplace_back(attempt_key(r), it->second);
+      if (r.attempted_in == eval_id_ || r.info.ordinary_only) continue;
+      if (r.use_at > now) {
+        const Duration own = bounds.bound(r.use_at, r.info.footprint_bytes);
+        const Duration own_static = provider_.static_ttr_bound(r.info.footprint_bytes);
+        std::function<Duration()> ttr_up = [&] { return own; };
+        std::function<Duration()> static_up = [&] { return own_static; };
+        const Duration least = policy_->laxity(
+            EligibilityInput{r.use_at - now, r.rank, ttr_up, static_up, feedback_.margin()});
+        if (least > Duration::zero()) {
+          skipped_.emplace_back(least, it->second);
+          continue;
+        }
+      }
+      candidates_.emplace_back(attempt_key(r), it->second);
     }
     std::sort(candidates_.begin(), candidates_.end());
     // Past the window: while reads are in service the bound falls exactly as fast as time passes
@@ -156,6 +188,14 @@ void Controller::evaluate_timed_indexed() {
       }
     }
     candidates_ = std::move(walk);
+    if (committed) continue;  // the next pass decides the wake-up
+    std::sort(skipped_.begin(), skipped_.end());
+    for (const auto& [least, id] : skipped_) {
+      if (next_wake_ && now + least >= *next_wake_) break;
+      Rec* r = find(id);
+      if (!r || r->info.state != ClaimState::kPlanned) continue;
+      note_wake(now + laxity(*r, now));  // > 0: at least `least`
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -26,6 +27,8 @@ class EvictionPolicy {
   // Where key stands in the eviction order: a smaller rank goes earlier (ranks only compare, they
   // need not be dense). Meaningful only while key is evictable.
   virtual uint64_t rank(const Key& key) const = 0;
+  // Calls fn for the evictable objects in eviction order (victim() first) until it returns false.
+  virtual void for_each_in_order(const std::function<bool(const Key&)>& fn) const = 0;
   virtual size_t size() const = 0;
   virtual bool contains(const Key& key) const = 0;
 };

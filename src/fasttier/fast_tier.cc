@@ -64,9 +64,14 @@ template <typename Fn>
 void FastTier::update(const Key& key, FastObject& o, Fn&& fn) {
   const uint64_t budgeted_before = stats_.protected_bytes + stats_.reserved_bytes;
   bool was_evictable = evictable(o);
+  const bool held_before = o.residency != Residency::kAbsent;
+  const uint64_t offset_before = o.offset;
   apply(contribution(o), -1);
   fn(o);
   apply(contribution(o), +1);
+  const bool held_after = o.residency != Residency::kAbsent;
+  if (held_before && (!held_after || o.offset != offset_before)) by_offset_.erase(offset_before);
+  if (held_after && (!held_before || o.offset != offset_before)) by_offset_.emplace(o.offset, key);
   bool is_evictable = evictable(o);
   if (was_evictable && !is_evictable) eviction_->erase(key);
   if (!was_evictable && is_evictable) eviction_->insert(key);

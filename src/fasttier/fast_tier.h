@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -145,6 +146,10 @@ class FastTier {
   FastTierStats stats() const;
   // Recomputes every counter from the objects and checks the invariants above. For tests.
   Status check_invariants() const;
+  // For tests: where a fill of `charge` bytes needs eviction (no free run is long enough), the
+  // victims of plan_eviction and of the whole-arena reference walk must be the same. Internal
+  // error naming both otherwise.
+  Status check_eviction_plan(uint64_t charge) const;
 
  private:
   FastTier(FastTierOptions options, std::unique_ptr<Backing> backing);
@@ -166,12 +171,19 @@ class FastTier {
   // whose most recently used victim is the least recent (fewest bytes, then lowest address, on a
   // tie). nullopt when every window of that length holds a non-evictable object.
   std::optional<std::vector<Key>> plan_eviction(uint64_t charge) const;
+  // The same choice by walking the whole arena in address order (sorted on every call): the
+  // reference plan_eviction is tested against.
+  std::optional<std::vector<Key>> plan_eviction_reference(uint64_t charge) const;
+  // plan_eviction's step for one evictable object v: the best window that contains v and holds
+  // only free space and evictable objects no more recent than v.
+  std::optional<std::vector<Key>> window_around(const Key& v, uint64_t charge) const;
 
   FastTierOptions options_;
   std::unique_ptr<Backing> backing_;
   SlotAllocator alloc_;
   std::unique_ptr<EvictionPolicy> eviction_;
   std::unordered_map<Key, FastObject> objects_;
+  std::map<uint64_t, Key> by_offset_;  // objects holding memory (filling or resident), by offset
   FastTierStats stats_;
   std::function<void(uint64_t)> budget_listener_;
 };

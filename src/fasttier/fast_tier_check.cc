@@ -42,6 +42,19 @@ Status FastTier::check_invariants() const {
       sum.objects != s.objects || sum.resident_objects != s.resident_objects) {
     return Status::internal("fast-tier counters disagree with the objects");
   }
+  size_t holding = 0;
+  for (const auto& [key, o] : objects_) holding += o.residency != Residency::kAbsent ? 1 : 0;
+  if (holding != by_offset_.size()) {
+    return Status::internal("the address index holds " + std::to_string(by_offset_.size()) +
+                            " objects, " + std::to_string(holding) + " hold memory");
+  }
+  for (const auto& [offset, key] : by_offset_) {
+    auto it = objects_.find(key);
+    if (it == objects_.end() || it->second.residency == Residency::kAbsent ||
+        it->second.offset != offset) {
+      return Status::internal(key.to_string() + ": address index disagrees with the object");
+    }
+  }
   if (evictable_count != eviction_->size()) {
     return Status::internal("eviction policy holds objects the tier does not");
   }

@@ -35,6 +35,11 @@ class LruPolicy final : public EvictionPolicy {
     auto it = pos_.find(key);
     return it == pos_.end() ? 0 : it->second.stamp;
   }
+  void for_each_in_order(const std::function<bool(const Key&)>& fn) const override {
+    for (const Key& key : order_) {
+      if (!fn(key)) return;
+    }
+  }
   size_t size() const override { return order_.size(); }
   bool contains(const Key& key) const override { return pos_.count(key) != 0; }
 

@@ -10,10 +10,11 @@ namespace tempokv {
 Status StagingProvider::check_invariants() const {
   TEMPOKV_RETURN_IF_ERROR(tier_.check_invariants());
   uint64_t queue_bytes = 0;
-  for (const auto& [pos, key] : queue_) {
+  for (const auto& [pos, queued] : queue_) {
+    const Key& key = queued.key;
     const ObjectRec& rec = objects_.at(key);
     queue_bytes += rec.read_bytes;
-    if (rec.read != ReadState::kQueued || rec.queue_pos->first != pos) {
+    if (queued.rec != &rec || rec.read != ReadState::kQueued || rec.queue_pos->first != pos) {
       return Status::internal(key.to_string() + ": queued at a place its record disagrees with");
     }
   }
@@ -22,7 +23,7 @@ Status StagingProvider::check_invariants() const {
                             " but the queue holds " + std::to_string(queue_bytes));
   }
   uint64_t demand = 0;
-  for (const auto& [pos, key] : queue_) demand += demand_charge(objects_.at(key));
+  for (const auto& [pos, queued] : queue_) demand += demand_charge(*queued.rec);
   if (demand != demand_queued_bytes_) {
     return Status::internal("demand_queued_bytes_ is " + std::to_string(demand_queued_bytes_) +
                             " but queued unreserved reads charge " + std::to_string(demand));

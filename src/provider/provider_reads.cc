@@ -41,8 +41,8 @@ void StagingProvider::pump() {
     uint64_t failed_bytes[2] = {UINT64_MAX, UINT64_MAX};  // [reserved]
     for (auto it = queue_.begin(); it != queue_.end() && in_flight_keys_.size() + chosen.size() <
                                                              options_.max_reads_in_flight;) {
-      const Key& key = it->second;
-      ObjectRec& rec = objects_.at(key);
+      const Key key = it->second.key;
+      ObjectRec& rec = *it->second.rec;
       uint64_t& failed = failed_bytes[rec.owners.empty() ? 0 : 1];
       if (rec.read_bytes >= failed || !tier_.begin_fill(key, rec.read_bytes).is_ok()) {
         failed = std::min(failed, rec.read_bytes);

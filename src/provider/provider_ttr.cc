@@ -52,7 +52,7 @@ Duration StagingProvider::ttr_reference(const StagingClaim& claim) const {
   size_t next_fresh = 0;
   auto next = [&]() -> std::optional<PlannedRead> {
     if (queued != queued_end) {
-      const ObjectRec& rec = objects_.at((queued++)->second);
+      const ObjectRec& rec = *(queued++)->second.rec;
       return PlannedRead{static_cast<double>(rec.read_bytes), rec.mark == epoch};
     }
     if (next_fresh < fresh.size()) return fresh[next_fresh++];
@@ -84,7 +84,7 @@ const StagingProvider::TtrSnapshot& StagingProvider::ttr_snapshot() const {
   auto refill = [&] {  // true when the queue ran out with a slot free
     while (active.size() < options_.max_reads_in_flight) {
       if (queued == queue_.end()) return true;
-      const ObjectRec& rec = objects_.at((queued++)->second);
+      const ObjectRec& rec = *(queued++)->second.rec;
       active.push({served + static_cast<double>(rec.read_bytes), &rec});
     }
     return false;
@@ -196,6 +196,29 @@ Duration StagingProvider::drained_ttr_bound(uint64_t extra_bytes) const {
   return Duration(static_cast<int64_t>(std::ceil(static_cast<double>(extra_bytes) * 1e9 /
                                                  rate_.bytes_per_s())) +
                   1000);
+}
+
+StagingProvider::TtrBoundWalk StagingProvider::ttr_bound_walk() const {
+  TtrBoundWalk w;
+  const double served = served_now();
+  for (const Key& key : in_flight_keys_) {
+    const ObjectRec& rec = objects_.at(key);
+    w.bytes_ahead_ +=
+        std::max(0.0, static_cast<double>(rec.read_bytes) - (served - rec.served_at_issue));
+  }
+  w.queue_ = &queue_;
+  w.next_ = queue_.begin();
+  w.bytes_per_s_ = rate_.bytes_per_s();
+  return w;
+}
+
+Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) {
+  for (; next_ != queue_->end() && next_->first.first <= use_at; ++next_) {
+    bytes_ahead_ += static_cast<double>(next_->second.rec->read_bytes);
+  }
+  const double total = bytes_ahead_ + static_cast<double>(bytes);
+  // Rounded up, with a microsecond for the rounding of ttr() itself (as ttr_bound()).
+  return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / bytes_per_s_)) + 1000);
 }
 
 Duration StagingProvider::static_ttr(const StagingClaim& claim) const {

@@ -107,7 +107,7 @@ void StagingProvider::place(const Key& key, ObjectRec& rec, TimePoint use_at) {
     demand_queued_bytes_ += demand_charge(rec);
     queued_bytes_ += rec.read_bytes;
   }
-  rec.queue_pos = queue_.emplace(QueueKey{use_at, queue_seq_++}, key).first;
+  rec.queue_pos = queue_.emplace(QueueKey{use_at, queue_seq_++}, QueuedRead{key, &rec}).first;
   ++state_version_;
 }
 

@@ -146,6 +146,15 @@ class StagingProvider {
   // ttr_bound(extra_bytes) once every outstanding read has drained: the least it can fall to
   // without new commits (while reads are in service it falls exactly as fast as time passes).
   Duration drained_ttr_bound(uint64_t extra_bytes) const;
+  // Per-claim upper bounds of ttr(), for claims taken in nondecreasing use time at one moment:
+  // bound(use_at, bytes) for a claim used at use_at that needs at most `bytes` of new reads is the
+  // time to move every byte in flight, every byte queued for use no later than use_at and its own
+  // at the calibrated rate (ttr() projects exactly those reads, which share the whole rate, so the
+  // last of them ends by then). Tighter than ttr_bound() under use-ordered staging: reads queued
+  // for later use are not counted. O(queued reads passed) over all calls of one walk, no lookups.
+  // Valid until the provider's state changes (a walk is used within one evaluation).
+  class TtrBoundWalk;  // defined below, after the queue's types
+  TtrBoundWalk ttr_bound_walk() const;
   // TempoKV-Static's estimate: non-resident bytes / options.static_read_bytes_per_s.
   Duration static_ttr(const StagingClaim& claim) const;
   // An upper bound of static_ttr() for any claim whose non-resident bytes total at most bytes.
@@ -160,7 +169,27 @@ class StagingProvider {
  private:
   enum class ReadState : uint8_t { kNone, kQueued, kInFlight };
   using QueueKey = std::pair<TimePoint, uint64_t>;  // (use time, queued sequence)
-  using Queue = std::map<QueueKey, Key>;
+  struct ObjectRec;
+  struct QueuedRead {
+    Key key;
+    ObjectRec* rec;  // objects_'s record of key (node-stable while the read is queued)
+  };
+  using Queue = std::map<QueueKey, QueuedRead>;
+
+ public:
+  class TtrBoundWalk {
+   public:
+    Duration bound(TimePoint use_at, uint64_t bytes);
+
+   private:
+    friend class StagingProvider;
+    const Queue* queue_ = nullptr;
+    Queue::const_iterator next_;  // the first queued read not yet counted
+    double bytes_ahead_ = 0;      // in flight + queued up to the last use time asked
+    double bytes_per_s_ = 1;
+  };
+
+ private:
   struct Member {
     ClaimId claim;
     bool draining;  // the claim is gone but its in-flight read still counts it

@@ -56,5 +56,36 @@ TEST(ControllerFeedback, TempoKvStaticKeepsThePlainRule) {
   EXPECT_EQ(f.since(f.info(2).timeline.committed), milliseconds(1500 - 125));
 }
 
+// Claim 1's use is projected at 2000 ms by an update (TTR 125 ms: laxity zero at 1875 ms), but its
+// retrieval comes at 500 ms, before any timed commit: it would have been 1500 ms late at laxity
+// zero. That error counts too (the feedback is not left with only the claims estimated well
+// enough to commit in time), so claim 2 commits 1500 ms before its laxity reaches zero.
+TEST(ControllerFeedback, AClaimStillPlannedAtItsRetrievalCountsHowMuchSoonerItsUseCame) {
+  Fixture f("tempokv");
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), std::chrono::hours(1)).is_ok());
+  std::pair<ClaimId, Duration> estimate{1, milliseconds(2000)};
+  ASSERT_TRUE(f.controller->update_estimates({&estimate, 1}).is_ok());
+  f.run_to(milliseconds(500));
+  EXPECT_EQ(f.info(1).state, ClaimState::kPlanned);
+  ASSERT_TRUE(f.controller->request_retrieval(1, f.recorder()).is_ok());
+  EXPECT_EQ(f.controller->feedback_margin(), milliseconds(1500));
+  f.run_to(milliseconds(700));
+  ASSERT_TRUE(f.controller->begin_transfer(1).is_ok());
+  ASSERT_TRUE(f.controller->end_transfer(1).is_ok());
+  ASSERT_TRUE(f.controller->report(2, manifest({3, 4}), milliseconds(3300)).is_ok());  // at 4000
+  f.stack.ex.run_until(f.at(milliseconds(4100)));
+  EXPECT_EQ(f.since(f.info(2).timeline.committed), milliseconds(4000 - 125 - 1500));
+}
+
+// A claim that never had a TTU beyond the one it was reported with (no projection reached it)
+// says nothing about the estimator: requesting it early adds no error.
+TEST(ControllerFeedback, AClaimWithoutAnEstimateAddsNoError) {
+  Fixture f("tempokv");
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), std::chrono::hours(1)).is_ok());
+  f.run_to(milliseconds(500));
+  ASSERT_TRUE(f.controller->request_retrieval(1, f.recorder()).is_ok());
+  EXPECT_EQ(f.controller->feedback_margin(), Duration::zero());
+}
+
 }  // namespace
 }  // namespace tempokv::testing

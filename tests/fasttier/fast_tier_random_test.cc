@@ -1,7 +1,9 @@
 // Randomized fast tier with a page-granular allocator, mixed object sizes and short final chunks:
 // check_invariants after every step, and every begin_fill judged against a brute-force oracle of
 // the arena — it succeeds exactly when some window of free or evictable slots is long enough, a
-// refusal evicts nothing, and a success evicts only objects inside the bytes it took.
+// refusal evicts nothing, and a success evicts only objects inside the bytes it took; before each
+// fill, the indexed eviction plan (LRU steps over the address index) chooses exactly the victims
+// of the whole-arena reference walk.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -73,6 +75,8 @@ TEST(FastTierRandom, FillsSucceedExactlyWhenAWindowExistsAndEvictOnlyInsideIt) {
         bool budget_room =
             s.protected_bytes + s.reserved_bytes + s.pinned_bytes + charge <= o.capacity_bytes;
         bool feasible = budget_room && longest_freeable_run_bytes(t) >= charge;
+        Status plan = t.check_eviction_plan(charge);  // indexed choice == whole-arena walk's
+        ASSERT_TRUE(plan.is_ok()) << plan.to_string();
         Result<uint64_t> off = t.begin_fill(k, charge);
         ASSERT_EQ(off.is_ok(), feasible) << off.status().to_string();
         if (!off.is_ok()) {

@@ -3,6 +3,7 @@
 // invariants after every step and that nothing leaks at the end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -53,10 +54,22 @@ class RandomRun {
         break;
       case 9: {
         // The shared projection behind ttr() must give exactly the per-claim projection's value,
-        // for several claims against one snapshot.
+        // for several claims against one snapshot, and TtrBoundWalk must bound it.
+        std::vector<StagingClaim> claims;
         for (int k = 0; k < 3; ++k) {
           StagingClaim c = random_claim(0);
           ASSERT_EQ(s_.provider->ttr(c), s_.provider->ttr_reference(c));
+          if (!c.use_at) c.use_at = s_.ex.now();
+          claims.push_back(std::move(c));
+        }
+        // One bound walk over them in use order: each bound is at least the claim's TTR.
+        std::sort(claims.begin(), claims.end(),
+                  [](const StagingClaim& a, const StagingClaim& b) { return *a.use_at < *b.use_at; });
+        StagingProvider::TtrBoundWalk bounds = s_.provider->ttr_bound_walk();
+        for (const StagingClaim& c : claims) {
+          uint64_t bytes = 0;
+          for (const ManifestEntry& e : c.objects) bytes += round_up(e.bytes, kBlockBytes);
+          ASSERT_GE(bounds.bound(*c.use_at, bytes), s_.provider->ttr(c));
         }
         break;
       }
