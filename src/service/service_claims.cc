@@ -214,6 +214,7 @@ Status ServiceCore::cancel(Session& s, uint64_t request_id) {
   Status st = s.runtime->adapter->cancel(request_id);
   s.runtime->requests.erase(request_id);
   s.runtime->stepping.erase(request_id);
+  request_ended(request_id);
   abandon_share(request_id, s.id,
                 Status::cancelled("request " + std::to_string(request_id) +
                                   " was cancelled by session " + std::to_string(s.id)));

@@ -71,6 +71,14 @@ struct CoreOptions {
   uint32_t prior_output_tokens = 128;
   Duration heartbeat_timeout = std::chrono::seconds(10);
   std::string server_name = "tempokvd";
+  uint64_t instance = 0;  // hello's `instance`; 0 draws one
+  // The shared files (tier, write region) are created 0600, or 0660 owned by this group.
+  std::optional<uint32_t> shared_group;
+  // Per-session quotas (server.max_write_bytes_per_session, server.max_requests_per_session).
+  uint64_t max_write_bytes_per_session = 512ULL << 20;
+  uint32_t max_requests_per_session = 16384;
+  // Runtimes that need a token to be joined (server.tokens_file): name -> token.
+  std::map<std::string, std::string> runtime_tokens;
 };
 
 class ServiceCore {
@@ -133,6 +141,9 @@ class ServiceCore {
   Status put(Session& s, uint64_t id, const Put& put);
   Status add_request(Session& s, const RequestInfo& request);
   Status finish_request(Session& s, uint64_t request_id, uint32_t output_tokens);
+  Status reserve_write(Session& s, uint64_t id, uint64_t bytes);
+  // The request finished or was cancelled: its adder's live_requests quota gets it back.
+  void request_ended(uint64_t request_id);
   // service_step.cc
   Status step(Session& s, const Step& m);
   void on_ready(uint64_t request_id, Result<RetrievalPath> outcome);
@@ -159,6 +170,7 @@ class ServiceCore {
   CoreOptions options_;
   SendFn send_;
   const uint64_t instance_;  // hello's `instance`: drawn at start
+  bool tier_created_ = false;  // the tier's file is this daemon's to remove
   std::unique_ptr<SsdEngine> ssd_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<FastTier> tier_;
@@ -170,6 +182,7 @@ class ServiceCore {
   std::unordered_map<uint64_t, std::unique_ptr<Session>> sessions_;
   std::unordered_map<uint64_t, Runtime*> owner_;  // request id -> its runtime
   std::unordered_map<uint64_t, ClaimShare> shares_;  // claims with a manifest, by request id
+  std::unordered_map<uint64_t, uint64_t> adder_;     // live request id -> the session that added it
   uint32_t next_runtime_id_ = 0;
   uint64_t puts_in_flight_ = 0;
   std::unordered_map<uint64_t, uint32_t> puts_by_session_;  // puts in flight, by session
@@ -187,7 +200,7 @@ class ServiceCore {
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
-// The options of a daemon whose tier and write region live under /dev/shm named after its pid.
-std::string default_shm_path(std::string_view what);
+// A random, nonzero id for a daemon process (hello's `instance`; its shared files' names).
+uint64_t draw_instance_id();
 
 }  // namespace tempokv::service

@@ -1,6 +1,8 @@
 // ServiceCore: one request of an open session, op by op.
 #include <algorithm>
 
+#include "common/units.h"
+
 #include "service/service_core.h"
 #include "service/service_metrics.h"
 #include "service/service_state.h"
@@ -88,22 +90,13 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
     send_(s.id, encode_lookup_reply(id, bytes));
     return Status::ok();
   }
-  if (const auto* m = std::get_if<ReserveWrite>(&op)) {
-    if (m->bytes > options_.max_object_bytes) {
-      return Status::invalid_argument(
-          "reserve_write: " + std::to_string(m->bytes) + " bytes exceed the largest object (" +
-          std::to_string(options_.max_object_bytes) + " bytes)");
-    }
-    TEMPOKV_ASSIGN_OR_RETURN(uint64_t offset, writes_->reserve(m->bytes));
-    s.writes.insert(offset);
-    send_(s.id, encode_offset_reply(id, offset));
-    return Status::ok();
-  }
+  if (const auto* m = std::get_if<ReserveWrite>(&op)) return reserve_write(s, id, m->bytes);
   if (const auto* m = std::get_if<AbortWrite>(&op)) {
     if (!s.writes.erase(m->offset)) {
       return Status::invalid_argument("abort_write: offset " + std::to_string(m->offset) +
                                       " is not a write reservation of this session");
     }
+    s.write_bytes -= round_up(writes_->reserved(m->offset).value_or(0), kBlockBytes);
     writes_->release(m->offset);
     return reply(Status::ok());
   }
@@ -111,15 +104,52 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
   return claim_op(s, id, op);
 }
 
+Status ServiceCore::reserve_write(Session& s, uint64_t id, uint64_t bytes) {
+  if (bytes > options_.max_object_bytes) {
+    return Status::invalid_argument("reserve_write: " + std::to_string(bytes) +
+                                    " bytes exceed the largest object (" +
+                                    std::to_string(options_.max_object_bytes) + " bytes)");
+  }
+  const uint64_t charge = round_up(bytes, kBlockBytes);
+  if (s.write_bytes + charge > options_.max_write_bytes_per_session) {
+    return Status::resource_exhausted(
+        "reserve_write: the session's write quota (server.max_write_bytes_per_session = " +
+        std::to_string(options_.max_write_bytes_per_session) + " bytes) holds " +
+        std::to_string(s.write_bytes) + " bytes in reservations and puts in flight; " +
+        std::to_string(charge) + " more do not fit; retry after its puts complete");
+  }
+  TEMPOKV_ASSIGN_OR_RETURN(uint64_t offset, writes_->reserve(bytes));
+  s.writes.insert(offset);
+  s.write_bytes += charge;
+  send_(s.id, encode_offset_reply(id, offset));
+  return Status::ok();
+}
+
 Status ServiceCore::add_request(Session& s, const RequestInfo& request) {
   if (owner_.count(request.id)) {
     return Status::failed_precondition("add_request: request id " + std::to_string(request.id) +
                                        " is in use (ids are unique across the daemon)");
   }
+  if (s.live_requests >= options_.max_requests_per_session) {
+    return Status::resource_exhausted(
+        "add_request: the session's live-request quota (server.max_requests_per_session = " +
+        std::to_string(options_.max_requests_per_session) +
+        ") is used up; finish or cancel requests first");
+  }
   TEMPOKV_RETURN_IF_ERROR(s.runtime->adapter->add_request(request));
   owner_[request.id] = s.runtime;
   s.runtime->requests.insert(request.id);
+  adder_[request.id] = s.id;
+  ++s.live_requests;
   return Status::ok();
+}
+
+void ServiceCore::request_ended(uint64_t request_id) {
+  auto it = adder_.find(request_id);
+  if (it == adder_.end()) return;
+  auto s = sessions_.find(it->second);
+  if (s != sessions_.end()) --s->second->live_requests;
+  adder_.erase(it);
 }
 
 Status ServiceCore::finish_request(Session& s, uint64_t request_id, uint32_t output_tokens) {
@@ -127,6 +157,7 @@ Status ServiceCore::finish_request(Session& s, uint64_t request_id, uint32_t out
   TEMPOKV_RETURN_IF_ERROR(s.runtime->adapter->finished(request_id, output_tokens));
   s.runtime->requests.erase(request_id);
   s.runtime->stepping.erase(request_id);
+  request_ended(request_id);
   // The adapter cancelled a claim that was not released: sessions waiting for it or copying
   // it are told, and it ends once none copies it.
   abandon_share(request_id, s.id,
@@ -155,6 +186,7 @@ Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
   // committed on the old bytes stale, so an overwrite is refused, in the store or on its way.
   std::optional<ObjectInfo> stored = store_->lookup(m.key);
   if (stored || puts_by_key_.count(m.key)) {
+    s.write_bytes -= round_up(*reserved, kBlockBytes);
     writes_->release(m.offset);
     const std::string where = stored ? " (" + std::to_string(stored->payload_bytes) + " bytes)"
                                      : std::string(" (a put is on its way)");
@@ -168,9 +200,12 @@ Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
   const uint64_t bytes = m.bytes;
   std::weak_ptr<int> alive = alive_;
   store_->put(m.key, m.tokens, writes_->data(m.offset), m.bytes,
-              [this, alive, session, id, offset = m.offset, bytes, key = m.key](Status st) {
+              [this, alive, session, id, offset = m.offset, bytes, key = m.key,
+               charge = round_up(*reserved, kBlockBytes)](Status st) {
                 if (alive.expired()) return;
                 writes_->release(offset);
+                auto owner = sessions_.find(session);
+                if (owner != sessions_.end()) owner->second->write_bytes -= charge;
                 puts_by_key_.erase(key);
                 --puts_in_flight_;
                 if (--puts_by_session_[session] == 0) puts_by_session_.erase(session);

@@ -52,6 +52,10 @@ struct ServiceCore::Session {
   Runtime* runtime = nullptr;
   std::unordered_set<uint64_t> writes;  // write-region reservations it holds (offsets)
   bool copier = false;                  // it began a transfer at least once
+  // Its quotas' use: write-region bytes of its reservations and of its puts in flight (4 KiB
+  // slots), and the requests it added that are live (not finished or cancelled).
+  uint64_t write_bytes = 0;
+  uint32_t live_requests = 0;
   uint64_t last_step_seq = 0;           // the seq of its last step (protocol v2)
 };
 
