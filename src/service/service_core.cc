@@ -135,6 +135,7 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
     auto rt = std::make_unique<Runtime>();
     rt->name = name;
     rt->id = next_runtime_id_++;
+    rt->id_salt = draw_instance_id();
     rt->ranks = hello.ranks;
     AdapterOptions ao;
     ao.max_active = hello.max_active != 0 ? hello.max_active : options_.max_active;

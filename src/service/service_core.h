@@ -11,9 +11,9 @@
 // the last session of a runtime closes, every claim of the runtime is cancelled (protection and
 // reservations released once reads in flight drain) and the runtime is forgotten.
 //
-// Request ids are unique across the daemon: an id belongs to the runtime that added it, and a
-// session can name only its own runtime's ids (others are NotFound, so one client can never
-// cancel another's claim).
+// Request ids are per runtime: a runtime's ids are XORed with its random salt on the way in
+// (service_ids.cc), so runtimes may use the same ids, and a session can name only its own
+// runtime's requests (others are NotFound, so one client can never cancel another's claim).
 //
 // Ownership: owns every component; borrows the Executor, which must outlive it. Threading: the
 // Executor's thread only.
@@ -158,6 +158,10 @@ class ServiceCore {
   size_t copies_needed(const Runtime& rt) const;
   // Whether the sessions in `done` cover every copy the claim (or one object) waits for.
   bool all_copied(const ClaimShare& share, const std::set<uint64_t>& done) const;
+  // service_ids.cc: a runtime's request ids to the daemon-wide ones (XOR its salt) and back in
+  // an error's message.
+  static Op to_internal_ids(Op op, uint64_t salt);
+  static Status to_runtime_ids(const Status& st, const Op& internal, uint64_t salt);
   // service_core.cc
   void end_runtime(Runtime& rt);
   void record_claim_end(uint64_t request_id);

@@ -16,12 +16,14 @@ void ServiceCore::handle(uint64_t session, uint64_t id, const Op& op) {
     return;
   }
   ++counters_.requests;
+  const uint64_t salt = it->second->runtime->id_salt;
+  const Op internal = to_internal_ids(op, salt);
   Status st = shutting_down_ ? Status::unavailable("tempokvd is shutting down")
-                             : run_op(*it->second, id, op);
+                             : run_op(*it->second, id, internal);
   // run_op sends its own successful replies (some of them later); errors are answered here.
   if (!st.is_ok()) {
     ++counters_.errors;
-    send_(session, encode_error(id, st));
+    send_(session, encode_error(id, to_runtime_ids(st, internal, salt)));
   }
 }
 
@@ -128,7 +130,7 @@ Status ServiceCore::reserve_write(Session& s, uint64_t id, uint64_t bytes) {
 Status ServiceCore::add_request(Session& s, const RequestInfo& request) {
   if (owner_.count(request.id)) {
     return Status::failed_precondition("add_request: request id " + std::to_string(request.id) +
-                                       " is in use (ids are unique across the daemon)");
+                                       " is in use in this runtime");
   }
   if (s.live_requests >= options_.max_requests_per_session) {
     return Status::resource_exhausted(

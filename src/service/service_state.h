@@ -16,6 +16,7 @@ namespace tempokv::service {
 struct ServiceCore::Runtime {
   std::string name;
   uint32_t id = 0;
+  uint64_t id_salt = 0;  // its request ids XOR this are the daemon's (service_ids.cc)
   std::unique_ptr<RuntimeAdapter> adapter;
   std::set<uint64_t> sessions;
   uint32_t ranks = 0;  // sessions that copy each claim (0: whoever asked)

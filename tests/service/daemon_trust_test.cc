@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "service/daemon_process.h"
 
@@ -93,6 +95,49 @@ TEST_F(TrustTest, TheSocketAndSharedFilesBelongToTheConfiguredGroup) {
     EXPECT_EQ(st.st_gid, getgid()) << path;
   }
   c->reset();
+  EXPECT_EQ(d.stop(), 0);
+}
+
+TEST_F(TrustTest, RequestIdsArePerRuntime) {
+  DaemonProcess d(dir_ + "/data");
+  ASSERT_TRUE(d.start());
+  auto a = d.connect();
+  auto b = d.connect();
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  std::vector<std::byte> bytes(64 << 10, std::byte{7});
+  ASSERT_TRUE((*a)->put(Key{9, 1}, TokenRange{0, 256}, bytes).is_ok());
+  const std::vector<ManifestEntry> m = {{Key{9, 1}, bytes.size()}};
+  // Both runtimes add request 1: neither can see, take or refuse the other's.
+  for (auto* c : {a->get(), b->get()}) {
+    ASSERT_TRUE(c->add_request({1, 2048, 256, bytes.size(), 16}).is_ok());
+    ASSERT_TRUE(c->report_hit(1, m).is_ok());
+    ASSERT_TRUE(c->update_order(std::vector<uint64_t>{1}).is_ok());
+    ASSERT_TRUE(c->admitted(1).is_ok());
+  }
+  bool ready = false;
+  auto answer = (*a)->request_retrieval(1, [&](ClaimId id, Result<RetrievalPath> p) {
+    EXPECT_EQ(id, 1u);  // the notification names the runtime's own id
+    EXPECT_TRUE(p.is_ok()) << p.status().to_string();
+    ready = true;
+  });
+  ASSERT_TRUE(answer.is_ok()) << answer.status().to_string();
+  for (int i = 0; i < 500 && *answer == RetrievalAnswer::kWait && !ready; ++i) {
+    (*a)->dispatch();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(*answer != RetrievalAnswer::kWait || ready);
+  ASSERT_TRUE((*b)->cancel(1).is_ok());  // b's request 1, not a's
+  ASSERT_TRUE((*a)->begin_transfer(1).is_ok());
+  auto spans = (*a)->objects(1);
+  ASSERT_TRUE(spans.is_ok() && spans->size() == 1);
+  EXPECT_EQ(std::memcmp((*a)->tier_data() + (*spans)[0].offset, bytes.data(), bytes.size()), 0);
+  ASSERT_TRUE((*a)->end_transfer(1).is_ok());
+  // Errors name the runtime's own ids.
+  Status unknown = (*a)->admitted(424242);
+  EXPECT_EQ(unknown.code(), StatusCode::kNotFound);
+  EXPECT_THAT(unknown.message(), HasSubstr("424242"));
+  a->reset();
+  b->reset();
   EXPECT_EQ(d.stop(), 0);
 }
 
