@@ -230,7 +230,9 @@ std::string DaemonConfig::resolved_endpoint() const {
 
 std::string DaemonConfig::resolved_tier_path(uint64_t instance) const {
   if (tier.backing == "dax") return tier.path;
-  if (tier.path.empty()) return in_data_dir(tier.dir, "tempokvd-" + instance_name(instance) + "-tier");
+  if (tier.path.empty()) {
+    return in_data_dir(tier.dir, "tempokvd-" + instance_name(instance) + "-tier");
+  }
   if (tier.path.find('/') == std::string::npos) return in_data_dir(tier.dir, tier.path);
   return tier.path;
 }

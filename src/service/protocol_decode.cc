@@ -19,7 +19,8 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
     case 0: {  // hello: unknown fields allowed, so later clients' hellos stay readable
       TEMPOKV_ASSIGN_OR_RETURN(
           Fields f,
-          Fields::read(args_obj, where, {"versions", "client", "runtime", "max_active", "ranks", "token"},
+          Fields::read(args_obj, where,
+                       {"versions", "client", "runtime", "max_active", "ranks", "token"},
                        true));
       TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("versions", kMaxHelloVersions));
       Hello h;

@@ -123,9 +123,9 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
   if (auto t = options_.runtime_tokens.find(hello.runtime);
       !hello.runtime.empty() && t != options_.runtime_tokens.end() &&
       !same_token(hello.token, t->second)) {
+    const char* given = hello.token.empty() ? "(none given)" : "(a wrong one given)";
     return Status::failed_precondition("hello: runtime '" + hello.runtime + "' needs its token " +
-                                       (hello.token.empty() ? "(none given)" : "(a wrong one given)") +
-                                       " (server.tokens_file)");
+                                       given + " (server.tokens_file)");
   }
   // A named runtime is shared; an unnamed one is the session's own.
   const std::string name =

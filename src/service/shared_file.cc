@@ -62,8 +62,8 @@ Status remove_recorded_shared_files(const std::string& data_dir) {
   for (std::string path; std::getline(in, path);) {
     if (path.empty()) continue;
     if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return Status::from_errno(errno, "remove " + path + " (made by an earlier tempokvd, named in " +
-                                           record + ")");
+      return Status::from_errno(
+          errno, "remove " + path + " (made by an earlier tempokvd, named in " + record + ")");
     }
   }
   if (unlink(record.c_str()) != 0 && errno != ENOENT) {

@@ -202,7 +202,9 @@ class Chaos {
     // Kills spread over the run, away from its ends; the daemon's kill halfway.
     const uint32_t kills = std::max<uint32_t>(1, o_.clients / 2);
     std::vector<Clock::time_point> kill_at;
-    for (uint32_t k = 0; k < kills; ++k) kill_at.push_back(t0 + o_.duration * (k + 1) / (kills + 3));
+    for (uint32_t k = 0; k < kills; ++k) {
+      kill_at.push_back(t0 + o_.duration * (k + 1) / (kills + 3));
+    }
     const Clock::time_point restart_at = t0 + o_.duration * 2 / 3;
     size_t next_kill = 0;
     Clock::time_point kill_since{};
