@@ -185,6 +185,13 @@ void Server::read_messages() {
 
 void Server::serve_inboxes() {
   for (int n = 0; n < kBatch && !ring_.empty() && reading_; ++n) {
+    if (n > 0 && n % 16 == 0) {
+      // Keep reading while serving: what waits in ZeroMQ's pipe moves to the inboxes, so a
+      // disconnect behind a backlog is seen (and the backlog discarded) before it is served.
+      read_messages();
+      drain_monitor();
+      if (ring_.empty()) break;
+    }
     std::string identity = std::move(ring_.front());
     ring_.pop_front();
     auto it = inboxes_.find(identity);
