@@ -110,7 +110,16 @@ class Daemon:
             self.proc.wait()
 
     def cleanup(self):
-        self.kill()
+        # SIGTERM (the daemon removes its shared files); after a SIGKILL the files it recorded
+        # are removed here, as the next daemon on this data directory would.
+        self.stop(timeout_s=20)
+        try:
+            with open(os.path.join(self.data_dir, "tempokvd.shared")) as f:
+                for path in f.read().split():
+                    if os.path.exists(path):
+                        os.unlink(path)
+        except OSError:
+            pass
         self._log.close()
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
