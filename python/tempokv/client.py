@@ -21,6 +21,10 @@ mapping; :meth:`read_object` returns a zero-copy ``memoryview`` of one, valid
 for that object, or ``cancel``. :meth:`put` stores new KV through the write
 region.
 
+Tokens: a ``runtime`` that the daemon's ``server.tokens_file`` lists is joined
+only with its ``token`` (docs/service.md, Security model); the hello carries it,
+and again after a reconnect.
+
 Heartbeats: the daemon ends a session after ``heartbeat_timeout_ms`` without
 any request. Any call counts; a background thread (``background_heartbeat``)
 sends a heartbeat when no request went out for a third of that time, and so
@@ -150,7 +154,7 @@ class TempoKVClient:
 
     def __init__(self, endpoint, name="", runtime="", max_active=0, timeout_s=10.0,
                  map_shared_memory=True, ranks=0, lookup_timeout_s=0.25,
-                 background_heartbeat=True, reconnect=True):
+                 background_heartbeat=True, reconnect=True, token=""):
         if not endpoint:
             raise InvalidArgument("InvalidArgument", "endpoint is empty")
         if timeout_s <= 0:
@@ -196,6 +200,8 @@ class TempoKVClient:
                 args["max_active"] = _u32("max_active", max_active)
             if ranks:
                 args["ranks"] = _u32("ranks", ranks)
+            if token:
+                args["token"] = str(token)
             self._hello_args = args
             self.hello = self._say_hello()
             self._version = self.hello["version"]

@@ -20,7 +20,8 @@ service::Hello ServiceClient::hello_request() const {
   service::Hello hello{.client = options_.name,
                        .runtime = options_.runtime,
                        .max_active = options_.max_active,
-                       .ranks = options_.ranks};
+                       .ranks = options_.ranks,
+                       .token = options_.token};
   for (uint32_t v = service::kMinProtocolVersion; v <= service::kProtocolVersion; ++v) {
     hello.versions.push_back(v);
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -18,8 +19,13 @@
 
 namespace tempokv::service {
 
+// server.tokens_file's "RUNTIME TOKEN" lines; refused when others than the file's owner and
+// group may read it.
+Result<std::map<std::string, std::string>> read_tokens_file(const std::string& path);
 // The core's options for a validated configuration; `profiles_dir` resolves a profile name.
-Result<CoreOptions> core_options(const DaemonConfig& config, const std::string& profiles_dir);
+// The shared files are named after `instance` (0: one is drawn).
+Result<CoreOptions> core_options(const DaemonConfig& config, const std::string& profiles_dir,
+                                 uint64_t instance = 0);
 
 class Daemon {
  public:
@@ -43,6 +49,7 @@ class Daemon {
   std::unique_ptr<Server> server_;
   std::unique_ptr<ServiceCore> core_;
   std::unique_ptr<MetricsHttpServer> metrics_;
+  std::string data_dir_;
   int lock_fd_ = -1;  // data_dir/tempokvd.lock, held (flock) for the daemon's life
 };
 

@@ -23,6 +23,11 @@ struct DaemonConfig {
     std::string metrics_address = "127.0.0.1:9464";  // Prometheus host:port; "" off; port 0 = any
     uint64_t heartbeat_timeout_ms = 10000;           // a session silent this long is ended
     uint32_t max_sessions = 1024;                    // client sessions open at once
+    std::string group;        // group of the socket and shared files (0660); "" = the daemon's
+    std::string tokens_file;  // "RUNTIME TOKEN" lines; "" = no runtime needs a token
+    uint32_t max_queued_messages = 1000;  // messages waiting per session; beyond are refused
+    uint64_t max_write_bytes_per_session = 512ULL << 20;  // write region held by one session
+    uint32_t max_requests_per_session = 16384;  // live requests one session may have added
   };
   struct Store {
     std::string dir;                           // segment files; "" = <data_dir>/store
@@ -38,7 +43,8 @@ struct DaemonConfig {
     uint64_t budget_bytes = 2ULL << 30;    // protected + reserved bytes; below capacity_bytes
     uint64_t slot_bytes = 4096;            // allocation unit, a multiple of 4 KiB
     std::string backing = "shm";           // "shm" (POSIX shared memory), "file" or "dax"
-    std::string path;  // file/dax: the file or /dev/daxX.Y; shm: "" = /dev/shm/tempokvd-<pid>-tier
+    std::string dir = "/dev/shm";  // shm/file tiers and the write region are created in it
+    std::string path;  // dax: /dev/daxX.Y; shm/file: a file in dir, "" = DIR/tempokvd-ID-tier
     bool huge_pages = false;  // shm: ask for transparent huge pages on the arena (a hint)
   };
   struct Writes {
@@ -65,6 +71,11 @@ struct DaemonConfig {
   std::string resolved_endpoint() const;
   // store.dir, or data_dir/store when it is empty.
   std::string resolved_store_dir() const;
+  // The shm/file tier's file for a daemon instance: tier.path (a bare name is in tier.dir), or
+  // DIR/tempokvd-INSTANCE-tier; the dax device as given.
+  std::string resolved_tier_path(uint64_t instance) const;
+  // The write region's file: DIR/tempokvd-INSTANCE-writes.
+  std::string write_region_path(uint64_t instance) const;
   // Rejects nonsense with a message naming the field as `table.key`.
   Status validate() const;
   // Every field, with its doc as a comment; parse_daemon_config() of it gives this config back.

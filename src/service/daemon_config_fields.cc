@@ -35,6 +35,22 @@ const Field kFields[] = {
      "A session that sends nothing for this long is ended and its claims released."},
     {"server", "max_sessions", FieldType::kInteger, TEMPOKV_FIELD_REF(server.max_sessions),
      "Client sessions open at once; a hello beyond it is refused."},
+    {"server", "group", FieldType::kString, TEMPOKV_FIELD_REF(server.group),
+     "Group that owns the ipc socket and the shared files (mode 0660), so its members' engines "
+     "may connect; \"\" keeps the daemon's own group."},
+    {"server", "tokens_file", FieldType::kString, TEMPOKV_FIELD_REF(server.tokens_file),
+     "File of \"RUNTIME TOKEN\" lines (readable by no one outside its group): a hello joining "
+     "a runtime listed there must carry its token; \"\" lists none."},
+    {"server", "max_queued_messages", FieldType::kInteger,
+     TEMPOKV_FIELD_REF(server.max_queued_messages),
+     "Messages of one session waiting to be served; one beyond it is refused undecoded."},
+    {"server", "max_write_bytes_per_session", FieldType::kBytes,
+     TEMPOKV_FIELD_REF(server.max_write_bytes_per_session),
+     "Write-region bytes one session may hold (reservations and puts in flight); at least "
+     "store.max_object_bytes."},
+    {"server", "max_requests_per_session", FieldType::kInteger,
+     TEMPOKV_FIELD_REF(server.max_requests_per_session),
+     "Live requests (added, not finished or cancelled) one session may have at once."},
 
     {"store", "dir", FieldType::kString, TEMPOKV_FIELD_REF(store.dir),
      "Directory of the SSD store's segment files; \"\" means DATA_DIR/store."},
@@ -61,9 +77,12 @@ const Field kFields[] = {
     {"tier", "backing", FieldType::kString, TEMPOKV_FIELD_REF(tier.backing),
      "Where the arena lives: \"shm\" (POSIX shared memory), \"file\" or \"dax\" (a /dev/dax "
      "device)."},
+    {"tier", "dir", FieldType::kString, TEMPOKV_FIELD_REF(tier.dir),
+     "Directory the shm or file tier and the write region are created in; the daemon never "
+     "creates or removes a shared file elsewhere."},
     {"tier", "path", FieldType::kString, TEMPOKV_FIELD_REF(tier.path),
-     "file/dax: the file or device (required); shm: the /dev/shm name, \"\" means "
-     "/dev/shm/tempokvd-PID-tier."},
+     "dax: the device (/dev/dax*, required); shm/file: a file directly in tier.dir (a bare name "
+     "is taken there), \"\" means DIR/tempokvd-INSTANCE-tier."},
     {"tier", "huge_pages", FieldType::kBool, TEMPOKV_FIELD_REF(tier.huge_pages),
      "Ask for transparent huge pages on the shm arena (madvise; used where shmem allows them)."},
 

@@ -1,6 +1,8 @@
 // DaemonConfig::validate and the two paths derived from data_dir.
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 
 #include "common/units.h"
 #include "service/daemon_config.h"
@@ -110,7 +112,19 @@ Status validate_server(const DaemonConfig& c) {
   }
   TEMPOKV_RETURN_IF_ERROR(
       in_range("server.heartbeat_timeout_ms", c.server.heartbeat_timeout_ms, 1, 86'400'000));
-  return in_range("server.max_sessions", c.server.max_sessions, 1, 1'000'000);
+  TEMPOKV_RETURN_IF_ERROR(in_range("server.max_sessions", c.server.max_sessions, 1, 1'000'000));
+  TEMPOKV_RETURN_IF_ERROR(
+      in_range("server.max_queued_messages", c.server.max_queued_messages, 1, 100'000));
+  TEMPOKV_RETURN_IF_ERROR(in_range("server.max_requests_per_session",
+                                   c.server.max_requests_per_session, 1, 1'000'000));
+  const uint64_t object = round_up(c.store.max_object_bytes, kBlockBytes);
+  if (c.server.max_write_bytes_per_session < object) {
+    return bad("server.max_write_bytes_per_session",
+               "must be at least store.max_object_bytes rounded up to 4 KiB (" +
+                   std::to_string(object) + "), got " +
+                   std::to_string(c.server.max_write_bytes_per_session));
+  }
+  return Status::ok();
 }
 
 Status validate_store(const DaemonConfig::Store& s) {
@@ -161,9 +175,24 @@ Status validate_tier(const DaemonConfig::Tier& t) {
   if (t.backing != "shm" && t.backing != "file" && t.backing != "dax") {
     return bad("tier.backing", "'" + t.backing + "' is not one of shm, file, dax");
   }
-  if (t.backing != "shm" && t.path.empty()) {
-    return bad("tier.path",
-               "must name the file or device when tier.backing is '" + t.backing + "'");
+  if (t.backing == "dax") {
+    if (!t.path.starts_with("/dev/dax")) {
+      return bad("tier.path", "must name a /dev/dax* device when tier.backing is 'dax' (got '" +
+                                  t.path + "')");
+    }
+  } else if (t.path.find('/') != std::string::npos) {
+    // Confined to tier.dir: the daemon creates the file there (and refuses an existing one it
+    // did not create), so a configuration can never make it overwrite or remove another file.
+    namespace fs = std::filesystem;
+    const fs::path path = fs::path(t.path).lexically_normal();
+    const fs::path dir = (fs::path(t.dir) / "").lexically_normal();
+    if (path.parent_path() / "" != dir || t.path.find("..") != std::string::npos) {
+      return bad("tier.path", "'" + t.path + "' is not a file directly in tier.dir ('" + t.dir +
+                                  "'); set tier.dir to the directory that may hold it");
+    }
+  }
+  if (t.backing != "dax" && (t.dir.empty() || t.dir[0] != '/')) {
+    return bad("tier.dir", "must be an absolute directory (got '" + t.dir + "')");
   }
   return Status::ok();
 }
@@ -190,11 +219,31 @@ std::string in_data_dir(std::string dir, std::string_view name) {
   return dir + std::string(name);
 }
 
+// 16 hex digits: a file name no other daemon instance (in any container) uses.
+std::string instance_name(uint64_t instance) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(instance));
+  return buf;
+}
+
 }  // namespace
 
 std::string DaemonConfig::resolved_endpoint() const {
   return server.endpoint.empty() ? "ipc://" + in_data_dir(data_dir, "tempokvd.sock")
                                  : server.endpoint;
+}
+
+std::string DaemonConfig::resolved_tier_path(uint64_t instance) const {
+  if (tier.backing == "dax") return tier.path;
+  if (tier.path.empty()) {
+    return in_data_dir(tier.dir, "tempokvd-" + instance_name(instance) + "-tier");
+  }
+  if (tier.path.find('/') == std::string::npos) return in_data_dir(tier.dir, tier.path);
+  return tier.path;
+}
+
+std::string DaemonConfig::write_region_path(uint64_t instance) const {
+  return in_data_dir(tier.dir, "tempokvd-" + instance_name(instance) + "-writes");
 }
 
 std::string DaemonConfig::resolved_store_dir() const {

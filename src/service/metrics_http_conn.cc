@@ -121,9 +121,14 @@ std::string MetricsHttpServer::answer(std::string_view head) {
   }
   const std::string_view method = line.substr(0, s1);
   const std::string_view target = line.substr(s1 + 1, s2 - s1 - 1);
-  if (method != "GET") return error_response(405, "Method Not Allowed", "Allow: GET\r\n");
+  // HEAD as well as GET: RFC 9110 requires both of a general-purpose server (curl -I sends it).
+  if (method != "GET" && method != "HEAD") {
+    return error_response(405, "Method Not Allowed", "Allow: GET, HEAD\r\n");
+  }
   if (target.substr(0, target.find('?')) != "/metrics") return error_response(404, "Not Found");
-  return http_response(200, "OK", kMetricsContentType, render_());
+  std::string response = http_response(200, "OK", kMetricsContentType, render_());
+  if (method == "HEAD") response.resize(response.find("\r\n\r\n") + 4);  // headers only
+  return response;
 }
 
 void MetricsHttpServer::respond(Connection& c, std::string response) {

@@ -42,6 +42,8 @@ struct Hello {
   // The sessions (tensor-parallel ranks) that copy each claim of the runtime, when this hello
   // creates it: a claim ends once that many have ended their transfer. 0: as many as asked.
   uint32_t ranks = 0;
+  // The runtime's token when the daemon's server.tokens_file lists it ("" otherwise).
+  std::string token;
 };
 struct Heartbeat {};
 struct AddRequest {

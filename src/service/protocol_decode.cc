@@ -16,10 +16,11 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
     return f.u64("request_id");
   };
   switch (index) {
-    case 0: {  // hello: unknown fields allowed, so later clients' hellos stay readable
+    case wire::kOp<Hello>: {  // unknown fields allowed, so later clients' hellos stay readable
       TEMPOKV_ASSIGN_OR_RETURN(
           Fields f,
-          Fields::read(args_obj, where, {"versions", "client", "runtime", "max_active", "ranks"},
+          Fields::read(args_obj, where,
+                       {"versions", "client", "runtime", "max_active", "ranks", "token"},
                        true));
       TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("versions", kMaxHelloVersions));
       Hello h;
@@ -42,13 +43,16 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       if (f.get("ranks") != nullptr) {
         TEMPOKV_ASSIGN_OR_RETURN(h.ranks, f.u32("ranks"));
       }
+      if (f.get("token") != nullptr) {
+        TEMPOKV_ASSIGN_OR_RETURN(h.token, f.str("token"));
+      }
       return Op{std::move(h)};
     }
-    case 1: {
+    case wire::kOp<Heartbeat>: {
       TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {}));
       return Op{Heartbeat{}};
     }
-    case 2: {
+    case wire::kOp<AddRequest>: {
       TEMPOKV_ASSIGN_OR_RETURN(
           Fields f, Fields::read(args_obj, where,
                                  {"request_id", "prompt_tokens", "cached_tokens", "cached_bytes",
@@ -61,7 +65,7 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       TEMPOKV_ASSIGN_OR_RETURN(m.request.max_output_tokens, f.u32("max_output_tokens"));
       return Op{m};
     }
-    case 3: {
+    case wire::kOp<ReportHit>: {
       TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"request_id", "manifest"}));
       ReportHit m;
       TEMPOKV_ASSIGN_OR_RETURN(m.request_id, f.u64("request_id"));
@@ -76,7 +80,7 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       }
       return Op{std::move(m)};
     }
-    case 4: {
+    case wire::kOp<UpdateOrder>: {
       TEMPOKV_ASSIGN_OR_RETURN(Fields f,
                                Fields::read(args_obj, where, {"waiting", "boundary_in_ns"}));
       UpdateOrder m;
@@ -89,43 +93,44 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       }
       return Op{std::move(m)};
     }
-    case 5: {
+    case wire::kOp<IterationStarted>: {
       TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"prefills", "decoders"}));
       IterationStarted m;
       TEMPOKV_ASSIGN_OR_RETURN(m.prefills, f.ids("prefills"));
       TEMPOKV_ASSIGN_OR_RETURN(m.decoders, f.ids("decoders"));
       return Op{std::move(m)};
     }
-    case 6: {
+    case wire::kOp<Admitted>: {
       TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, id_only());
       return Op{Admitted{id}};
     }
-    case 7: {
+    case wire::kOp<PrefillDone>: {
       TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, id_only());
       return Op{PrefillDone{id}};
     }
-    case 8:
-    case 9: {
-      const char* count = index == 8 ? "total_generated" : "output_tokens";
+    case wire::kOp<TokensGenerated>:
+    case wire::kOp<Finished>: {
+      const bool tokens = index == wire::kOp<TokensGenerated>;
+      const char* count = tokens ? "total_generated" : "output_tokens";
       TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"request_id", count}));
       TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, f.u64("request_id"));
       TEMPOKV_ASSIGN_OR_RETURN(uint32_t n, f.u32(count));
-      if (index == 8) return Op{TokensGenerated{id, n}};
+      if (tokens) return Op{TokensGenerated{id, n}};
       return Op{Finished{id, n}};
     }
-    case 10: {
+    case wire::kOp<RequestRetrieval>: {
       TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, id_only());
       return Op{RequestRetrieval{id}};
     }
-    case 11: {
+    case wire::kOp<BeginTransfer>: {
       TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, id_only());
       return Op{BeginTransfer{id}};
     }
-    case 12: {
+    case wire::kOp<EndTransfer>: {
       TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, id_only());
       return Op{EndTransfer{id}};
     }
-    case 13: {
+    case wire::kOp<ObjectTransferred>: {
       TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"request_id", "key"}));
       ObjectTransferred m;
       TEMPOKV_ASSIGN_OR_RETURN(m.request_id, f.u64("request_id"));
@@ -133,17 +138,17 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       TEMPOKV_ASSIGN_OR_RETURN(m.key, read_key(*k, f.what("key")));
       return Op{m};
     }
-    case 14: {
+    case wire::kOp<Cancel>: {
       TEMPOKV_ASSIGN_OR_RETURN(uint64_t id, id_only());
       return Op{Cancel{id}};
     }
-    case 15:
-    case 20: {
+    case wire::kOp<Bye>:
+    case wire::kOp<GetStats>: {
       TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {}));
-      if (index == 15) return Op{Bye{}};
+      if (index == wire::kOp<Bye>) return Op{Bye{}};
       return Op{GetStats{}};
     }
-    case 16: {
+    case wire::kOp<Lookup>: {
       TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"keys"}));
       TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("keys", kMaxManifestEntries));
       Lookup m;
@@ -155,13 +160,13 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       }
       return Op{std::move(m)};
     }
-    case 17: {
+    case wire::kOp<ReserveWrite>: {
       TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"bytes"}));
       ReserveWrite m;
       TEMPOKV_ASSIGN_OR_RETURN(m.bytes, f.u64("bytes"));
       return Op{m};
     }
-    case 18: {
+    case wire::kOp<Put>: {
       TEMPOKV_ASSIGN_OR_RETURN(
           Fields f, Fields::read(args_obj, where,
                                  {"key", "first_token", "end_token", "offset", "bytes"}));
@@ -177,13 +182,13 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       TEMPOKV_ASSIGN_OR_RETURN(m.bytes, f.u64("bytes"));
       return Op{m};
     }
-    case 19: {
+    case wire::kOp<AbortWrite>: {
       TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"offset"}));
       AbortWrite m;
       TEMPOKV_ASSIGN_OR_RETURN(m.offset, f.u64("offset"));
       return Op{m};
     }
-    case 21: {
+    case wire::kOp<Step>: {
       TEMPOKV_ASSIGN_OR_RETURN(Step m, read_step_args(args_obj, where));
       return Op{std::move(m)};
     }
@@ -230,7 +235,7 @@ Result<Request> decode_request(std::span<const std::byte> bytes, std::optional<u
   size_t index = 0;
   while (index < wire::kOpNames.size() && wire::kOpNames[index] != op) ++index;
   if (index == wire::kOpNames.size()) return bad("unknown op '" + op + "'");
-  if (wire::kOpNames[index] == "step" && r.version < kStepVersion) {
+  if (index == wire::kOp<Step> && r.version < kStepVersion) {
     return bad("op 'step' needs protocol version " + std::to_string(kStepVersion) +
                " (the message is in version " + std::to_string(r.version) + ")");
   }

@@ -1,5 +1,6 @@
 #include "service/server.h"
 
+#include <malloc.h>
 #include <sys/epoll.h>
 #include <zmq.h>
 
@@ -46,12 +47,16 @@ Result<std::unique_ptr<Server>> Server::start(RealExecutor& executor, const Serv
   if (!s->router_) return zmq_error("zmq_socket(ROUTER)");
   const int linger = 0;
   zmq_setsockopt(s->router_, ZMQ_LINGER, &linger, sizeof(linger));
-  // Oversized messages get a typed error from the decoder; only absurd ones are cut off here.
-  const int64_t max_msg = 64LL << 20;
+  // Messages up to twice the protocol's limit get a typed error from the decoder; a connection
+  // sending a larger one is dropped by ZeroMQ before the bytes are held.
+  const int64_t max_msg = 2 * static_cast<int64_t>(kMaxMessageBytes);
   zmq_setsockopt(s->router_, ZMQ_MAXMSGSIZE, &max_msg, sizeof(max_msg));
-  const int hwm = 100000;
-  zmq_setsockopt(s->router_, ZMQ_SNDHWM, &hwm, sizeof(hwm));
-  zmq_setsockopt(s->router_, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+  // Per connection: ZeroMQ's pipe holds a few messages before the inbox takes them (so at most
+  // 64 * 2 MiB of a connection's bytes sit outside the inboxes' accounting); replies to a peer
+  // that does not read them are dropped beyond kReplyHwm.
+  const int rcv_hwm = static_cast<int>(std::min<uint32_t>(options.max_queued_messages, 64));
+  zmq_setsockopt(s->router_, ZMQ_SNDHWM, &kReplyHwm, sizeof(kReplyHwm));
+  zmq_setsockopt(s->router_, ZMQ_RCVHWM, &rcv_hwm, sizeof(rcv_hwm));
   const std::string monitor_endpoint = "inproc://tempokvd-monitor";
   if (zmq_socket_monitor(s->router_, monitor_endpoint.c_str(), ZMQ_EVENT_DISCONNECTED) != 0) {
     return zmq_error("zmq_socket_monitor");
@@ -115,7 +120,16 @@ void Server::drain() {
   // Disconnects first: a descriptor number reused by a new connection must not end the new
   // session, and its messages can only be behind the old connection's disconnect event.
   drain_monitor();
-  for (int n = 0; n < kBatch && reading_ && readable(router_); ++n) {
+  if (reading_) read_messages();
+  drain_monitor();
+  serve_inboxes();
+  // ZMQ_FD signals edges: if anything is left, come back after the loop's other work.
+  if (reading_ && (readable(router_) || !ring_.empty())) post_drain();
+}
+
+void Server::read_messages() {
+  const TimePoint now = executor_.now();
+  for (int n = 0; n < kReadBatch && readable(router_); ++n) {
     zmq_msg_t frame;
     if (!recv_frame(router_, &frame)) break;
     std::string identity(static_cast<const char*>(zmq_msg_data(&frame)), zmq_msg_size(&frame));
@@ -127,29 +141,89 @@ void Server::drain() {
     int more = 1;
     size_t more_len = sizeof(more);
     zmq_getsockopt(router_, ZMQ_RCVMORE, &more, &more_len);
+    Inbox& inbox = inboxes_[identity];
+    const bool full = inbox.messages.size() >= options_.max_queued_messages ||
+                      inbox.bytes >= kMaxQueuedBytes;
     while (more) {
       if (!recv_frame(router_, &frame)) break;
       ++frames;
       if (frames == 1) {
-        const auto* p = static_cast<const std::byte*>(zmq_msg_data(&frame));
-        payload.assign(p, p + zmq_msg_size(&frame));
         fd = zmq_msg_get(&frame, ZMQ_SRCFD);
+        if (!full) {
+          const auto* p = static_cast<const std::byte*>(zmq_msg_data(&frame));
+          payload.assign(p, p + zmq_msg_size(&frame));
+        }
       }
       more = zmq_msg_more(&frame);
       zmq_msg_close(&frame);
     }
     ++stats_.messages;
-    if (frames != 1) {
+    if (fd >= 0) inbox.fd = fd;
+    if (full || frames != 1) {
+      if (inbox.messages.empty()) inboxes_.erase(identity);
       ++stats_.bad_messages;
+      if (full) ++stats_.dropped_messages;
       reply_error(identity, std::nullopt,
-                  Status::invalid_argument("a message must be exactly one frame, got " +
-                                           std::to_string(frames)));
+                  full ? Status::resource_exhausted(
+                             "the session's queue is full (" +
+                             std::to_string(options_.max_queued_messages) +
+                             " messages, server.max_queued_messages, or " +
+                             std::to_string(kMaxQueuedBytes >> 20) +
+                             " MiB): message refused unread; wait for replies before sending more")
+                       : Status::invalid_argument("a message must be exactly one frame, got " +
+                                                  std::to_string(frames)));
       continue;
     }
-    on_message(std::move(identity), payload, fd);
+    if (inbox.messages.empty()) ring_.push_back(identity);
+    inbox.bytes += payload.size();
+    stats_.queued_bytes += payload.size();
+    ++stats_.queued_messages;
+    backlog_peak_bytes_ = std::max(backlog_peak_bytes_, stats_.queued_bytes);
+    inbox.messages.push_back({std::move(payload), now});
   }
-  // ZMQ_FD signals edges: if anything is left, come back after the loop's other work.
-  if (reading_ && readable(router_)) post_drain();
+}
+
+void Server::serve_inboxes() {
+  for (int n = 0; n < kBatch && !ring_.empty() && reading_; ++n) {
+    if (n > 0 && n % 16 == 0) {
+      // Keep reading while serving: what waits in ZeroMQ's pipe moves to the inboxes, so a
+      // disconnect behind a backlog is seen (and the backlog discarded) before it is served.
+      read_messages();
+      drain_monitor();
+      if (ring_.empty()) break;
+    }
+    std::string identity = std::move(ring_.front());
+    ring_.pop_front();
+    auto it = inboxes_.find(identity);
+    if (it == inboxes_.end()) continue;  // discarded meanwhile
+    Inbox& inbox = it->second;
+    Inbox::Message m = std::move(inbox.messages.front());
+    inbox.messages.pop_front();
+    inbox.bytes -= m.payload.size();
+    stats_.queued_bytes -= m.payload.size();
+    --stats_.queued_messages;
+    const int fd = inbox.fd;
+    if (inbox.messages.empty()) {
+      inboxes_.erase(it);
+    } else {
+      ring_.push_back(identity);  // its next message waits for every other peer's
+    }
+    on_message(std::move(identity), m.payload, fd, m.received);
+  }
+  if (stats_.queued_bytes == 0 && backlog_peak_bytes_ > kTrimBytes) {
+    // A flood has drained: hand the heap it used back to the system.
+    malloc_trim(0);
+    backlog_peak_bytes_ = 0;
+  }
+}
+
+void Server::discard_inbox(const std::string& identity) {
+  auto it = inboxes_.find(identity);
+  if (it == inboxes_.end()) return;
+  stats_.discarded_messages += it->second.messages.size();
+  stats_.queued_messages -= it->second.messages.size();
+  stats_.queued_bytes -= it->second.bytes;
+  inboxes_.erase(it);  // its place in ring_ is skipped when reached
 }
 
 void Server::drain_monitor() {
@@ -173,13 +247,19 @@ void Server::drain_monitor() {
       ++stats_.sessions_disconnected;
       end_peer(identity);
     }
+    // Peers that never said hello hold nothing but their backlog.
+    std::vector<std::string> silent;
+    for (const auto& [identity, inbox] : inboxes_)
+      if (inbox.fd == value) silent.push_back(identity);
+    for (const std::string& identity : silent) discard_inbox(identity);
   }
 }
 
-void Server::on_message(std::string identity, const std::vector<std::byte>& payload, int fd) {
+void Server::on_message(std::string identity, const std::vector<std::byte>& payload, int fd,
+                        TimePoint received) {
   std::optional<uint64_t> id;
   Result<Request> request = decode_request(payload, &id);
-  handling_since_ = executor_.now();
+  handling_since_ = received;
   handling_ = true;
   auto it = by_identity_.find(identity);
   if (!request.is_ok()) {
@@ -282,6 +362,7 @@ void Server::send_raw(const std::string& identity, const std::vector<std::byte>&
 double Server::latency_quantile(double q) const { return latency_.quantile(q); }
 
 void Server::end_peer(const std::string& identity) {
+  discard_inbox(identity);
   auto it = by_identity_.find(identity);
   if (it == by_identity_.end()) return;
   const uint64_t session = it->second.session;
@@ -299,6 +380,7 @@ void Server::sweep() {
   std::vector<std::string> gone;
   for (const auto& [identity, peer] : by_identity_) {
     if (now - peer.last_seen <= options_.heartbeat_timeout) continue;
+    if (inboxes_.count(identity)) continue;  // its waiting messages prove it alive
     // Still waiting for a reply the daemon owes it: its silence is the daemon's doing.
     if (peer.open && core_->owes_reply(peer.session)) continue;
     gone.push_back(identity);

@@ -8,14 +8,23 @@
 // nothing for heartbeat_timeout. Every bad message gets an error reply; nothing a client sends
 // stops the server or affects another session.
 //
-// Fairness: at most kBatch messages are handled per turn of the loop, then the rest wait behind
-// the loop's other work.
+// Queues and fairness: each turn of the loop reads what the ROUTER holds (a bounded batch) into
+// one inbox per peer, undecoded, then serves the inboxes round-robin, one message per peer per
+// round, at most kBatch messages per turn before the loop's other work. A peer whose inbox holds
+// max_queued_messages (or kMaxQueuedBytes) has further messages refused undecoded
+// (ResourceExhausted), so a flooding session costs bounded memory and delays another session by
+// at most one message of its own per round. The inbox of a peer that disconnects, says bye or
+// times out is discarded without being decoded. When a backlog of more than kTrimBytes has
+// drained, freed heap is handed back to the system (malloc_trim), so memory returns after a flood.
+// ZeroMQ itself drops a connection that sends a message over 2 * kMaxMessageBytes (the decoder
+// answers one between kMaxMessageBytes and that with InvalidArgument).
 //
 // Ownership: owns the ZeroMQ context and sockets; borrows the executor and the core (set with
 // attach()), which must outlive it. Threading: the executor's thread only.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -33,6 +42,7 @@ struct ServerOptions {
   std::string endpoint;  // ipc://PATH or tcp://HOST:PORT
   Duration heartbeat_timeout = std::chrono::seconds(10);
   uint32_t max_sessions = 1024;
+  uint32_t max_queued_messages = 1000;  // per peer (server.max_queued_messages)
 };
 
 struct ServerStats {
@@ -42,6 +52,10 @@ struct ServerStats {
   uint64_t sessions_disconnected = 0;
   uint64_t sessions_refused = 0;  // over max_sessions
   uint64_t replies = 0;
+  uint64_t dropped_messages = 0;    // refused undecoded: the peer's inbox was full
+  uint64_t discarded_messages = 0;  // a gone peer's backlog, never decoded
+  uint64_t queued_messages = 0;     // waiting in inboxes now
+  uint64_t queued_bytes = 0;
 };
 
 class Server {
@@ -71,6 +85,15 @@ class Server {
   uint64_t latency_count() const { return latency_count_; }
 
  private:
+  struct Inbox {
+    struct Message {
+      std::vector<std::byte> payload;
+      TimePoint received;
+    };
+    std::deque<Message> messages;
+    uint64_t bytes = 0;
+    int fd = -1;  // the connection the messages came on
+  };
   struct Peer {
     uint64_t session = 0;
     std::string identity;
@@ -80,14 +103,25 @@ class Server {
     TimePoint last_seen{};
     int fd = -1;
   };
-  static constexpr int kBatch = 256;
+  static constexpr int kBatch = 256;        // messages served per turn of the loop
+  static constexpr int kReadBatch = 4096;   // messages read into inboxes per turn
+  static constexpr uint64_t kMaxQueuedBytes = 64ULL << 20;  // per peer
+  static constexpr uint64_t kTrimBytes = 16ULL << 20;
+  static constexpr int kReplyHwm = 10000;  // replies queued per peer
 
   Server(RealExecutor& executor, const ServerOptions& options)
       : executor_(executor), options_(options) {}
   void drain();
   void post_drain();
   void drain_monitor();
-  void on_message(std::string identity, const std::vector<std::byte>& payload, int fd);
+  // Reads up to kReadBatch messages into the inboxes (one-frame messages; others are refused).
+  void read_messages();
+  // Serves up to kBatch queued messages, one per peer per round.
+  void serve_inboxes();
+  // Drops a peer's backlog undecoded.
+  void discard_inbox(const std::string& identity);
+  void on_message(std::string identity, const std::vector<std::byte>& payload, int fd,
+                  TimePoint received);
   void on_request(Peer& peer, const Request& request);
   void reply_error(const std::string& identity, std::optional<uint64_t> id, const Status& st);
   void send_raw(const std::string& identity, const std::vector<std::byte>& message);
@@ -108,6 +142,9 @@ class Server {
   uint64_t next_session_ = 1;
   std::unordered_map<std::string, Peer> by_identity_;
   std::unordered_map<uint64_t, std::string> by_session_;
+  std::unordered_map<std::string, Inbox> inboxes_;  // peers with messages waiting
+  std::deque<std::string> ring_;                    // those peers, in serving order
+  uint64_t backlog_peak_bytes_ = 0;                 // since the inboxes were last empty
   // The request being handled, so its reply's latency can be measured.
   TimePoint handling_since_{};
   bool handling_ = false;

@@ -94,12 +94,16 @@ void ServiceCore::on_ready(uint64_t request_id, Result<RetrievalPath> outcome) {
   if (outcome.is_ok()) {
     share.ready = *outcome;
     const std::vector<TierSpan> where = spans(share);
-    for (uint64_t session : share.waiting) send_(session, encode_ready(request_id, outcome, where));
+    const uint64_t rid = request_id ^ share.runtime->id_salt;  // the runtime's own id
+    for (uint64_t session : share.waiting) send_(session, encode_ready(rid, outcome, where));
     share.waiting.clear();
     return;
   }
   // The claim failed and is released: every session that asked is told why.
-  for (uint64_t session : share.waiting) send_(session, encode_ready(request_id, outcome));
+  const uint64_t rid = request_id ^ share.runtime->id_salt;
+  const Result<RetrievalPath> told = to_runtime_ids(outcome.status(), Cancel{request_id},
+                                                    share.runtime->id_salt);
+  for (uint64_t session : share.waiting) send_(session, encode_ready(rid, told));
   record_claim_end(request_id);
   end_share(request_id);
 }
@@ -224,7 +228,10 @@ void ServiceCore::abandon_share(uint64_t request_id, uint64_t by_session, const 
   auto it = shares_.find(request_id);
   if (it == shares_.end()) return;
   ClaimShare& share = it->second;
-  for (uint64_t session : share.waiting) send_(session, encode_ready(request_id, why));
+  const uint64_t rid = request_id ^ share.runtime->id_salt;  // the runtime's own id
+  const Result<RetrievalPath> told =
+      to_runtime_ids(why, Cancel{request_id}, share.runtime->id_salt);
+  for (uint64_t session : share.waiting) send_(session, encode_ready(rid, told));
   share.waiting.clear();
   share.copying.erase(by_session);  // the session that cancels stops its own copy
   if (!share.in_transfer) {
@@ -235,7 +242,7 @@ void ServiceCore::abandon_share(uint64_t request_id, uint64_t by_session, const 
   // Sessions still copying are told to stop; the bytes stay protected until each has ended its
   // transfer (or left), because they may still be reading them.
   share.cancelled = true;
-  for (uint64_t session : share.copying) send_(session, encode_ready(request_id, why));
+  for (uint64_t session : share.copying) send_(session, encode_ready(rid, told));
   maybe_end_transfer(request_id);
 }
 

@@ -8,18 +8,12 @@
 #include <random>
 
 #include "service/service_metrics.h"
+#include "service/shared_file.h"
 #include "service/service_state.h"
 #include "ssd/read_rate_cap.h"
 
 namespace tempokv::service {
 
-std::string default_shm_path(std::string_view what) {
-  return "/dev/shm/tempokvd-" + std::to_string(getpid()) + "-" + std::string(what);
-}
-
-namespace {
-
-// A random, nonzero id for this daemon process (hello's `instance`).
 uint64_t draw_instance_id() {
   std::random_device rd;
   uint64_t id = 0;
@@ -27,11 +21,23 @@ uint64_t draw_instance_id() {
   return id;
 }
 
+namespace {
+
+// Compares in time independent of where the tokens differ.
+bool same_token(std::string_view given, std::string_view want) {
+  unsigned diff = given.size() == want.size() ? 0 : 1;
+  for (size_t i = 0; i < want.size(); ++i) {
+    diff |= static_cast<unsigned char>(want[i]) ^
+            static_cast<unsigned char>(i < given.size() ? given[i] : 0);
+  }
+  return diff == 0;
+}
+
 // Creates `path` with `bytes` allocated (posix_fallocate): a /dev/shm too small for the tier
 // fails at start, naming the setting, instead of a SIGBUS when a page is first touched.
-Status allocate_shared_file(const std::string& path, uint64_t bytes, const char* setting) {
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::from_errno(errno, "create " + path);
+Status allocate_shared_file(const std::string& path, uint64_t bytes, const char* setting,
+                            std::optional<uint32_t> group) {
+  TEMPOKV_ASSIGN_OR_RETURN(const int fd, create_shared_file(path, group));
   const int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
   close(fd);
   if (err == 0) return Status::ok();
@@ -44,7 +50,7 @@ Status allocate_shared_file(const std::string& path, uint64_t bytes, const char*
 
 ServiceCore::ServiceCore(Executor& executor, const CoreOptions& options, SendFn send)
     : executor_(executor), options_(options), send_(std::move(send)),
-      instance_(draw_instance_id()) {}
+      instance_(options.instance != 0 ? options.instance : draw_instance_id()) {}
 
 ServiceCore::~ServiceCore() {
   housekeeping_timer_.cancel();
@@ -53,7 +59,7 @@ ServiceCore::~ServiceCore() {
   controller_.reset();
   provider_.reset();
   tier_.reset();
-  if (!options_.tier_is_device && !options_.tier_path.empty()) unlink(options_.tier_path.c_str());
+  if (tier_created_) unlink(options_.tier_path.c_str());
 }
 
 Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
@@ -87,9 +93,11 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   to.populate = true;
   to.huge_pages = options.tier_huge_pages;
   if (!options.tier_is_device) {
-    (void)unlink(options.tier_path.c_str());  // a stale tier
+    // Never replaces a file: one left by an earlier daemon on this data_dir was removed at start
+    // (Daemon), anything else is not the daemon's to remove.
     TEMPOKV_RETURN_IF_ERROR(allocate_shared_file(options.tier_path, options.tier_bytes,
-                                                 "tier.capacity_bytes"));
+                                                 "tier.capacity_bytes", options.shared_group));
+    c->tier_created_ = true;
   }
   TEMPOKV_ASSIGN_OR_RETURN(c->tier_, FastTier::create(to));
   ProviderOptions po;
@@ -102,8 +110,9 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   co.tick = options.tick;
   TEMPOKV_ASSIGN_OR_RETURN(c->controller_,
                            make_controller(executor, *c->provider_, options.policy, co));
-  TEMPOKV_ASSIGN_OR_RETURN(c->writes_,
-                           WriteRegion::create(options.write_path, options.write_bytes));
+  TEMPOKV_ASSIGN_OR_RETURN(c->writes_, WriteRegion::create(options.write_path,
+                                                          options.write_bytes,
+                                                          options.shared_group));
   c->housekeeping();
   return c;
 }
@@ -114,6 +123,15 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
   if (sessions_.count(session)) {
     return Status::failed_precondition("session " + std::to_string(session) + " is already open");
   }
+  // A runtime listed with a token is joined only with it: one engine's sessions can never be
+  // joined by another client that merely knows the runtime's name.
+  if (auto t = options_.runtime_tokens.find(hello.runtime);
+      !hello.runtime.empty() && t != options_.runtime_tokens.end() &&
+      !same_token(hello.token, t->second)) {
+    const char* given = hello.token.empty() ? "(none given)" : "(a wrong one given)";
+    return Status::failed_precondition("hello: runtime '" + hello.runtime + "' needs its token " +
+                                       given + " (server.tokens_file)");
+  }
   // A named runtime is shared; an unnamed one is the session's own.
   const std::string name =
       hello.runtime.empty() ? "session-" + std::to_string(session) : "rt:" + hello.runtime;
@@ -122,6 +140,7 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
     auto rt = std::make_unique<Runtime>();
     rt->name = name;
     rt->id = next_runtime_id_++;
+    rt->id_salt = draw_instance_id();
     rt->ranks = hello.ranks;
     AdapterOptions ao;
     ao.max_active = hello.max_active != 0 ? hello.max_active : options_.max_active;
@@ -200,6 +219,7 @@ void ServiceCore::end_runtime(Runtime& rt) {
     record_claim_end(id);
     shares_.erase(id);
     owner_.erase(id);
+    adder_.erase(id);
   }
   (void)rt.adapter->update_order({});  // the runtime's order leaves the controller empty
   ++counters_.runtimes_ended;

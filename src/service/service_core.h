@@ -11,9 +11,9 @@
 // the last session of a runtime closes, every claim of the runtime is cancelled (protection and
 // reservations released once reads in flight drain) and the runtime is forgotten.
 //
-// Request ids are unique across the daemon: an id belongs to the runtime that added it, and a
-// session can name only its own runtime's ids (others are NotFound, so one client can never
-// cancel another's claim).
+// Request ids are per runtime: a runtime's ids are XORed with its random salt on the way in
+// (service_ids.cc), so runtimes may use the same ids, and a session can name only its own
+// runtime's requests (others are NotFound, so one client can never cancel another's claim).
 //
 // Ownership: owns every component; borrows the Executor, which must outlive it. Threading: the
 // Executor's thread only.
@@ -73,6 +73,14 @@ struct CoreOptions {
   uint32_t prior_output_tokens = 128;
   Duration heartbeat_timeout = std::chrono::seconds(10);
   std::string server_name = "tempokvd";
+  uint64_t instance = 0;  // hello's `instance`; 0 draws one
+  // The shared files (tier, write region) are created 0600, or 0660 owned by this group.
+  std::optional<uint32_t> shared_group;
+  // Per-session quotas (server.max_write_bytes_per_session, server.max_requests_per_session).
+  uint64_t max_write_bytes_per_session = 512ULL << 20;
+  uint32_t max_requests_per_session = 16384;
+  // Runtimes that need a token to be joined (server.tokens_file): name -> token.
+  std::map<std::string, std::string> runtime_tokens;
 };
 
 class ServiceCore {
@@ -135,6 +143,9 @@ class ServiceCore {
   Status put(Session& s, uint64_t id, const Put& put);
   Status add_request(Session& s, const RequestInfo& request);
   Status finish_request(Session& s, uint64_t request_id, uint32_t output_tokens);
+  Status reserve_write(Session& s, uint64_t id, uint64_t bytes);
+  // The request finished or was cancelled: its adder's live_requests quota gets it back.
+  void release_live_request(uint64_t request_id);
   // service_step.cc
   Status step(Session& s, const Step& m);
   void on_ready(uint64_t request_id, Result<RetrievalPath> outcome);
@@ -155,6 +166,10 @@ class ServiceCore {
   size_t copies_needed(const Runtime& rt) const;
   // Whether the sessions in `done` cover every copy the claim (or one object) waits for.
   bool all_copied(const ClaimShare& share, const std::set<uint64_t>& done) const;
+  // service_ids.cc: a runtime's request ids to the daemon-wide ones (XOR its salt) and back in
+  // an error's message.
+  static Op to_internal_ids(Op op, uint64_t salt);
+  static Status to_runtime_ids(const Status& st, const Op& internal, uint64_t salt);
   // service_core.cc
   void end_runtime(Runtime& rt);
   void record_claim_end(uint64_t request_id);
@@ -167,6 +182,7 @@ class ServiceCore {
   CoreOptions options_;
   SendFn send_;
   const uint64_t instance_;  // hello's `instance`: drawn at start
+  bool tier_created_ = false;  // the tier's file is this daemon's to remove
   std::unique_ptr<SsdEngine> ssd_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<FastTier> tier_;
@@ -178,6 +194,7 @@ class ServiceCore {
   std::unordered_map<uint64_t, std::unique_ptr<Session>> sessions_;
   std::unordered_map<uint64_t, Runtime*> owner_;  // request id -> its runtime
   std::unordered_map<uint64_t, ClaimShare> shares_;  // claims with a manifest, by request id
+  std::unordered_map<uint64_t, uint64_t> adder_;     // live request id -> the session that added it
   uint32_t next_runtime_id_ = 0;
   uint64_t puts_in_flight_ = 0;
   std::unordered_map<uint64_t, uint32_t> puts_by_session_;  // puts in flight, by session
@@ -195,7 +212,7 @@ class ServiceCore {
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
-// The options of a daemon whose tier and write region live under /dev/shm named after its pid.
-std::string default_shm_path(std::string_view what);
+// A random, nonzero id for a daemon process (hello's `instance`; its shared files' names).
+uint64_t draw_instance_id();
 
 }  // namespace tempokv::service

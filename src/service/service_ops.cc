@@ -1,6 +1,8 @@
 // ServiceCore: one request of an open session, op by op.
 #include <algorithm>
 
+#include "common/units.h"
+
 #include "service/service_core.h"
 #include "service/service_metrics.h"
 #include "service/service_state.h"
@@ -14,12 +16,14 @@ void ServiceCore::handle(uint64_t session, uint64_t id, const Op& op) {
     return;
   }
   ++counters_.requests;
+  const uint64_t salt = it->second->runtime->id_salt;
+  const Op internal = to_internal_ids(op, salt);
   Status st = shutting_down_ ? Status::unavailable("tempokvd is shutting down")
-                             : run_op(*it->second, id, op);
+                             : run_op(*it->second, id, internal);
   // run_op sends its own successful replies (some of them later); errors are answered here.
   if (!st.is_ok()) {
     ++counters_.errors;
-    send_(session, encode_error(id, st));
+    send_(session, encode_error(id, to_runtime_ids(st, internal, salt)));
   }
 }
 
@@ -47,6 +51,7 @@ Result<std::vector<uint64_t>> ServiceCore::live_order(const Session& s,
 
 void ServiceCore::request_ended(Runtime& rt, uint64_t request_id) {
   constexpr size_t kEndedKept = 65536;  // as many as one order may list
+  release_live_request(request_id);
   rt.requests.erase(request_id);
   rt.stepping.erase(request_id);
   if (!rt.ended.insert(request_id).second) return;
@@ -116,22 +121,13 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
     send_(s.id, encode_lookup_reply(id, bytes, controller_->committable_prefix(stored)));
     return Status::ok();
   }
-  if (const auto* m = std::get_if<ReserveWrite>(&op)) {
-    if (m->bytes > options_.max_object_bytes) {
-      return Status::invalid_argument(
-          "reserve_write: " + std::to_string(m->bytes) + " bytes exceed the largest object (" +
-          std::to_string(options_.max_object_bytes) + " bytes)");
-    }
-    TEMPOKV_ASSIGN_OR_RETURN(uint64_t offset, writes_->reserve(m->bytes));
-    s.writes.insert(offset);
-    send_(s.id, encode_offset_reply(id, offset));
-    return Status::ok();
-  }
+  if (const auto* m = std::get_if<ReserveWrite>(&op)) return reserve_write(s, id, m->bytes);
   if (const auto* m = std::get_if<AbortWrite>(&op)) {
     if (!s.writes.erase(m->offset)) {
       return Status::invalid_argument("abort_write: offset " + std::to_string(m->offset) +
                                       " is not a write reservation of this session");
     }
+    s.write_bytes -= round_up(writes_->reserved(m->offset).value_or(0), kBlockBytes);
     writes_->release(m->offset);
     return reply(Status::ok());
   }
@@ -139,15 +135,52 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
   return claim_op(s, id, op);
 }
 
+Status ServiceCore::reserve_write(Session& s, uint64_t id, uint64_t bytes) {
+  if (bytes > options_.max_object_bytes) {
+    return Status::invalid_argument("reserve_write: " + std::to_string(bytes) +
+                                    " bytes exceed the largest object (" +
+                                    std::to_string(options_.max_object_bytes) + " bytes)");
+  }
+  const uint64_t charge = round_up(bytes, kBlockBytes);
+  if (s.write_bytes + charge > options_.max_write_bytes_per_session) {
+    return Status::resource_exhausted(
+        "reserve_write: the session's write quota (server.max_write_bytes_per_session = " +
+        std::to_string(options_.max_write_bytes_per_session) + " bytes) holds " +
+        std::to_string(s.write_bytes) + " bytes in reservations and puts in flight; " +
+        std::to_string(charge) + " more do not fit; retry after its puts complete");
+  }
+  TEMPOKV_ASSIGN_OR_RETURN(uint64_t offset, writes_->reserve(bytes));
+  s.writes.insert(offset);
+  s.write_bytes += charge;
+  send_(s.id, encode_offset_reply(id, offset));
+  return Status::ok();
+}
+
 Status ServiceCore::add_request(Session& s, const RequestInfo& request) {
   if (owner_.count(request.id)) {
     return Status::failed_precondition("add_request: request id " + std::to_string(request.id) +
-                                       " is in use (ids are unique across the daemon)");
+                                       " is in use in this runtime");
+  }
+  if (s.live_requests >= options_.max_requests_per_session) {
+    return Status::resource_exhausted(
+        "add_request: the session's live-request quota (server.max_requests_per_session = " +
+        std::to_string(options_.max_requests_per_session) +
+        ") is used up; finish or cancel requests first");
   }
   TEMPOKV_RETURN_IF_ERROR(s.runtime->adapter->add_request(request));
   owner_[request.id] = s.runtime;
   s.runtime->requests.insert(request.id);
+  adder_[request.id] = s.id;
+  ++s.live_requests;
   return Status::ok();
+}
+
+void ServiceCore::release_live_request(uint64_t request_id) {
+  auto it = adder_.find(request_id);
+  if (it == adder_.end()) return;
+  auto s = sessions_.find(it->second);
+  if (s != sessions_.end()) --s->second->live_requests;
+  adder_.erase(it);
 }
 
 Status ServiceCore::finish_request(Session& s, uint64_t request_id, uint32_t output_tokens) {
@@ -182,6 +215,7 @@ Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
   // committed on the old bytes stale, so an overwrite is refused, in the store or on its way.
   std::optional<ObjectInfo> stored = store_->lookup(m.key);
   if (stored || puts_by_key_.count(m.key)) {
+    s.write_bytes -= round_up(*reserved, kBlockBytes);
     writes_->release(m.offset);
     const std::string where = stored ? " (" + std::to_string(stored->payload_bytes) + " bytes)"
                                      : std::string(" (a put is on its way)");
@@ -195,9 +229,12 @@ Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
   const uint64_t bytes = m.bytes;
   std::weak_ptr<int> alive = alive_;
   store_->put(m.key, m.tokens, writes_->data(m.offset), m.bytes,
-              [this, alive, session, id, offset = m.offset, bytes, key = m.key](Status st) {
+              [this, alive, session, id, offset = m.offset, bytes, key = m.key,
+               charge = round_up(*reserved, kBlockBytes)](Status st) {
                 if (alive.expired()) return;
                 writes_->release(offset);
+                auto owner = sessions_.find(session);
+                if (owner != sessions_.end()) owner->second->write_bytes -= charge;
                 puts_by_key_.erase(key);
                 --puts_in_flight_;
                 if (--puts_by_session_[session] == 0) puts_by_session_.erase(session);

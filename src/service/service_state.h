@@ -17,6 +17,7 @@ namespace tempokv::service {
 struct ServiceCore::Runtime {
   std::string name;
   uint32_t id = 0;
+  uint64_t id_salt = 0;  // its request ids XOR this are the daemon's (service_ids.cc)
   std::unique_ptr<RuntimeAdapter> adapter;
   std::set<uint64_t> sessions;
   uint32_t ranks = 0;  // sessions that copy each claim (0: whoever asked)
@@ -57,6 +58,10 @@ struct ServiceCore::Session {
   Runtime* runtime = nullptr;
   std::unordered_set<uint64_t> writes;  // write-region reservations it holds (offsets)
   bool copier = false;                  // it began a transfer at least once
+  // Its quotas' use: write-region bytes of its reservations and of its puts in flight (4 KiB
+  // slots), and the requests it added that are live (not finished or cancelled).
+  uint64_t write_bytes = 0;
+  uint32_t live_requests = 0;
   uint64_t last_step_seq = 0;           // the seq of its last step (protocol v2)
   // The adapter's cost of the iterations its last steps started, by seq: what a step's
   // `measured` durations are compared with (kStepCostsKept of them).

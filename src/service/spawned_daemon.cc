@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -12,6 +13,8 @@
 #include <chrono>
 #include <filesystem>
 #include <thread>
+
+#include "service/shared_file.h"
 
 extern char** environ;
 
@@ -103,6 +106,7 @@ Result<std::unique_ptr<SpawnedDaemon>> SpawnedDaemon::start(const SpawnOptions& 
     return Status::from_errno(err, "posix_spawn " + options.binary);
   }
   std::unique_ptr<SpawnedDaemon> d(new SpawnedDaemon(pid, endpoint));
+  d->data_dir_ = options.data_dir;
   const std::string log_hint =
       options.log_path.empty() ? std::string() : " (its log: " + options.log_path + ")";
   const Clock::time_point deadline = Clock::now() + options.ready_timeout;
@@ -120,10 +124,20 @@ Result<std::unique_ptr<SpawnedDaemon>> SpawnedDaemon::start(const SpawnOptions& 
 }
 
 SpawnedDaemon::~SpawnedDaemon() {
-  if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
+  if (pid_ > 0) kill_and_clean();
+}
+
+void SpawnedDaemon::kill_and_clean() {
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+  // The daemon it killed cannot remove its shared files (GiBs of /dev/shm for a large tier): they
+  // are removed as the next daemon on the data directory would, unless one already runs there.
+  const std::string lock = data_dir_ + "/tempokvd.lock";
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return;
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) (void)remove_recorded_shared_files(data_dir_);
+  ::close(fd);
 }
 
 Result<int> SpawnedDaemon::try_reap() {
@@ -146,9 +160,7 @@ Result<int> SpawnedDaemon::stop(Duration timeout) {
     if (exited.is_ok()) return exited;
     std::this_thread::sleep_for(kPoll);
   }
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
-  pid_ = -1;
+  kill_and_clean();
   return Status::unavailable("tempokvd (pid " + std::to_string(pid) + ") did not exit within " +
                              ms(timeout) + " of SIGTERM; killed");
 }

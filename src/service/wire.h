@@ -8,6 +8,7 @@
 #include <msgpack.hpp>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -15,7 +16,9 @@
 
 namespace tempokv::service::wire {
 
-// Indexed like the alternatives of Op.
+// The op table: Op's alternatives (protocol.h) and, indexed like them, their wire names. Code
+// names an op by its type (kOp<Hello>), never by a number; the asserts below bind every name to
+// its type, so reordering either side fails to compile.
 inline constexpr std::array<std::string_view, 22> kOpNames = {
     "hello",        "heartbeat",          "add_request",
     "report_hit",   "update_order",       "iteration_started",
@@ -26,6 +29,40 @@ inline constexpr std::array<std::string_view, 22> kOpNames = {
     "put",          "abort_write",        "stats",
     "step"};
 static_assert(kOpNames.size() == std::variant_size_v<Op>);
+
+template <typename T, typename... Ts>
+constexpr size_t op_index(const std::variant<Ts...>*) {
+  constexpr bool same[] = {std::is_same_v<T, Ts>...};
+  for (size_t i = 0; i < sizeof...(Ts); ++i)
+    if (same[i]) return i;
+  return sizeof...(Ts);
+}
+// The index of op type T among Op's alternatives (and in kOpNames).
+template <typename T>
+inline constexpr size_t kOp = op_index<T>(static_cast<const Op*>(nullptr));
+
+static_assert(kOpNames[kOp<Hello>] == "hello");
+static_assert(kOpNames[kOp<Heartbeat>] == "heartbeat");
+static_assert(kOpNames[kOp<AddRequest>] == "add_request");
+static_assert(kOpNames[kOp<ReportHit>] == "report_hit");
+static_assert(kOpNames[kOp<UpdateOrder>] == "update_order");
+static_assert(kOpNames[kOp<IterationStarted>] == "iteration_started");
+static_assert(kOpNames[kOp<Admitted>] == "admitted");
+static_assert(kOpNames[kOp<PrefillDone>] == "prefill_done");
+static_assert(kOpNames[kOp<TokensGenerated>] == "tokens_generated");
+static_assert(kOpNames[kOp<Finished>] == "finished");
+static_assert(kOpNames[kOp<RequestRetrieval>] == "request_retrieval");
+static_assert(kOpNames[kOp<BeginTransfer>] == "begin_transfer");
+static_assert(kOpNames[kOp<EndTransfer>] == "end_transfer");
+static_assert(kOpNames[kOp<ObjectTransferred>] == "object_transferred");
+static_assert(kOpNames[kOp<Cancel>] == "cancel");
+static_assert(kOpNames[kOp<Bye>] == "bye");
+static_assert(kOpNames[kOp<Lookup>] == "lookup");
+static_assert(kOpNames[kOp<ReserveWrite>] == "reserve_write");
+static_assert(kOpNames[kOp<Put>] == "put");
+static_assert(kOpNames[kOp<AbortWrite>] == "abort_write");
+static_assert(kOpNames[kOp<GetStats>] == "stats");
+static_assert(kOpNames[kOp<Step>] == "step");
 
 std::string_view answer_name(RetrievalAnswer answer);
 std::optional<RetrievalAnswer> parse_answer(std::string_view name);

@@ -4,16 +4,17 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "service/shared_file.h"
+
 namespace tempokv::service {
 
-Result<std::unique_ptr<WriteRegion>> WriteRegion::create(const std::string& path, uint64_t bytes) {
+Result<std::unique_ptr<WriteRegion>> WriteRegion::create(const std::string& path, uint64_t bytes,
+                                                         std::optional<uint32_t> group) {
   if (bytes == 0 || bytes % 4096 != 0) {
     return Status::invalid_argument("write region size must be a positive multiple of 4096, got " +
                                     std::to_string(bytes));
   }
-  (void)unlink(path.c_str());  // a stale region of a daemon that died
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::from_errno(errno, "create write region " + path);
+  TEMPOKV_ASSIGN_OR_RETURN(const int fd, create_shared_file(path, group));
   // Allocated now, not on first touch: a /dev/shm too small fails here with a clear message
   // instead of a SIGBUS in the daemon or a client later.
   if (int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes))) {

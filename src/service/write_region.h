@@ -23,8 +23,10 @@ namespace tempokv::service {
 
 class WriteRegion {
  public:
-  // Creates (replacing any stale one) and maps `path`, `bytes` long (a multiple of 4 KiB).
-  static Result<std::unique_ptr<WriteRegion>> create(const std::string& path, uint64_t bytes);
+  // Creates and maps `path`, `bytes` long (a multiple of 4 KiB): 0600, or 0660 owned by `group`.
+  // An existing file is refused (create_shared_file), never replaced.
+  static Result<std::unique_ptr<WriteRegion>> create(const std::string& path, uint64_t bytes,
+                                                     std::optional<uint32_t> group = {});
   ~WriteRegion();
   WriteRegion(const WriteRegion&) = delete;
   WriteRegion& operator=(const WriteRegion&) = delete;

@@ -52,7 +52,8 @@ def require_daemon():
 class Daemon:
     """One tempokvd serving a fresh data directory on ipc://<data-dir>/tempokvd.sock."""
 
-    def __init__(self):
+    def __init__(self, extra_flags=()):
+        self.extra_flags = list(extra_flags)  # more --set flags
         self.data_dir = tempfile.mkdtemp(prefix="tempokv-py-")
         self.socket_path = os.path.join(self.data_dir, "tempokvd.sock")
         self.endpoint = "ipc://" + self.socket_path
@@ -68,7 +69,8 @@ class Daemon:
         return code
 
     def _spawn(self):
-        self.proc = subprocess.Popen([tempokvd_path(), "--data-dir", self.data_dir] + DAEMON_FLAGS,
+        self.proc = subprocess.Popen([tempokvd_path(), "--data-dir", self.data_dir] + DAEMON_FLAGS
+                                     + self.extra_flags,
                                      stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
@@ -108,7 +110,16 @@ class Daemon:
             self.proc.wait()
 
     def cleanup(self):
-        self.kill()
+        # SIGTERM (the daemon removes its shared files); after a SIGKILL the files it recorded
+        # are removed here, as the next daemon on this data directory would.
+        self.stop(timeout_s=20)
+        try:
+            with open(os.path.join(self.data_dir, "tempokvd.shared")) as f:
+                for path in f.read().split():
+                    if os.path.exists(path):
+                        os.unlink(path)
+        except OSError:
+            pass
         self._log.close()
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
@@ -116,8 +127,10 @@ class Daemon:
 class DaemonTestCase(unittest.TestCase):
     """Each test gets its own daemon; tearDown stops it with SIGTERM and asserts exit code 0."""
 
+    extra_flags = ()  # a subclass's more --set flags
+
     def setUp(self):
-        self.daemon = Daemon()
+        self.daemon = Daemon(self.extra_flags)
         self.clients = []
 
     def tearDown(self):

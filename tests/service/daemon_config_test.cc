@@ -78,6 +78,7 @@ segment_bytes = "512MiB"
 capacity_bytes = 8589934592
 [tier]
 backing = "file"
+dir = "/mnt/pmem"
 path = "/mnt/pmem/tier"
 huge_pages = true
 [controller]
@@ -213,13 +214,55 @@ TEST(DaemonConfig, EndpointFormsThatValidate) {
         "tier.backing=file"}) {
     DaemonConfig c;
     ASSERT_TRUE(apply_override(c, assignment).is_ok()) << assignment;
-    if (c.tier.backing == "file") c.tier.path = "/tmp/tier";
+    if (c.tier.backing == "file") {
+      c.tier.dir = "/tmp";
+      c.tier.path = "/tmp/tier";
+    }
     EXPECT_TRUE(c.validate().is_ok()) << assignment << ": " << c.validate().to_string();
   }
   DaemonConfig remote;
   remote.server.endpoint = "tcp://0.0.0.0:5555";
   remote.server.allow_remote = true;
   EXPECT_TRUE(remote.validate().is_ok()) << remote.validate().to_string();
+}
+
+TEST(DaemonConfig, TierPathIsConfinedToTierDir) {
+  for (const char* path : {"/etc/passwd", "/dev/shm/../etc/x", "/dev/shm/sub/tier", "rel/tier",
+                           "/dev/shmx/tier"}) {
+    DaemonConfig c;
+    c.tier.path = path;
+    Status st = c.validate();
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << path;
+    EXPECT_NE(st.message().find("tier.path"), std::string::npos) << st.to_string();
+  }
+  DaemonConfig ok;
+  ok.tier.path = "/dev/shm/my-tier";
+  EXPECT_TRUE(ok.validate().is_ok()) << ok.validate().to_string();
+  EXPECT_EQ(ok.resolved_tier_path(1), "/dev/shm/my-tier");
+  ok.tier.path = "bare-name";
+  EXPECT_TRUE(ok.validate().is_ok()) << ok.validate().to_string();
+  EXPECT_EQ(ok.resolved_tier_path(1), "/dev/shm/bare-name");
+  ok.tier.path = "";
+  EXPECT_EQ(ok.resolved_tier_path(0xabc), "/dev/shm/tempokvd-0000000000000abc-tier");
+  EXPECT_EQ(ok.write_region_path(0xabc), "/dev/shm/tempokvd-0000000000000abc-writes");
+  DaemonConfig dax;
+  dax.tier.backing = "dax";
+  dax.tier.path = "/tmp/not-a-device";
+  EXPECT_NE(dax.validate().message().find("/dev/dax"), std::string::npos);
+  dax.tier.path = "/dev/dax0.0";
+  EXPECT_TRUE(dax.validate().is_ok()) << dax.validate().to_string();
+}
+
+TEST(DaemonConfig, SessionQuotasAreChecked) {
+  DaemonConfig c;
+  c.server.max_write_bytes_per_session = 4096;  // below store.max_object_bytes
+  EXPECT_NE(c.validate().message().find("server.max_write_bytes_per_session"), std::string::npos);
+  c = DaemonConfig{};
+  c.server.max_queued_messages = 0;
+  EXPECT_NE(c.validate().message().find("server.max_queued_messages"), std::string::npos);
+  c = DaemonConfig{};
+  c.server.max_requests_per_session = 0;
+  EXPECT_NE(c.validate().message().find("server.max_requests_per_session"), std::string::npos);
 }
 
 TEST(DaemonConfig, TooLongIpcPathIsRefused) {

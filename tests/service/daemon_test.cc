@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "service/daemon_fixture.h"
+#include "service/raw_peer.h"
 #include "service/protocol.h"
 #include "service/wire.h"
 
@@ -179,57 +180,6 @@ TEST_F(DaemonTest, AKilledClientLeavesNoProtectionBehind) {
   EXPECT_EQ(stat_of(*c, "claims_abandoned_total"), 1);
 }
 
-// A raw DEALER speaking bytes the client library would never send.
-class RawPeer {
- public:
-  explicit RawPeer(const std::string& endpoint) {
-    ctx_ = zmq_ctx_new();
-    sock_ = zmq_socket(ctx_, ZMQ_DEALER);
-    int linger = 0;
-    zmq_setsockopt(sock_, ZMQ_LINGER, &linger, sizeof(linger));
-    int timeout = 5000;
-    zmq_setsockopt(sock_, ZMQ_RCVTIMEO, &timeout, sizeof(timeout));
-    zmq_connect(sock_, endpoint.c_str());
-  }
-  ~RawPeer() {
-    zmq_close(sock_);
-    zmq_ctx_term(ctx_);
-  }
-  // Sends frames and returns the decoded answer.
-  Result<service::ServerMessage> ask(const std::vector<std::vector<std::byte>>& frames) {
-    for (size_t i = 0; i < frames.size(); ++i) {
-      zmq_send(sock_, frames[i].data(), frames[i].size(), i + 1 < frames.size() ? ZMQ_SNDMORE : 0);
-    }
-    zmq_msg_t msg;
-    zmq_msg_init(&msg);
-    if (zmq_msg_recv(&msg, sock_, 0) < 0) return Status::unavailable("no answer");
-    const auto* p = static_cast<const std::byte*>(zmq_msg_data(&msg));
-    std::vector<std::byte> bytes(p, p + zmq_msg_size(&msg));
-    zmq_msg_close(&msg);
-    return service::decode_server_message(bytes);
-  }
-  Result<service::ServerMessage> ask(const std::vector<std::byte>& one) {
-    return ask(std::vector<std::vector<std::byte>>{one});
-  }
-
- private:
-  void* ctx_;
-  void* sock_;
-};
-
-void expect_error(const Result<service::ServerMessage>& m, StatusCode code,
-                  const std::string& text) {
-  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
-  const auto* e = std::get_if<service::ErrorReply>(&*m);
-  ASSERT_NE(e, nullptr) << "not an error reply";
-  EXPECT_EQ(e->error.code(), code) << e->error.to_string();
-  EXPECT_THAT(e->error.message(), HasSubstr(text));
-}
-
-std::vector<std::byte> request(uint64_t id, service::Op op, uint32_t v = 1) {
-  return service::encode_request(service::Request{v, id, std::move(op)});
-}
-
 class FourSessionDaemonTest : public DaemonTest {
  protected:
   std::vector<std::string> extra_args() const override {
@@ -326,25 +276,6 @@ TEST(DaemonConfigProcessTest, ABadConfigurationIsRefusedNamingTheField) {
   std::ifstream log(o.log_path);
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_THAT(text, HasSubstr("tier.budget_bytes"));
-  std::filesystem::remove_all(dir);
-}
-
-TEST(DaemonStartTest, SharedFilesOfDeadDaemonsAreRemovedAndLiveOnesKept) {
-  pid_t dead = fork();
-  ASSERT_GE(dead, 0);
-  if (dead == 0) _exit(0);
-  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
-  const std::string stale = "/dev/shm/tempokvd-" + std::to_string(dead) + "-tier";
-  const std::string live = "/dev/shm/tempokvd-" + std::to_string(getpid()) + "-test";
-  std::ofstream(stale) << "x";
-  std::ofstream(live) << "x";
-  const std::string dir = ::testing::TempDir() + "tkvd-stale-" + std::to_string(getpid());
-  DaemonProcess daemon(dir);
-  ASSERT_TRUE(daemon.start());
-  EXPECT_FALSE(std::filesystem::exists(stale));
-  EXPECT_TRUE(std::filesystem::exists(live));  // this test process is alive
-  std::filesystem::remove(live);
-  EXPECT_EQ(daemon.stop(), 0);
   std::filesystem::remove_all(dir);
 }
 

@@ -157,7 +157,15 @@ TEST_F(MetricsHttpTest, OtherMethodsAre405WithAllow) {
   start([] { return std::string("x 1\n"); });
   Response r = split(get("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n"));
   EXPECT_EQ(r.status_line, "HTTP/1.1 405 Method Not Allowed");
-  EXPECT_NE(r.headers.find("Allow: GET\r\n"), std::string::npos);
+  EXPECT_NE(r.headers.find("Allow: GET, HEAD\r\n"), std::string::npos);
+}
+
+TEST_F(MetricsHttpTest, HeadGetsTheHeadersOfGetWithoutTheBody) {
+  start([] { return std::string("x 1\n"); });
+  Response r = split(get("HEAD /metrics HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(r.status_line, "HTTP/1.1 200 OK");
+  EXPECT_NE(r.headers.find("Content-Length: 4\r\n"), std::string::npos) << r.headers;
+  EXPECT_EQ(r.body, "");
 }
 
 TEST_F(MetricsHttpTest, MalformedRequestLineIs400) {

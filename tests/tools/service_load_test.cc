@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "service_chaos.h"
+
 #include "service/daemon_process.h"
 
 namespace tempokv::cli {
@@ -26,6 +28,33 @@ TEST(ServiceLoadTest, SixtyFourClientsLeaveTheAccountingAtZero) {
   EXPECT_GT(r->reported, 100u);
   EXPECT_GT(r->completed, 0u);
   EXPECT_EQ(daemon.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// The chaos run, shortened: clients SIGKILLed mid-put and mid-transfer, the daemon SIGKILLed and
+// restarted once; every acknowledged put intact and the accounting at zero afterwards.
+TEST(ServiceChaosTest, KilledClientsAndADaemonRestartLoseNoAcknowledgedPut) {
+  const std::string dir = ::testing::TempDir() + "tkvd-chaos-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  ChaosOptions o;
+  o.tempokvd = TEMPOKVD_PATH;
+  o.data_dir = dir;
+  o.clients = 6;
+  o.duration = std::chrono::seconds(5);
+  Result<ChaosReport> r = run_service_chaos(o);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  std::cout << format_chaos_report(*r) << chaos_report_json(*r);
+  EXPECT_TRUE(r->problems.empty());
+  EXPECT_GT(r->acked_puts, 0u);
+  EXPECT_EQ(r->acked_puts_intact, r->acked_puts);
+  EXPECT_GT(r->claims_verified, 0u);
+  EXPECT_EQ(r->mismatches, 0u);
+  EXPECT_EQ(r->daemon_restarts, 1u);
+  EXPECT_GE(r->clients_killed, 2u);
+  EXPECT_EQ(r->live_claims_after, 0);
+  EXPECT_EQ(r->protected_bytes_after, 0);
+  EXPECT_EQ(r->reserved_bytes_after, 0);
+  EXPECT_EQ(r->write_region_bytes_after, 0);
   std::filesystem::remove_all(dir);
 }
 

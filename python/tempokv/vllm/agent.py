@@ -39,8 +39,9 @@ class Lookup:
 
 class SchedulerAgent:
     def __init__(self, endpoint, runtime, max_active, timeout_s=2.0, retry_s=1.0,
-                 max_queue=100000):
+                 max_queue=100000, token=""):
         self.endpoint, self.runtime, self.max_active = endpoint, runtime, max_active
+        self.token = token
         self.timeout_s, self.retry_s = timeout_s, retry_s
         self._q = queue.Queue(max_queue)
         self._lock = threading.Lock()
@@ -142,6 +143,7 @@ class SchedulerAgent:
         try:
             self._client = TempoKVClient(self.endpoint, name="vllm-scheduler",
                                          runtime=self.runtime, max_active=self.max_active,
+                                         token=self.token,
                                          timeout_s=self.timeout_s, map_shared_memory=False)
             self._reporter = StepReporter(self._client)
             self._late_seen = 0

@@ -10,6 +10,7 @@ Load it with::
 
 ``kv_connector_extra_config``: ``endpoint`` (required), ``runtime`` (tempokvd runtime name shared
 by this engine's scheduler and workers; default derived from the endpoint and the engine),
+``token`` or ``token_file`` (the runtime's token where tempokvd's ``server.tokens_file`` lists it),
 ``chunk_tokens`` (default 256, a multiple of vLLM's block size), ``timeout_s`` (per call, default
 2), ``load_timeout_s`` (a claim not ready by then is recomputed, default 60), ``digest_file``
 (test only: digests of saved and loaded blocks), ``test_load_delay_s`` (test only: hold each
@@ -60,6 +61,12 @@ class TempoKVConnector(KVConnectorBase_V1):
         self._counters_written = 0.0
         engine = self._kv_transfer_config.engine_id or "engine"
         self.runtime = str(extra.get("runtime") or f"vllm:{engine}")
+        # The runtime's token where tempokvd's server.tokens_file lists it (docs/service.md,
+        # "Security model"); or a file holding it.
+        self.token = str(extra.get("token") or "")
+        if not self.token and extra.get("token_file"):
+            with open(extra["token_file"]) as f:
+                self.token = f.read().strip()
         if self._kv_transfer_config.kv_load_failure_policy != "recompute":
             log.warning("tempokv: kv_load_failure_policy is %r: a failed load fails the "
                         "request; set \"recompute\" to recompute it instead",
@@ -76,7 +83,7 @@ class TempoKVConnector(KVConnectorBase_V1):
             from .scheduler_side import ConnectorScheduler
             self.agent = SchedulerAgent(self.endpoint, self.runtime,
                                         vllm_config.scheduler_config.max_num_seqs,
-                                        timeout_s=self.timeout_s)
+                                        timeout_s=self.timeout_s, token=self.token)
             self._sched = ConnectorScheduler(self.agent, self.model_id, self.chunk_tokens,
                                              self.block_size)
         self.loader = self.saver = self.layout = None
@@ -135,7 +142,8 @@ class TempoKVConnector(KVConnectorBase_V1):
         log.info("tempokv: KV layout %s; %d B per %d-token object", self.layout.describe(),
                  self.layout.object_bytes, self.chunk_tokens)
         digests = Digests(self.digest_file) if self.digest_file else None
-        link = lambda name: Link(self.endpoint, self.runtime, name, self.timeout_s)  # noqa: E731
+        link = lambda name: Link(self.endpoint, self.runtime, name, self.timeout_s,  # noqa: E731
+                                 token=self.token)
         load_link = link("vllm-worker-load")
         if self.layout.device.type == "cuda":
             from .layout import register_host

@@ -1,0 +1,41 @@
+"""The trust model from the Python client (docs/service.md, "Security model"): a runtime listed in
+tempokvd's server.tokens_file is joined only with its token."""
+
+import os
+import tempfile
+import unittest
+
+import tempokvd_fixture as fx
+
+fx.require_daemon()
+
+from tempokv import FailedPrecondition  # noqa: E402
+
+_TOKENS_DIR = tempfile.mkdtemp(prefix="tempokv-tokens-")
+_TOKENS = os.path.join(_TOKENS_DIR, "tokens")
+with open(_TOKENS, "w") as f:
+    f.write("engine-a s3cret-a\n")
+os.chmod(_TOKENS, 0o640)
+
+
+class TokenTest(fx.DaemonTestCase):
+    extra_flags = ("--set", f"server.tokens_file={_TOKENS}")
+
+    def test_a_listed_runtime_needs_its_token(self):
+        with self.assertRaises(FailedPrecondition) as none:
+            self.client(runtime="engine-a")
+        self.assertIn("needs its token", none.exception.message)
+        with self.assertRaises(FailedPrecondition):
+            self.client(runtime="engine-a", token="wrong")
+        a = self.client(runtime="engine-a", token="s3cret-a")
+        rank = self.client(runtime="engine-a", token="s3cret-a")
+        self.assertEqual(a.runtime_id, rank.runtime_id)
+        a.heartbeat()
+
+    def test_an_unlisted_runtime_needs_no_token(self):
+        self.client(runtime="other").heartbeat()
+        self.client().heartbeat()
+
+
+if __name__ == "__main__":
+    unittest.main()
