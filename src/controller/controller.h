@@ -71,6 +71,12 @@ struct ControllerOptions {
   // Fold the recent timing error of timed commits into the laxity of policies that use it
   // (TempoKV; error_feedback.h). Off: the plain rule, the before/after comparison.
   bool error_feedback = true;
+  // ttu_horizon(): the adapter projects exactly only as far as the commit window can reach and
+  // reports a lower bound beyond (cheaper per step with long queues). Off by default: on
+  // fig4-policies over ten seeds it raised C(tempokv) at a 50 % prefix ratio from 0.17 to
+  // 0.41 x Immediate's (Qwen) and from 0.13 to 0.15 (Llama), p95 unchanged: bounds reach the
+  // commit window before the adapter revises them. Not yet understood; kept for the cost bench.
+  bool ttu_horizon = false;
   ErrorFeedbackOptions feedback;
   Status validate() const;
 };

@@ -41,7 +41,7 @@ void Controller::for_each_in_attempt_order(uint32_t rank_limit, Fn&& fn) {
 }
 
 Duration Controller::ttu_horizon() const {
-  if (!policy_->timed()) return Duration::max();
+  if (!options_.ttu_horizon || !policy_->timed()) return Duration::max();
   const uint64_t footprint = planned_footprints_.empty() ? 0 : *planned_footprints_.rbegin();
   std::function<Duration()> ttr_bound = [&] { return provider_.ttr_bound(footprint); };
   std::function<Duration()> static_bound = [&] { return provider_.static_ttr_bound(footprint); };

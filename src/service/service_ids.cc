@@ -41,6 +41,7 @@ struct Salter {
     for (StepPrefill& p : m.prefills) id(p.request_id);
     ids(m.decoders);
     ids(m.waiting);
+    ids(m.admitted);
   }
   template <typename T>
   void operator()(T&) const {}  // no request ids
@@ -73,6 +74,7 @@ std::vector<uint64_t> named_ids(const Op& op) {
           for (const StepPrefill& p : m.prefills) add(p.request_id);
           add_all(m.decoders);
           add_all(m.waiting);
+          add_all(m.admitted);
         }
       },
       op);

@@ -177,7 +177,7 @@ def new_daemon_state(llm):
     only the first policy of a seed would pay for the saves of the chunks it computes."""
     sched = getattr(_scheduler(llm).connector, "_sched", None)
     if sched is not None:
-        sched._saving.clear()
+        sched.forget_saved()
 
 
 def precompute(llm, spec, store):

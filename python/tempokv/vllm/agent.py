@@ -55,6 +55,9 @@ class SchedulerAgent:
         self._last_event = time.monotonic()
         self.dropped_steps = 0
         self.trimmed_claims = 0  # hits cut to the prefix that fits the protected budget
+        # The daemon instance the last call reached (None before one did): a restarted daemon,
+        # or another one on the endpoint, may serve another store (read by the engine thread).
+        self.daemon_instance = None
         self._thread = threading.Thread(target=self._run, name="tempokv-agent", daemon=True)
         self._thread.start()
 
@@ -108,6 +111,7 @@ class SchedulerAgent:
                 ev = self._q.get(timeout=0.5)
             except queue.Empty:
                 self._idle()
+                self._note_instance()
                 continue
             self._last_event = time.monotonic()
             kind = ev[0]
@@ -117,11 +121,13 @@ class SchedulerAgent:
                 if ev[2]:
                     self._flush_reporter()
                 self._sync()
+                self._note_instance()
                 ev[1].set()
                 continue
             try:
                 getattr(self, "_on_" + kind)(*ev[1:])
                 self._count_late_errors()
+                self._note_instance()
             except TempoKVError as e:
                 self.errors += 1
                 log.warning("tempokv: %s failed: %s", kind, e)
@@ -185,6 +191,12 @@ class SchedulerAgent:
             self._drop_client()
             return
         self._count_late_errors()
+
+    def _note_instance(self):
+        c = self._client
+        inst = c.instance if c is not None and not c.closed else None
+        if inst is not None and inst != self.daemon_instance:
+            self.daemon_instance = inst
 
     def _count_late_errors(self):
         """Steps are not answered unless they fail: their errors arrive late."""

@@ -47,6 +47,7 @@ class ConnectorScheduler:
         self.reqs = {}  # vLLM id -> _Req
         self._loads = []  # planned this step, go out with the next metadata
         self._saving = set()  # keys handed to the worker for saving (bounded below)
+        self._saving_instance = None  # the daemon instance they were saved to
         self.kv_cache_manager = None  # bound by the connector (bind_kv_cache_manager)
 
     def on_new_request(self, request):
@@ -115,7 +116,16 @@ class ConnectorScheduler:
             self._plan_saves(meta, req_id, computed, out)
         return meta
 
+    def forget_saved(self):
+        """Forgets the keys saved so far: the daemon now serving the endpoint may not have
+        them (another instance, perhaps over another store). Without this an engine would never
+        save those chunks again."""
+        self._saving.clear()
+        self._saving_instance = getattr(self.agent, "daemon_instance", None)
+
     def _plan_saves(self, meta, req_id, computed, out):
+        if getattr(self.agent, "daemon_instance", None) != self._saving_instance:
+            self.forget_saved()
         st = self.reqs.get(req_id)
         if st is None or st.next_save >= len(st.keys):
             return

@@ -208,3 +208,31 @@ def test_steps_that_schedule_nothing_while_a_load_waits_hand_over_no_snapshot(mo
     out = s.schedule()
     assert len(posted) == 2 and posted[-1].iteration > 0  # b's prefill is scheduled
     conn.shutdown()
+
+
+def test_a_new_daemon_instance_gets_the_chunks_saved_to_the_last_one_saved_again(model_dir,
+                                                                                 daemon):
+    # The scheduler side saves a chunk once per engine. After a restart (or another daemon on
+    # the endpoint, over another store) the new instance may lack it: it is saved again.
+    s = make_scheduler(model_dir, daemon.endpoint)
+    conn = s.connector
+    tokens = list(range(300, 300 + 2 * CHUNK + 5))
+    keys = chunk_keys(conn.model_id, tokens, CHUNK)
+
+    def run(rid):
+        s.add_request(request(rid, tokens, max_tokens=1))
+        conn.agent.flush()
+        out = step(s)  # no stored chunk (no worker puts here): computed, its chunks saved
+        saved = [sv.key for sv in out.kv_connector_metadata.saves]
+        if saved:  # held until the worker says the saves are copied out
+            step(s, finished_sending={rid})
+        assert rid not in s.requests
+        return saved
+
+    assert run("a") == keys[:2]
+    assert run("b") == [], "the same daemon: saved once per engine"
+    first = conn.agent.daemon_instance
+    daemon.restart()
+    assert run("c") == keys[:2], "a new instance: saved again"
+    assert conn.agent.daemon_instance not in (None, first)
+    conn.shutdown()
