@@ -181,8 +181,8 @@ class SchedulerAgent:
     def _sync(self):
         """A round trip: the daemon has handled every step sent before it (and their errors,
         if any, are counted)."""
-        if self._client is None:
-            return
+        if self._client is None and self._connect() is None:
+            return  # the daemon is down (or was, less than retry_s ago)
         try:
             self._client.heartbeat()
         except TempoKVError as e:

@@ -3,6 +3,8 @@ real tempokvd, driven step by step with made-up model outputs, as vLLM's own con
 tests drive theirs (no model, no worker)."""
 
 
+import time
+
 import pytest
 
 pytest.importorskip("vllm")
@@ -233,6 +235,10 @@ def test_a_new_daemon_instance_gets_the_chunks_saved_to_the_last_one_saved_again
     assert run("b") == [], "the same daemon: saved once per engine"
     first = conn.agent.daemon_instance
     daemon.restart()
-    assert run("c") == keys[:2], "a new instance: saved again"
+    deadline = time.monotonic() + 10  # the agent reconnects within its 1 s back-off
+    while conn.agent.daemon_instance in (None, first) and time.monotonic() < deadline:
+        conn.agent.flush()
+        time.sleep(0.1)
     assert conn.agent.daemon_instance not in (None, first)
+    assert run("c") == keys[:2], "a new instance: saved again"
     conn.shutdown()
