@@ -11,7 +11,6 @@ cache (``num_cached_tokens``), TTFT from submission; and the connector's load co
 """
 
 import argparse
-import gc
 import json
 import os
 import signal
@@ -23,31 +22,22 @@ import time
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB
 
+from .daemon import live_claims  # noqa: E402
+from .llm import agent, build_llm, close_llm, connector_counters, worker_connector  # noqa: E402
+
 
 def _llm(spec, run):
-    from vllm import LLM
-
-    kw = dict(model=spec["model_dir"], dtype="float32", enforce_eager=True, seed=0,
-              max_model_len=spec["max_model_len"], max_num_seqs=spec["max_num_seqs"],
-              max_num_batched_tokens=spec["max_num_batched_tokens"],
-              enable_prefix_caching=run["kind"] == "reference")
+    extra = None
     if run["kind"] == "connector":
         extra = {"endpoint": spec["endpoint"], "chunk_tokens": spec["chunk_tokens"],
                  "load_timeout_s": 30.0}
-        if run.get("digest_file"):
-            extra["digest_file"] = run["digest_file"]
-        if run.get("test_load_delay_s"):
-            extra["test_load_delay_s"] = run["test_load_delay_s"]
-        if run.get("counters_file"):
-            extra["counters_file"] = run["counters_file"]
-        kw["kv_transfer_config"] = {
-            "kv_connector": "TempoKVConnector", "kv_connector_module_path": "tempokv.vllm",
-            "kv_role": "kv_both", "kv_load_failure_policy": "recompute",
-            "kv_connector_extra_config": extra}
-        kw["scheduler_cls"] = ("tempokv.vllm.TempoKVAsyncScheduler" if spec.get("async_scheduling")
-                               else "tempokv.vllm.TempoKVScheduler")
-    kw["async_scheduling"] = bool(spec.get("async_scheduling"))
-    return LLM(**kw)
+        for k in ("digest_file", "test_load_delay_s", "counters_file"):
+            if run.get(k):
+                extra[k] = run[k]
+    cls = ("tempokv.vllm.TempoKVAsyncScheduler" if spec.get("async_scheduling")
+           else "tempokv.vllm.TempoKVScheduler")
+    return build_llm(spec, extra, cls, prefix_caching=run["kind"] == "reference",
+                     async_scheduling=bool(spec.get("async_scheduling")))
 
 
 def _drive(llm, prompts, max_tokens, after_step=None):
@@ -74,22 +64,6 @@ def _drive(llm, prompts, max_tokens, after_step=None):
     return [res[f"r{i}"] for i in range(len(prompts))]
 
 
-def _worker_connector():
-    from vllm.distributed.kv_transfer import get_kv_transfer_group, has_kv_transfer_group
-    if not has_kv_transfer_group():
-        return None
-    c = get_kv_transfer_group()
-    return c if getattr(c, "loader", None) is not None else None
-
-
-def _connector_counters():
-    c = _worker_connector()
-    if c is None:
-        return {}
-    return {"loaded_tokens": c.loader.loaded_tokens, "load_errors": c.loader.failed,
-            "saved_chunks": c.saver.saved, "save_failures": c.saver.failed}
-
-
 def _file_counters(path):
     """The last counters each side of the connector wrote (counters_file), merged."""
     last = {}
@@ -113,31 +87,18 @@ def _file_counters(path):
 
 def _agent_errors(llm):
     """Failed calls of the scheduler side's agent (None when the scheduler is not in-process)."""
-    try:
-        conn = llm.llm_engine.engine_core.engine_core.scheduler.connector
-        conn.agent.flush(10.0)
-        return conn.agent.errors
-    except AttributeError:
+    a = agent(llm)
+    if a is None:
         return None
-
-
-def _close(llm):
-    from vllm.distributed import cleanup_dist_env_and_memory
-    try:
-        llm.llm_engine.engine_core.shutdown()
-    except Exception:
-        pass
-    del llm
-    gc.collect()
-    cleanup_dist_env_and_memory()
+    a.flush(10.0)
+    return a.errors
 
 
 def _daemon_stats(endpoint):
     from tempokv import TempoKVClient
     with TempoKVClient(endpoint, name="e2e-check", map_shared_memory=False) as c:
         s = c.stats()
-    live = sum(v for k, v in s.items() if k.startswith("claims_") and not k.endswith("_total"))
-    return {"daemon_stats": s, "daemon_live_claims_after": live,
+    return {"daemon_stats": s, "daemon_live_claims_after": live_claims(s),
             "daemon_protected_bytes_after": s.get("tier_protected_bytes", 0),
             "daemon_reserved_bytes_after": s.get("tier_reserved_bytes", 0)}
 
@@ -165,7 +126,7 @@ def run(spec):
             def kill():
                 # Once the first claim is loaded: the other loads are in flight (each held
                 # test_load_delay_s before its transfer) and must fail over to recompute.
-                c = _worker_connector()
+                c = worker_connector()
                 loaded = (c.loader.loaded_tokens if c is not None else
                           _file_counters(run["counters_file"]).get("loaded_tokens", 0)
                           if run.get("counters_file") else 0)
@@ -175,10 +136,10 @@ def run(spec):
         t = time.monotonic()
         reqs = _drive(llm, prompts, spec["max_tokens"], kill)
         entry = {"name": run["name"], "init_s": init_s, "run_s": time.monotonic() - t,
-                 "requests": reqs, "connector": _connector_counters(),
+                 "requests": reqs, "connector": connector_counters(),
                  "agent_errors": _agent_errors(llm) if run["kind"] == "connector" else None,
                  "warmed_prefix_tokens": entry_restored}
-        _close(llm)
+        close_llm(llm)
         if run.get("counters_file") and entry["agent_errors"] is None:
             # The engine ran in its own process: its connector wrote its counters (last at
             # its shutdown, after the agent's flush).

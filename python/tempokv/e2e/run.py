@@ -18,16 +18,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 from . import model as model_mod
+from .daemon import Daemon, default_tempokvd
 from .prompts import make_prompts
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-
 DAEMON_FLAGS = [
-    "--metrics", "",
     "--set", "tier.capacity_bytes=1GiB",
     "--set", "tier.budget_bytes=768MiB",
     "--set", "writes.region_bytes=256MiB",
@@ -35,44 +31,6 @@ DAEMON_FLAGS = [
     "--set", "store.capacity_bytes=8GiB",
     "--set", "store.max_object_bytes=32MiB",
 ]
-
-
-def _default_tempokvd():
-    for d in ("build/debug", "build/release", "build"):
-        p = os.path.join(REPO, d, "tools", "tempokvd")
-        if os.access(p, os.X_OK):
-            return p
-    return ""
-
-
-class Daemon:
-    def __init__(self, binary, data_dir):
-        self.sock = os.path.join(data_dir, "tempokvd.sock")
-        self.endpoint = "ipc://" + self.sock
-        self.log_path = os.path.join(data_dir, "tempokvd.log")
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([binary, "--data-dir", data_dir] + DAEMON_FLAGS,
-                                     stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while not os.path.exists(self.sock):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"tempokvd did not start; its log:\n{self.log()}")
-            time.sleep(0.05)
-
-    def log(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
 
 
 def _process(spec, work, name):
@@ -110,7 +68,7 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16, async_scheduling=Fa
     prompts = make_prompts(n, seed, model_mod.GEOMETRY["vocab_size"])
     data = os.path.join(work, "data")
     os.makedirs(data)
-    daemon = Daemon(tempokvd, data)
+    daemon = Daemon(tempokvd, data, DAEMON_FLAGS)
     d1, d2 = os.path.join(work, "pass1.digests"), os.path.join(work, "pass2.digests")
     base = {"model_dir": model_dir, "endpoint": daemon.endpoint, "chunk_tokens": 256,
             "max_model_len": 8192, "max_num_seqs": 4, "max_num_batched_tokens": 2048,
@@ -197,7 +155,8 @@ def main(argv=None):
     ap.add_argument("--json", help="write the result here")
     ap.add_argument("--model-dir", default=os.environ.get(
         "TEMPOKV_MODEL_DIR", os.path.expanduser("~/.cache/tempokv/tiny-llama")))
-    ap.add_argument("--tempokvd", default=os.environ.get("TEMPOKVD") or _default_tempokvd())
+    ap.add_argument("--tempokvd", default=os.environ.get("TEMPOKVD") or default_tempokvd(
+        ("build/debug", "build/release", "build")))
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--sync-scheduling", action="store_true",

@@ -18,20 +18,13 @@ import tempfile
 import time
 
 from ..e2e import model as model_mod
+from ..e2e.daemon import default_tempokvd
 from . import plan as plan_mod
 from . import rows as rows_mod
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 CACHE = os.path.expanduser(os.environ.get("TEMPOKV_CACHE", "~/.cache/tempokv"))
-
-
-def _default_tempokvd():
-    for d in ("build/release", "build/debug", "build"):
-        p = os.path.join(REPO, d, "tools", "tempokvd")
-        if os.access(p, os.X_OK):
-            return p
-    return ""
 
 
 def _daemon_flags(p):
@@ -75,7 +68,7 @@ def main(argv=None):
     ap.add_argument("--interval-s", type=float, help="fig4 arrival interval")
     ap.add_argument("--model-dir", default=os.environ.get(
         "TEMPOKV_MODEL_DIR", os.path.join(CACHE, "tiny-llama")))
-    ap.add_argument("--tempokvd", default=os.environ.get("TEMPOKVD") or _default_tempokvd())
+    ap.add_argument("--tempokvd", default=os.environ.get("TEMPOKVD") or default_tempokvd())
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     a = ap.parse_args(argv)
     if not a.tempokvd or not os.access(a.tempokvd, os.X_OK):

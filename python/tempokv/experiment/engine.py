@@ -16,7 +16,6 @@ not compute was loaded by the connector in that run (``cached_equals_loaded``).
 """
 
 import argparse
-import gc
 import json
 import os
 import sys
@@ -25,7 +24,9 @@ import time
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # scheduler + worker in-process
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB
 
-from .daemon import Daemon, copy_store, live_claims  # noqa: E402
+from ..e2e.daemon import live_claims  # noqa: E402
+from ..e2e.llm import agent, build_llm, close_llm, connector_counters, scheduler  # noqa: E402
+from . import daemon as daemon_mod  # noqa: E402
 
 LINK_SETTLE_S = 1.5  # > the agent's and links' 1 s retry after seeing the old daemon go
 
@@ -37,66 +38,18 @@ def settle(llm):
     machine missed it once, and that request and the next two were computed instead of
     loaded)."""
     time.sleep(LINK_SETTLE_S)
-    agent = _agent(llm)
-    if agent is not None:
-        agent.flush(10.0)
+    a = agent(llm)
+    if a is not None:
+        a.flush(10.0)
         time.sleep(0.2)
 
 
 def _llm(spec, connector):
-    from vllm import LLM
-
-    kw = dict(model=spec["model_dir"], dtype="float32", enforce_eager=True, seed=0,
-              max_model_len=spec["max_model_len"], max_num_seqs=spec["max_num_seqs"],
-              max_num_batched_tokens=spec["max_num_batched_tokens"],
-              enable_prefix_caching=False, async_scheduling=True)
+    extra = None
     if connector:
-        kw["kv_transfer_config"] = {
-            "kv_connector": "TempoKVConnector", "kv_connector_module_path": "tempokv.vllm",
-            "kv_role": "kv_both", "kv_load_failure_policy": "recompute",
-            "kv_connector_extra_config": {"endpoint": spec["endpoint"],
-                                          "chunk_tokens": spec["chunk_tokens"],
-                                          "load_timeout_s": 60.0}}
-        kw["scheduler_cls"] = "tempokv.vllm.TempoKVAsyncScheduler"
-    return LLM(**kw)
-
-
-def _close(llm):
-    from vllm.distributed import cleanup_dist_env_and_memory
-    try:
-        llm.llm_engine.engine_core.shutdown()
-    except Exception:
-        pass
-    del llm
-    gc.collect()
-    cleanup_dist_env_and_memory()
-
-
-def _scheduler(llm):
-    return llm.llm_engine.engine_core.engine_core.scheduler
-
-
-def _worker_connector():
-    from vllm.distributed.kv_transfer import get_kv_transfer_group, has_kv_transfer_group
-    if not has_kv_transfer_group():
-        return None
-    c = get_kv_transfer_group()
-    return c if getattr(c, "loader", None) is not None else None
-
-
-def _counters():
-    c = _worker_connector()
-    if c is None:
-        return {}
-    return {"loaded_tokens": c.loader.loaded_tokens, "load_errors": c.loader.failed,
-            "saved_chunks": c.saver.saved, "save_failures": c.saver.failed}
-
-
-def _agent(llm):
-    try:
-        return _scheduler(llm).connector.agent
-    except AttributeError:
-        return None
+        extra = {"endpoint": spec["endpoint"], "chunk_tokens": spec["chunk_tokens"],
+                 "load_timeout_s": 60.0}
+    return build_llm(spec, extra)
 
 
 def drive(llm, prompts, max_tokens, interval_s, rid_prefix):
@@ -142,7 +95,7 @@ def drive(llm, prompts, max_tokens, interval_s, rid_prefix):
 
 
 def _blocks(llm):
-    pool = _scheduler(llm).kv_cache_manager.block_pool
+    pool = scheduler(llm).kv_cache_manager.block_pool
     return {"kv_blocks_total": pool.num_gpu_blocks - 1,  # less the null block
             "kv_blocks_free_after": pool.get_num_free_blocks()}
 
@@ -175,7 +128,7 @@ def new_daemon_state(llm):
     scheduler side's keys already saved (it never saves a key twice, to spare the store
     duplicate puts). Each run's store copy lacks what the previous run saved, so without this
     only the first policy of a seed would pay for the saves of the chunks it computes."""
-    sched = getattr(_scheduler(llm).connector, "_sched", None)
+    sched = getattr(scheduler(llm).connector, "_sched", None)
     if sched is not None:
         sched.forget_saved()
 
@@ -188,18 +141,18 @@ def precompute(llm, spec, store):
         import shutil
         shutil.rmtree(tmp)
     new_daemon_state(llm)
-    d = Daemon(spec["tempokvd"], tmp, spec["endpoint"], ["--set", "controller.policy=demand"],
-               metrics=False)
+    d = daemon_mod.start(spec["tempokvd"], tmp, spec["endpoint"],
+                         ["--set", "controller.policy=demand"], metrics=False)
     try:
         settle(llm)
-        before = _counters()
+        before = connector_counters()
         drive(llm, store["prefixes"], 1, 0.0, f"pre{store['key']}")
-        _agent(llm).flush(30.0)
+        agent(llm).flush(30.0)
         deadline = time.monotonic() + 120
         want = before.get("saved_chunks", 0) + store["chunks"]
-        while _counters().get("saved_chunks", 0) < want and time.monotonic() < deadline:
+        while connector_counters().get("saved_chunks", 0) < want and time.monotonic() < deadline:
             time.sleep(0.2)
-        saved = _counters().get("saved_chunks", 0) - before.get("saved_chunks", 0)
+        saved = connector_counters().get("saved_chunks", 0) - before.get("saved_chunks", 0)
         stats = d.drained_stats()
     finally:
         d.stop()
@@ -214,26 +167,26 @@ def measured_run(llm, spec, run, prompts):
     d = None
     if connector:
         data = os.path.join(spec["work"], run["name"])
-        copy_store(run["store_dir"], data)
+        daemon_mod.copy_store(run["store_dir"], data)
         flags = ["--set", f"controller.policy={run['policy']}"] + spec["daemon_flags"]
         new_daemon_state(llm)
-        d = Daemon(spec["tempokvd"], data, spec["endpoint"], flags)
+        d = daemon_mod.start(spec["tempokvd"], data, spec["endpoint"], flags)
         settle(llm)
-    before = _counters()
-    agent = _agent(llm) if connector else None
-    errors_before = agent.errors if agent is not None else 0
+    before = connector_counters()
+    ag = agent(llm) if connector else None
+    errors_before = ag.errors if ag is not None else 0
     t = time.monotonic()
     try:
         reqs = drive(llm, prompts, spec["max_tokens"], run["interval_s"], run["name"])
         run_s = time.monotonic() - t
         entry = {"name": run["name"], "run_s": run_s, "requests": reqs}
         entry["flush_requests"] = release_blocks(llm, run["name"])
-        after = _counters()
+        after = connector_counters()
         entry["connector"] = {k: after[k] - before.get(k, 0) for k in after}
         entry.update(_blocks(llm))
         if connector:
-            agent.flush(30.0)
-            entry["agent_errors"] = agent.errors - errors_before
+            ag.flush(30.0)
+            entry["agent_errors"] = ag.errors - errors_before
             stats = d.drained_stats()
             entry["daemon_stats"] = stats
             entry["daemon_live_claims_after"] = live_claims(stats)
@@ -255,7 +208,13 @@ def run(spec, out_path=None):
                 json.dump(out, f)
             os.replace(out_path + ".tmp", out_path)
 
-    prompt_sets = spec["prompt_sets"]
+    def measure(llm, runs):
+        for r in runs:
+            out["runs"].append(measured_run(llm, spec, r, spec["prompt_sets"][r["prompts"]]))
+            save()
+            print(f"tempokv experiment: {r['name']} done in {out['runs'][-1]['run_s']:.1f} s",
+                  flush=True)
+
     conn_runs = [r for r in spec["runs"] if r["policy"] != "none"]
     plain_runs = [r for r in spec["runs"] if r["policy"] == "none"]
     if conn_runs or spec["stores"]:
@@ -268,22 +227,14 @@ def run(spec, out_path=None):
             out["precomputed"].append({"key": store["key"], "s": time.monotonic() - t})
             print(f"tempokv experiment: store {store['key']} precomputed in "
                   f"{time.monotonic() - t:.1f} s", flush=True)
-        for r in conn_runs:
-            out["runs"].append(measured_run(llm, spec, r, prompt_sets[r["prompts"]]))
-            save()
-            print(f"tempokv experiment: {r['name']} done in {out['runs'][-1]['run_s']:.1f} s",
-                  flush=True)
-        _close(llm)
+        measure(llm, conn_runs)
+        close_llm(llm)
     if plain_runs:
         t = time.monotonic()
         llm = _llm(spec, False)
         out["init_s"]["no_connector"] = time.monotonic() - t
-        for r in plain_runs:
-            out["runs"].append(measured_run(llm, spec, r, prompt_sets[r["prompts"]]))
-            save()
-            print(f"tempokv experiment: {r['name']} done in {out['runs'][-1]['run_s']:.1f} s",
-                  flush=True)
-        _close(llm)
+        measure(llm, plain_runs)
+        close_llm(llm)
     return out
 
 

@@ -1,0 +1,111 @@
+"""tempokvd as a child process of the vLLM checks (scripts/vllm-e2e and the policy experiment):
+started on a data directory, waited for until its socket exists, its stats read, stopped.
+
+Only these drivers use it (tests have tests/python/tempokvd_fixture.py). ``endpoint`` None serves
+the daemon's default socket in the data directory; an explicit ``ipc://`` endpoint outside it lets
+successive daemons serve one endpoint (the experiment). With ``metrics`` /metrics listens on a
+free loopback port and ``histograms()`` reads its tempokv_*_seconds histograms.
+"""
+
+import os
+import re
+import socket
+import subprocess
+import time
+import urllib.request
+
+from .. import TempoKVClient
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))))
+
+
+def default_tempokvd(build_dirs=("build/release", "build/debug", "build")):
+    """The first tempokvd built in the checkout, in the order of ``build_dirs`` ("" if none)."""
+    for d in build_dirs:
+        p = os.path.join(REPO, d, "tools", "tempokvd")
+        if os.access(p, os.X_OK):
+            return p
+    return ""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def live_claims(stats):
+    """Claims the daemon holds in any state (the claims_* gauges, not the *_total counters)."""
+    return sum(v for k, v in stats.items()
+               if k.startswith("claims_") and not k.endswith("_total"))
+
+
+class Daemon:
+    """tempokvd on ``data_dir`` with ``flags``; raises (with its log) when it does not start."""
+
+    def __init__(self, binary, data_dir, flags=(), endpoint=None, metrics=False):
+        self.data_dir = data_dir
+        self.endpoint = endpoint or "ipc://" + os.path.join(data_dir, "tempokvd.sock")
+        self.sock = self.endpoint[len("ipc://"):]
+        self.metrics_port = free_port() if metrics else None
+        args = [binary, "--data-dir", data_dir,
+                "--metrics", f"127.0.0.1:{self.metrics_port}" if metrics else ""]
+        if endpoint:
+            args += ["--set", f"server.endpoint={endpoint}"]
+        os.makedirs(data_dir, exist_ok=True)
+        self.log_path = os.path.join(data_dir, "tempokvd.log")
+        self._log = open(self.log_path, "ab")
+        if os.path.exists(self.sock):
+            os.unlink(self.sock)  # a stale socket of a daemon that died
+        self.proc = subprocess.Popen(args + list(flags), stdout=self._log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not os.path.exists(self.sock):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"tempokvd did not start; its log:\n{self.log()[-4000:]}")
+            time.sleep(0.05)
+
+    def log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def stats(self, name="vllm-check"):
+        with TempoKVClient(self.endpoint, name=name, map_shared_memory=False) as c:
+            return c.stats()
+
+    def drained_stats(self, timeout_s=20.0):
+        """Stats once no claim is live and nothing is protected or reserved (or at the
+        timeout: the caller then sees what was left)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            s = self.stats()
+            if (live_claims(s) == 0 and not s.get("tier_protected_bytes")
+                    and not s.get("tier_reserved_bytes")) or time.monotonic() > deadline:
+                return s
+            time.sleep(0.1)
+
+    def histograms(self):
+        """{name: [(le, cumulative count)]} of the tempokv_*_seconds histograms in /metrics."""
+        if not self.metrics_port:
+            return {}
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        text = urllib.request.urlopen(url, timeout=10).read().decode()
+        out = {}
+        pat = re.compile(r'^tempokv_(\w+)_seconds_bucket\{le="([^"]+)"\} (\S+)$')
+        for line in text.splitlines():
+            m = pat.match(line)
+            if m:
+                out.setdefault(m.group(1), []).append((m.group(2), float(m.group(3))))
+        return out
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()

@@ -1,0 +1,70 @@
+"""vLLM's offline engine as the vLLM checks drive it (scripts/vllm-e2e's passes and the policy
+experiment's engine process): built with or without the TempoKV connector, closed so that the
+next one can start in the same process, and the connector's two sides found in it.
+
+Imports vLLM lazily: callers set VLLM_ENABLE_V1_MULTIPROCESSING / VLLM_CPU_KVCACHE_SPACE first.
+"""
+
+import gc
+
+
+def build_llm(spec, connector_extra=None, scheduler_cls="tempokv.vllm.TempoKVAsyncScheduler",
+              prefix_caching=False, async_scheduling=True):
+    """``LLM`` over ``spec``'s model and limits (float32, eager, greedy-ready). With
+    ``connector_extra`` (the connector's extra config) the TempoKV connector and
+    ``scheduler_cls`` are plugged in, failed loads recomputed."""
+    from vllm import LLM
+
+    kw = dict(model=spec["model_dir"], dtype="float32", enforce_eager=True, seed=0,
+              max_model_len=spec["max_model_len"], max_num_seqs=spec["max_num_seqs"],
+              max_num_batched_tokens=spec["max_num_batched_tokens"],
+              enable_prefix_caching=prefix_caching, async_scheduling=async_scheduling)
+    if connector_extra is not None:
+        kw["kv_transfer_config"] = {
+            "kv_connector": "TempoKVConnector", "kv_connector_module_path": "tempokv.vllm",
+            "kv_role": "kv_both", "kv_load_failure_policy": "recompute",
+            "kv_connector_extra_config": connector_extra}
+        kw["scheduler_cls"] = scheduler_cls
+    return LLM(**kw)
+
+
+def close_llm(llm):
+    from vllm.distributed import cleanup_dist_env_and_memory
+    try:
+        llm.llm_engine.engine_core.shutdown()
+    except Exception:
+        pass
+    del llm
+    gc.collect()
+    cleanup_dist_env_and_memory()
+
+
+def scheduler(llm):
+    """vLLM's scheduler (in-process engine only: AttributeError otherwise)."""
+    return llm.llm_engine.engine_core.engine_core.scheduler
+
+
+def agent(llm):
+    """The connector's scheduler-side agent, or None (no connector, or not in-process)."""
+    try:
+        return scheduler(llm).connector.agent
+    except AttributeError:
+        return None
+
+
+def worker_connector():
+    """This process's worker-side TempoKV connector, or None."""
+    from vllm.distributed.kv_transfer import get_kv_transfer_group, has_kv_transfer_group
+    if not has_kv_transfer_group():
+        return None
+    c = get_kv_transfer_group()
+    return c if getattr(c, "loader", None) is not None else None
+
+
+def connector_counters():
+    """The worker side's load and save counters ({} without an in-process worker connector)."""
+    c = worker_connector()
+    if c is None:
+        return {}
+    return {"loaded_tokens": c.loader.loaded_tokens, "load_errors": c.loader.failed,
+            "saved_chunks": c.saver.saved, "save_failures": c.saver.failed}
