@@ -44,8 +44,8 @@ def chunk_keys(model, tokens, chunk_tokens):
 
 
 class RequestIds:
-    """vLLM's string request ids as unique u64 ids for tempokvd, which refuses an id another
-    runtime uses: a random 24-bit prefix per instance (engines and processes sharing a daemon)
+    """vLLM's string request ids as unique u64 ids for tempokvd, whose ids are per runtime
+    (several engines or processes may join one runtime): a random 24-bit prefix per instance
     above a 40-bit counter, never a hash of the string (a hash could collide). The same string
     gets the same id until it is released. Thread-safe."""
 

@@ -25,8 +25,8 @@ const Field kFields[] = {
      "ZMQ endpoint clients connect to: ipc://PATH, or tcp://HOST:PORT on a loopback host "
      "(127.x.x.x, ::1, localhost) unless allow_remote; \"\" means ipc://DATA_DIR/tempokvd.sock."},
     {"server", "allow_remote", FieldType::kBool, TEMPOKV_FIELD_REF(server.allow_remote),
-     "Accept a tcp:// endpoint or a metrics_address on a non-loopback host. Neither the "
-     "protocol nor /metrics has authentication."},
+     "Accept a tcp:// endpoint or a metrics_address on a non-loopback host. The protocol "
+     "authenticates only joins of runtimes listed in tokens_file; /metrics not at all."},
     {"server", "metrics_address", FieldType::kString, TEMPOKV_FIELD_REF(server.metrics_address),
      "HOST:PORT of the Prometheus /metrics HTTP server ([::1]:PORT for IPv6), on a loopback host "
      "unless allow_remote; \"\" disables it; port 0 takes any free port."},

@@ -6,7 +6,7 @@ namespace tempokv {
 
 FaultInjectingEngine::FaultInjectingEngine(Executor& executor, std::unique_ptr<SsdEngine> inner,
                                            uint64_t seed)
-    : executor_(executor), inner_(std::move(inner)), rng_(seed) {}
+    : ForwardingEngine(std::move(inner)), executor_(executor), rng_(seed) {}
 
 FaultInjectingEngine::RuleId FaultInjectingEngine::add_rule(const Rule& rule) {
   std::lock_guard<std::mutex> lock(mu_);

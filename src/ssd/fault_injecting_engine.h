@@ -35,13 +35,13 @@
 #include <random>
 #include <vector>
 
+#include "ssd/forwarding_engine.h"
 #include "ssd/io_args.h"
 #include "ssd/page_cache_model.h"
-#include "ssd/ssd_engine.h"
 
 namespace tempokv {
 
-class FaultInjectingEngine final : public SsdEngine {
+class FaultInjectingEngine final : public ForwardingEngine {
  public:
   // Bit mask of the operations a rule matches.
   enum Ops : uint8_t { kReads = 1, kWrites = 2, kSyncs = 4, kAllOps = 7 };
@@ -88,7 +88,6 @@ class FaultInjectingEngine final : public SsdEngine {
   RuleId add_delay(Duration delay, uint8_t ops = kAllOps);
 
   uint64_t faults_injected() const;
-  SsdEngine& inner() { return *inner_; }
 
   // Power-loss mode; call before any file is added. seed drives the fate of unsynced pages.
   void enable_power_loss(uint64_t seed);
@@ -99,14 +98,7 @@ class FaultInjectingEngine final : public SsdEngine {
   // After crash() and once no request is in flight: forgets what was not durable.
   Result<PageCacheModel::CutReport> power_cut();
 
-  std::string_view name() const override { return inner_->name(); }
-  bool direct() const override { return inner_->direct(); }
   Result<FileId> add_file(int fd) override;
-  void remove_file(FileId file) override { inner_->remove_file(file); }
-  Status register_buffer(void* base, size_t bytes) override {
-    return inner_->register_buffer(base, bytes);
-  }
-  void unregister_buffer(void* base) override { inner_->unregister_buffer(base); }
 
   void read(FileId file, uint64_t offset, void* buf, size_t len, IoCallback cb,
             IoThreadHook on_io_thread = nullptr) override;
@@ -141,7 +133,6 @@ class FaultInjectingEngine final : public SsdEngine {
   double draw_locked();
 
   Executor& executor_;
-  std::unique_ptr<SsdEngine> inner_;
 
   mutable std::mutex mu_;  // guards everything below
   std::mt19937_64 rng_;

@@ -6,8 +6,8 @@ namespace tempokv {
 
 ReadRateCap::ReadRateCap(Executor& executor, std::unique_ptr<SsdEngine> inner,
                          double read_bytes_per_s, double burst_bytes)
-    : executor_(executor),
-      inner_(std::move(inner)),
+    : ForwardingEngine(std::move(inner)),
+      executor_(executor),
       rate_(read_bytes_per_s),
       burst_(std::max(0.0, burst_bytes)),
       tokens_(burst_),

@@ -15,39 +15,23 @@
 
 #include <memory>
 
-#include "ssd/ssd_engine.h"
+#include "ssd/forwarding_engine.h"
 
 namespace tempokv {
 
-class ReadRateCap final : public SsdEngine {
+class ReadRateCap final : public ForwardingEngine {
  public:
   ReadRateCap(Executor& executor, std::unique_ptr<SsdEngine> inner, double read_bytes_per_s,
               double burst_bytes = 0);
 
-  std::string_view name() const override { return inner_->name(); }
-  bool direct() const override { return inner_->direct(); }
-  Result<FileId> add_file(int fd) override { return inner_->add_file(fd); }
-  void remove_file(FileId file) override { inner_->remove_file(file); }
-  Status register_buffer(void* base, size_t bytes) override {
-    return inner_->register_buffer(base, bytes);
-  }
-  void unregister_buffer(void* base) override { inner_->unregister_buffer(base); }
-
   void read(FileId file, uint64_t offset, void* buf, size_t len, IoCallback cb,
             IoThreadHook on_io_thread = nullptr) override;
-  void write(FileId file, uint64_t offset, const void* buf, size_t len, IoCallback cb) override {
-    inner_->write(file, offset, buf, len, std::move(cb));
-  }
-  void sync(FileId file, IoCallback cb) override { inner_->sync(file, std::move(cb)); }
-
-  SsdEngineStats stats() const override { return inner_->stats(); }
 
  private:
   // On the Executor's thread: charges `bytes` and returns when the read may complete.
   TimePoint charge(size_t bytes);
 
   Executor& executor_;
-  std::unique_ptr<SsdEngine> inner_;
   const double rate_;   // bytes per second, > 0
   const double burst_;  // bucket size in bytes, >= 0
   double tokens_;       // may be negative: bytes owed

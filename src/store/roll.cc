@@ -132,19 +132,28 @@ void StoreImpl::on_next_done(uint32_t id, Result<int> fd, bool published) {
   maybe_finish_close();
 }
 
-Status StoreImpl::install(uint32_t id, int fd) {
+Result<std::unique_ptr<Segment>> StoreImpl::new_segment(uint32_t id, int fd, std::string path) {
   Result<FileId> file = engine_.add_file(fd);
-  std::string path = options_.simulated ? "" : options_.dir + "/" + segment_file_name(id);
   if (!file.is_ok()) {
     if (fd >= 0) ::close(fd);
-    if (!path.empty()) remove_file_off_loop(path);
     return file.status();
   }
   auto seg = std::make_unique<Segment>();
   seg->id = id;
   seg->fd = fd;
   seg->file = *file;
-  seg->path = path;
+  seg->path = std::move(path);
+  return seg;
+}
+
+Status StoreImpl::install(uint32_t id, int fd) {
+  std::string path = options_.simulated ? "" : options_.dir + "/" + segment_file_name(id);
+  Result<std::unique_ptr<Segment>> made = new_segment(id, fd, path);
+  if (!made.is_ok()) {
+    if (!path.empty()) remove_file_off_loop(path);
+    return made.status();
+  }
+  std::unique_ptr<Segment> seg = std::move(made).value();
   seg->bytes = options_.segment_bytes;
   seg->write_offset = kHeaderBytes;
   live_disk_bytes_ += seg->bytes;

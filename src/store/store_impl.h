@@ -153,6 +153,8 @@ class StoreImpl final : public Store {
   void start_next(bool spare);
   void on_next_done(uint32_t id, Result<int> fd, bool published);
   Status install(uint32_t id, int fd);
+  // A segment record for file `fd` (registered with the engine; closed when that fails).
+  Result<std::unique_ptr<Segment>> new_segment(uint32_t id, int fd, std::string path);
   void fail_waiting(const Status& st);
   void discard_spare();
   // reclaim.cc

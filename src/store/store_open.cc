@@ -171,16 +171,7 @@ Status StoreImpl::adopt_segment(uint32_t id, const SegmentScan& scan, bool writa
   std::string path = options_.dir + "/" + segment_file_name(id);
   TEMPOKV_ASSIGN_OR_RETURN(int fd,
                            open_segment_file(path, engine_.direct(), options_.read_only));
-  Result<FileId> file = engine_.add_file(fd);
-  if (!file.is_ok()) {
-    ::close(fd);
-    return file.status();
-  }
-  auto seg = std::make_unique<Segment>();
-  seg->id = id;
-  seg->fd = fd;
-  seg->file = *file;
-  seg->path = path;
+  TEMPOKV_ASSIGN_OR_RETURN(std::unique_ptr<Segment> seg, new_segment(id, fd, path));
   seg->bytes = scan.file_bytes;
   seg->write_offset = scan.end_offset;
   seg->records = scan.records.size();
