@@ -187,13 +187,22 @@ bool RealExecutor::run_until(const std::function<bool()>& pred) {
         [[maybe_unused]] ssize_t r = read(timer_fd_, &count, sizeof count);
       }
     }
+    // Returning before run_due_timers() leaves the timers that are due to the next run: the
+    // timerfd's readiness was read above, so it is armed again for them (else that run would
+    // sleep until some other event).
     drain_posted();
-    if (pred()) return true;
+    if (pred()) {
+      arm_timerfd();
+      return true;
+    }
     for (int i = 0; i < n && !stop_.load(std::memory_order_relaxed); ++i) {
       if (events[i].data.u64 <= kTimerToken) continue;
       dispatch(events[i].data.u64, events[i].events);
       // Returning mid-batch loses nothing: the rest are level-triggered and are reported again.
-      if (pred()) return true;
+      if (pred()) {
+        arm_timerfd();
+        return true;
+      }
     }
     run_due_timers();
   }

@@ -57,6 +57,29 @@ TEST(RealExecutor, StopConsumedByOneRunDoesNotEndTheNext) {
   EXPECT_TRUE(ex.run_until([&] { return later; }));
 }
 
+TEST(RealExecutor, ATimerDueWhenARunEndsOnItsPredicateFiresInTheNextRun) {
+  // A run that ends on its predicate after reading the timer's readiness, before running the
+  // due timers, must leave the timer able to wake the next run (it used to wait for some other
+  // event: a test of the store hung until a 20 s timeout).
+  RealExecutor ex;
+  bool fired = false;
+  ex.after(milliseconds(1), [&] { fired = true; });
+  std::this_thread::sleep_for(milliseconds(10));  // the timer is due, its fd readable
+  bool posted = false;
+  ex.post([&] { posted = true; });
+  ASSERT_TRUE(ex.run_until([&] { return posted; }));
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 200 && !done.load(); ++i) std::this_thread::sleep_for(milliseconds(10));
+    ex.post([] {});  // wakes a run that would otherwise wait forever
+  });
+  TimePoint start = ex.now();
+  EXPECT_TRUE(ex.run_until([&] { return fired; }));
+  EXPECT_LT(ex.now() - start, milliseconds(1000)) << "the due timer waited for another event";
+  done = true;
+  watchdog.join();
+}
+
 TEST(RealExecutor, PostsFromOtherThreadsAllRunOnTheLoopThread) {
   RealExecutor ex;
   constexpr int kThreads = 4, kPerThread = 1000;
