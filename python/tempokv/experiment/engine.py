@@ -123,16 +123,6 @@ def release_blocks(llm, rid_prefix, timeout_s=30.0):
         time.sleep(0.05)
 
 
-def new_daemon_state(llm):
-    """What the engine remembers of the last daemon that the next one does not have: the
-    scheduler side's keys already saved (it never saves a key twice, to spare the store
-    duplicate puts). Each run's store copy lacks what the previous run saved, so without this
-    only the first policy of a seed would pay for the saves of the chunks it computes."""
-    sched = getattr(scheduler(llm).connector, "_sched", None)
-    if sched is not None:
-        sched.forget_saved()
-
-
 def precompute(llm, spec, store):
     """Runs each stored prefix once (one output token) against a daemon on the cache
     directory: the connector saves every full chunk, which is the store."""
@@ -140,7 +130,6 @@ def precompute(llm, spec, store):
     if os.path.exists(tmp):
         import shutil
         shutil.rmtree(tmp)
-    new_daemon_state(llm)
     d = daemon_mod.start(spec["tempokvd"], tmp, spec["endpoint"],
                          ["--set", "controller.policy=demand"], metrics=False)
     try:
@@ -169,7 +158,6 @@ def measured_run(llm, spec, run, prompts):
         data = os.path.join(spec["work"], run["name"])
         daemon_mod.copy_store(run["store_dir"], data)
         flags = ["--set", f"controller.policy={run['policy']}"] + spec["daemon_flags"]
-        new_daemon_state(llm)
         d = daemon_mod.start(spec["tempokvd"], data, spec["endpoint"], flags)
         settle(llm)
     before = connector_counters()
