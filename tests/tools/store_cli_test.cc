@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "store/format.h"
 #include "store/store_test_util.h"
 
@@ -147,6 +149,55 @@ TEST_F(StoreCliTest, StatsAndVerifyReportDropsAndQuarantineWithoutChangingAFile)
   CliRun get = tempokv("store get --key " + test_key(15).to_string() + " --out /dev/null" + dir());
   EXPECT_EQ(get.exit_code, 0) << get.output;
   EXPECT_EQ(fingerprint(dir_.path()), before) << "an inspection command changed the store";
+}
+
+// The benches hold the store and the restore paths to fio's best, fio run beside each measured
+// read: every round (restore) gets its own pair, and fio's best is at least its equal-depth rate.
+bool fio_installed() { return std::system("fio --version >/dev/null 2>&1") == 0; }
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+TEST(BenchCli, StoreBenchComparesEachRoundWithFiosBestBesideIt) {
+  if (!fio_installed()) GTEST_SKIP() << "fio is not installed";
+  TempDir dir;
+  if (!dir.supports_direct()) GTEST_SKIP() << "O_DIRECT is refused in " << dir.path();
+  std::string json = dir.path() + "/out.json";
+  CliRun r = tempokv("store bench --dir " + dir.path() + "/s --objects 8 --object-bytes 1MiB " +
+                     "--queue-depth 4 --rounds 3 --compare-fio --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = read_json(json);
+  ASSERT_FALSE(j.is_discarded()) << r.output;
+  ASSERT_EQ(j["fio_gbps_rounds"].size(), 3u);
+  ASSERT_EQ(j["fio_best_gbps_rounds"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_GE(j["fio_best_gbps_rounds"][i].get<double>(), j["fio_gbps_rounds"][i].get<double>());
+  }
+  EXPECT_GT(j["ratio_vs_best"].get<double>(), 0);
+  EXPECT_LE(j["ratio_vs_best"].get<double>(), j["ratio"].get<double>());
+  EXPECT_NE(j["fio_command"].get<std::string>().find("glibc.malloc.hugetlb=1"), std::string::npos);
+}
+
+TEST(BenchCli, RestoreBenchPairsEveryRestoreWithFio) {
+  if (!fio_installed()) GTEST_SKIP() << "fio is not installed";
+  TempDir dir;
+  if (!dir.supports_direct()) GTEST_SKIP() << "O_DIRECT is refused in " << dir.path();
+  std::string json = dir.path() + "/out.json";
+  CliRun r = tempokv("restore-bench --dir " + dir.path() + "/s --paths direct --tokens 512 " +
+                     "--chunk-tokens 128 --sessions 2 --model llama-3.1-8b --compare-fio --json " +
+                     json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = read_json(json);
+  ASSERT_FALSE(j.is_discarded()) << r.output;
+  ASSERT_EQ(j["rows"].size(), 1u);
+  const nlohmann::json& row = j["rows"][0];
+  EXPECT_TRUE(row["verified"].get<bool>()) << r.output;
+  EXPECT_EQ(row["fio_pairs"].get<uint32_t>(), 2u);
+  EXPECT_GE(row["fio_gbps"].get<double>(), row["fio_equal_depth_gbps"].get<double>());
+  EXPECT_GT(row["fio_ratio"].get<double>(), 0);
+  EXPECT_EQ(j["fio_gbps"], row["fio_gbps"]);  // the header's figures are the direct path's
 }
 
 }  // namespace

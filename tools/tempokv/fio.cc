@@ -63,6 +63,21 @@ std::vector<std::string> fio_args(const FioJob& job, const std::string& output) 
   return a;
 }
 
+// This process's environment, with glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES when asked
+// (glibc >= 2.35: malloc madvises its mmapped chunks MADV_HUGEPAGE; older glibc ignores it).
+std::vector<std::string> fio_environment(bool huge_pages) {
+  std::vector<std::string> env;
+  std::string tunables;
+  for (char** e = environ; *e; ++e) {
+    std::string v = *e;
+    if (v.rfind("GLIBC_TUNABLES=", 0) == 0) tunables = v.substr(15);
+    else env.push_back(std::move(v));
+  }
+  if (huge_pages) tunables += (tunables.empty() ? "" : ":") + std::string("glibc.malloc.hugetlb=1");
+  if (!tunables.empty()) env.push_back("GLIBC_TUNABLES=" + tunables);
+  return env;
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -78,13 +93,18 @@ Result<FioResult> run_fio(const FioJob& job) {
   std::vector<std::string> args = fio_args(job, output);
   FioResult result;
   std::vector<char*> argv;
+  if (job.huge_pages) result.command = "GLIBC_TUNABLES=glibc.malloc.hugetlb=1";
   for (auto& s : args) {
     argv.push_back(s.data());
     result.command += (result.command.empty() ? "" : " ") + s;
   }
   argv.push_back(nullptr);
+  std::vector<std::string> env_strings = fio_environment(job.huge_pages);
+  std::vector<char*> env;
+  for (auto& e : env_strings) env.push_back(e.data());
+  env.push_back(nullptr);
   pid_t pid;
-  int rc = posix_spawnp(&pid, "fio", nullptr, nullptr, argv.data(), environ);
+  int rc = posix_spawnp(&pid, "fio", nullptr, nullptr, argv.data(), env.data());
   if (rc != 0) return Status::from_errno(rc, "start fio");
   int wstatus = 0;
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {

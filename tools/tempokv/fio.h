@@ -27,6 +27,11 @@ struct FioJob {
   uint64_t size_bytes = 0;    // --size per file, when non-zero
   std::string read_iolog;     // when set: replay this I/O log instead of generating I/O
   std::vector<std::string> extra_args;  // appended verbatim, e.g. "--numjobs=2"
+  // fio's buffers on transparent huge pages (glibc.malloc.hugetlb=1 in its environment), as the
+  // benches' own read buffers are: on 4 KiB pages a large read splits into as many device
+  // requests as the queue's max_segments allows (~1 MiB on virtio), on 2 MiB pages into
+  // max_sectors_kb ones, which is faster. Off: fio's default pages.
+  bool huge_pages = true;
 
   // When not empty: one fio job per range (its own file, offset and size, the options above
   // shared), run one after another (stonewall); filenames/offset/size above are then unused.

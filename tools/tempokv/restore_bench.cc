@@ -16,8 +16,8 @@
 #include "common/resource_usage.h"
 #include "common/units.h"
 #include "executor/real_executor.h"
+#include "fio_ceiling.h"
 #include "progress.h"
-#include "restore_fio.h"
 #include "restore_measure.h"
 #include "restore_sessions.h"
 #include "ssd/ssd_engine.h"
@@ -74,6 +74,23 @@ struct PathRun {
   RestorePathOptions options;
 };
 
+double disk_gbps(const RestoreSample& s) { return double(s.disk_read_bytes) / (s.ms / 1e3) / 1e9; }
+
+// The reads a path issues for a session, request by request (what fio is to read beside it).
+std::vector<FioReadExtent> session_reads(Store& store, const BenchSession& s,
+                                         uint64_t request_bytes) {
+  std::vector<FioReadExtent> reads;
+  for (const Key& k : s.keys) {
+    std::optional<ObjectInfo> o = store.lookup(k);
+    if (!o) continue;
+    std::string file = store.segment_path(o->segment);
+    for (uint64_t off = 0; off < o->read_bytes(); off += request_bytes) {
+      reads.push_back({file, o->offset + off, std::min(request_bytes, o->read_bytes() - off)});
+    }
+  }
+  return reads;
+}
+
 void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) {
   std::vector<double> ms, disk, delivery, cpu, cpu_host;
   uint64_t payload = 0, host_copy = 0, emulated_copy = 0;
@@ -87,7 +104,7 @@ void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) 
     row.verified = row.verified && s.verified;
     double sec = s.ms / 1e3;
     ms.push_back(s.ms);
-    disk.push_back(double(s.disk_read_bytes) / sec / 1e9);
+    disk.push_back(disk_gbps(s));
     delivery.push_back(double(s.payload_bytes) / sec / 1e9);
     cpu.push_back(s.cpu_s);
     cpu_host.push_back(s.cpu_s - s.emulated_dma_cpu_s);
@@ -257,6 +274,7 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
   if (dev.is_ok()) result.block_device = *dev;
 
   RestoreRig rig{executor, *store, *transfer, result.block_device};
+  std::string fio_error, fio_direct_note, fio_other_note;
   for (PathRun& run : runs) {
     if (!run.row.available) continue;
     const auto& list = sessions[run.row.chunk_tokens];
@@ -287,84 +305,57 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
       if (!s.status.is_ok()) samples.push_back(std::move(s));  // a failure still counts
       bar.update(w + 1);
     }
-    for (const BenchSession& s : list) {
-      samples.push_back(measure_restore(rig, *run.path, s.keys, **dst));
+    // With --compare-fio, fio reads each session's payloads beside its restore, before it for
+    // every other session: a shared drive's drift hits both alike, and each pair gives a ratio.
+    FioPairs pairs;
+    for (size_t i = 0; i < list.size(); ++i) {
+      bool compare = config.compare_fio && fio_error.empty();
+      std::optional<FioCeiling> ceiling;
+      auto fio = [&] {
+        Result<FioCeiling> c =
+            run_fio_ceiling(session_reads(*store, list[i], run.row.request_bytes), run.row.depth);
+        if (c.is_ok()) ceiling = std::move(c).value();
+        else fio_error = c.status().to_string();
+      };
+      if (compare && i % 2 == 1) fio();
+      samples.push_back(measure_restore(rig, *run.path, list[i].keys, **dst));
+      if (compare && i % 2 == 0) fio();
       bar.update(samples.size() + config.warmup);
+      if (ceiling && samples.back().status.is_ok()) {
+        pairs.add(disk_gbps(samples.back()), *ceiling);
+        std::string& note = run.row.path == "direct" ? fio_direct_note : fio_other_note;
+        if (note.empty()) note = ceiling->command + "; first pair: " + ceiling->rates;
+      }
     }
     bar.finish();
     run.row.peak_rss_bytes = read_peak_rss_bytes();
     summarize(run.row, samples);
+    if (!pairs.empty()) {
+      run.row.fio_ratio = pairs.ratio_vs_best();
+      run.row.fio_equal_depth_ratio = pairs.ratio_vs_equal_depth();
+      run.row.fio_gbps = pairs.best_gbps();
+      run.row.fio_equal_depth_gbps = pairs.equal_depth_gbps();
+      run.row.fio_best_depth = pairs.best_depth();
+      run.row.fio_pairs = uint32_t(pairs.rates.size());
+    }
     run.path->unregister_destination(**dst);
     run.path->release();
   }
 
-  if (config.compare_fio) {
-    // The direct path's request size and depth; the gds chunking's files when only gds ran.
-    const PathRun* ref = nullptr;
-    for (const PathRun& r : runs) {
-      if (r.row.available && (!ref || r.row.path == "direct")) ref = &r;
-    }
-    if (ref) {
-      // The reads of the reference path's sessions, as it issued them (request by request).
-      std::vector<FioReadExtent> reads;
-      uint64_t fio_bytes = 0;  // enough to reach a steady rate, not the whole store
-      for (const BenchSession& s : sessions[ref->row.chunk_tokens]) {
-        if (fio_bytes >= 2 * kGiB) break;
-        for (const Key& k : s.keys) {
-          std::optional<ObjectInfo> o = store->lookup(k);
-          if (!o) continue;
-          std::string file = store->segment_path(o->segment);
-          for (uint64_t off = 0; off < o->read_bytes(); off += ref->row.request_bytes) {
-            uint64_t n = std::min(ref->row.request_bytes, o->read_bytes() - off);
-            reads.push_back({file, o->offset + off, n});
-            fio_bytes += n;
-          }
-        }
-      }
-      std::set<std::string> files;
-      for (const FioReadExtent& r : reads) files.insert(r.path);
-      // The median of three runs: the drive's rate moves with whatever else the machine does.
-      std::vector<double> rates;
-      for (int i = 0; i < 3; ++i) {
-        for (const std::string& f : files) (void)drop_page_cache(f);
-        Result<double> gbps = run_fio_same_reads(reads, ref->row.depth, &result.fio_note);
-        if (!gbps.is_ok()) {
-          result.fio_note = gbps.status().to_string();
-          break;
-        }
-        rates.push_back(*gbps);
-      }
-      if (rates.size() == 3) {
-        result.fio_equal_depth_gbps = percentile(rates, 50);
-        result.fio_gbps = result.fio_equal_depth_gbps;
-        result.fio_best_depth = ref->row.depth;
-        result.fio_note += fmt::format("; depth {}: median of {:.2f}, {:.2f}, {:.2f} GB/s",
-                                       ref->row.depth, rates[0], rates[1], rates[2]);
-        // The ceiling: fio at deeper queues over the same requests (one run each).
-        for (uint32_t depth : {8u, 16u, 32u}) {
-          if (depth == ref->row.depth) continue;
-          for (const std::string& f : files) (void)drop_page_cache(f);
-          std::string note;
-          Result<double> gbps = run_fio_same_reads(reads, depth, &note);
-          if (!gbps.is_ok()) continue;
-          result.fio_note += fmt::format("; depth {}: {:.2f} GB/s", depth, *gbps);
-          if (*gbps > *result.fio_gbps) {
-            result.fio_gbps = *gbps;
-            result.fio_best_depth = depth;
-          }
-        }
-      }
-    } else {
-      result.fio_note = "no path ran";
-    }
+  // The header's fio figures: the direct path's pairs (or the first path compared).
+  const RestoreBenchRow* ref = nullptr;
+  for (const PathRun& r : runs) {
+    if (r.row.fio_gbps && (!ref || r.row.path == "direct")) ref = &r.row;
   }
-  for (PathRun& r : runs) {
-    if (result.fio_gbps && r.row.available && *result.fio_gbps > 0) {
-      r.row.fio_ratio = r.row.disk_read_gbps / *result.fio_gbps;
-      r.row.fio_equal_depth_ratio = r.row.disk_read_gbps / *result.fio_equal_depth_gbps;
-    }
-    result.rows.push_back(std::move(r.row));
+  if (ref) {
+    result.fio_gbps = ref->fio_gbps;
+    result.fio_equal_depth_gbps = ref->fio_equal_depth_gbps;
+    result.fio_best_depth = ref->fio_best_depth;
   }
+  if (config.compare_fio) result.fio_note = !fio_error.empty()          ? fio_error
+                      : !fio_direct_note.empty() ? fio_direct_note
+                                                 : fio_other_note;
+  for (PathRun& r : runs) result.rows.push_back(std::move(r.row));
 
   bool closed = false;
   store->close([&](Status) { closed = true; });

@@ -59,6 +59,12 @@ struct RestoreBenchRow {
   double emulated_device_copy_bytes_per_byte = 0;   // emulated DMA copies / payload bytes
   std::optional<double> fio_ratio;                   // disk_read_gbps / fio_gbps (fio's best)
   std::optional<double> fio_equal_depth_ratio;       // disk_read_gbps / fio_equal_depth_gbps
+  // fio over each restored session's reads, run beside its restore (fio_ceiling.h): medians over
+  // the pairs of fio's best rate and of its rate at this path's depth; the ratios above are the
+  // medians of the pairs' ratios.
+  std::optional<double> fio_gbps, fio_equal_depth_gbps;
+  uint32_t fio_best_depth = 0;
+  uint32_t fio_pairs = 0;
   uint64_t peak_rss_bytes = 0;
   bool verified = false;
   std::string error;                                 // first failure, if any restore failed
@@ -66,8 +72,8 @@ struct RestoreBenchRow {
 };
 
 struct RestoreBenchResult {
-  // fio over the reference path's reads: its best over depths {the path's, 8, 16, 32} (the
-  // ceiling the ratios are taken against), and at the path's own depth (median of three).
+  // The direct path's fio figures (or the first path compared when direct did not run): fio's
+  // best over depths {the path's, 8, 16, 32} and its rate at the path's depth (row fields).
   std::optional<double> fio_gbps;
   std::optional<double> fio_equal_depth_gbps;
   uint32_t fio_best_depth = 0;

@@ -14,7 +14,7 @@ std::string format_restore_table(const RestoreBenchResult& r) {
                      r.rows.empty() ? 0 : r.rows.front().restores,
                      r.block_device.empty() ? "unknown" : r.block_device,
                      r.fio_gbps ? fmt::format("; fio best {:.2f} GB/s (depth {}), {:.2f} GB/s at "
-                                              "the reference path's depth",
+                                              "the direct path's depth (medians over restores, fio beside each)",
                                               *r.fio_gbps, r.fio_best_depth,
                                               *r.fio_equal_depth_gbps)
                                 : "");
@@ -41,7 +41,9 @@ std::string format_restore_table(const RestoreBenchResult& r) {
                       : "-",
         format_bytes(row.peak_rss_bytes), row.verified ? "yes" : "NO");
   }
-  out += "vs fio: disk read rate over fio's best (in brackets: over fio at the same depth).\n";
+  out += "vs fio: disk read rate over fio's best over depths {the path's, 8, 16, 32} (in brackets: "
+         "over fio at the path's depth), fio reading the same session beside each restore; the "
+         "median of the pairs' ratios.\n";
   out += "CPU / REQ: core-seconds of all threads per restore; (host) leaves out the emulated "
          "device copy, which a GPU's DMA engine does.\nCPU COPY: bytes the CPU copied on the "
          "host side per byte restored (page cache, bounce buffer, driver staging).\n";
@@ -64,6 +66,12 @@ nlohmann::json restore_result_json(const RestoreBenchConfig& c, const RestoreBen
         {"fio_equal_depth_ratio", row.fio_equal_depth_ratio
                                       ? nlohmann::json(*row.fio_equal_depth_ratio)
                                       : nlohmann::json(nullptr)},
+        {"fio_gbps", row.fio_gbps ? nlohmann::json(*row.fio_gbps) : nlohmann::json(nullptr)},
+        {"fio_equal_depth_gbps", row.fio_equal_depth_gbps
+                                     ? nlohmann::json(*row.fio_equal_depth_gbps)
+                                     : nlohmann::json(nullptr)},
+        {"fio_best_depth", row.fio_best_depth},
+        {"fio_pairs", row.fio_pairs},
         {"restore_ms_median", row.restore_ms_median},
         {"restore_ms_p95", row.restore_ms_p95},
         {"disk_read_gbps", row.disk_read_gbps},

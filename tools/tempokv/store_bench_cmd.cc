@@ -17,7 +17,7 @@
 #include "common/resource_usage.h"
 #include "progress.h"
 #include "store_session.h"
-#include "tempokv/fio.h"
+#include "fio_ceiling.h"
 
 namespace tempokv::cli {
 namespace {
@@ -95,22 +95,19 @@ void pipeline(StoreSession& s, size_t count, uint32_t depth, ProgressBar& bar,
   s.run_until([&] { return finished == count; });
 }
 
-// fio over the payload extents the store read: per segment, one job reading the objects there in
-// log order with `rw=read:4096` (skip each 4 KiB record header), bs = the read size, at the same
-// depth, buffers registered as the store's are. Objects of one size written back to back are evenly spaced, which this relies on; the
-// check below refuses any other layout rather than measure different bytes.
-Result<FioResult> run_fio_same_extents(Store& store, const std::vector<ObjectInfo>& infos,
-                                       uint32_t depth, std::string* note) {
+// fio's ceiling over the payload extents the store read (fio_ceiling.h): per segment, one job
+// reading the objects there in log order with `rw=read:4096` (skip each 4 KiB record header), bs =
+// the read size, buffers registered as the store's are. Objects of one size written back to back
+// are evenly spaced, which this relies on; any other layout is refused (no replay) rather than
+// measure different bytes.
+Result<FioCeiling> fio_ceiling_same_extents(Store& store, const std::vector<ObjectInfo>& infos,
+                                            uint32_t depth, bool small_pages) {
   std::vector<FioReadExtent> reads;
   for (const ObjectInfo& o : infos) reads.push_back({store.segment_path(o.segment), o.offset, o.read_bytes()});
-  TEMPOKV_ASSIGN_OR_RETURN(FioJob job, fio_job_for_extents(std::move(reads), kBlockBytes, depth));
-  job.name = "store-bench";
-  std::set<std::string> paths;
-  for (const auto& r : job.ranges) paths.insert(r.path);
-  for (const auto& p : paths) (void)drop_page_cache(p);
-  Result<FioResult> r = run_fio(job);
-  if (r.is_ok()) *note = r->command;
-  return r;
+  FioCompareOptions o;
+  o.allow_replay = false;
+  o.huge_pages = !small_pages;
+  return run_fio_ceiling(reads, depth, o);
 }
 
 int run_bench(const BenchConfig& cfg) {
@@ -167,13 +164,17 @@ int run_bench(const BenchConfig& cfg) {
     segments.insert(infos.back().segment);
   }
 
-  // 3 and 4, `rounds` times, alternating so that drift of a shared disk hits both alike: read
-  // back at the queue depth and verify; then fio over the same extents, order, depth and size.
+  // 3 and 4, `rounds` times: read back at the queue depth and verify; beside it (before it in
+  // every other round, so that drift of a shared disk hits both alike) fio's ceiling over the same
+  // extents, order and size, at the same depth and at 8, 16 and 32. Ratios are taken per round.
   std::set<size_t> bad_objects;  // failed verification in any round
   std::string first_error, fio_note;
   const double total = double(bytes) * double(cfg.objects);
-  std::vector<double> store_rates, fio_rates, ratios, cpu_rates;
+  std::vector<double> store_rates, cpu_rates;
+  FioPairs pairs;
   for (uint32_t round = 0; round < cfg.rounds; ++round) {
+    Result<FioCeiling> ceiling = Status::unavailable("fio not asked for");
+    if (cfg.compare_fio && round % 2 == 1) ceiling = fio_ceiling_same_extents(s.store(), infos, cfg.queue_depth, cfg.small_pages);
     for (uint32_t seg : segments) (void)drop_page_cache(s.store().segment_path(seg));
     double cpu0 = process_cpu_seconds();
     auto tr = std::chrono::steady_clock::now();
@@ -198,38 +199,19 @@ int run_bench(const BenchConfig& cfg) {
     cpu_rates.push_back((process_cpu_seconds() - cpu0) / (total / 1e9));
     store_rates.push_back(total / read_s / 1e9);
     if (!cfg.compare_fio) continue;
-    Result<FioResult> r = run_fio_same_extents(s.store(), infos, cfg.queue_depth, &fio_note);
-    if (!r.is_ok()) return fail(r.status());
-    fio_rates.push_back(double(r->read_bytes) / r->read_runtime_s / 1e9);
-    ratios.push_back(store_rates.back() / fio_rates.back());
-    if (r->read_bytes != uint64_t(total)) {
-      fio_note += " (fio read " + std::to_string(r->read_bytes) + " bytes, the store " +
-                  std::to_string(uint64_t(total)) + ")";
-    }
-  }
-  // fio must be the ceiling: besides the equal-depth rounds, one run each at depths 8, 16 and 32;
-  // the best of these and the equal-depth median is the reference the store is held to.
-  double fio_best_gbps = 0;
-  uint32_t fio_best_depth = cfg.queue_depth;
-  if (cfg.compare_fio) {
-    fio_best_gbps = median(fio_rates);
-    for (uint32_t depth : {8u, 16u, 32u}) {
-      if (depth == cfg.queue_depth) continue;
-      std::string note;
-      Result<FioResult> r = run_fio_same_extents(s.store(), infos, depth, &note);
-      if (!r.is_ok()) return fail(r.status());
-      double gbps = double(r->read_bytes) / r->read_runtime_s / 1e9;
-      if (gbps > fio_best_gbps) {
-        fio_best_gbps = gbps;
-        fio_best_depth = depth;
-      }
-    }
+    if (round % 2 == 0) ceiling = fio_ceiling_same_extents(s.store(), infos, cfg.queue_depth, cfg.small_pages);
+    if (!ceiling.is_ok()) return fail(ceiling.status());
+    pairs.add(store_rates.back(), *ceiling);
+    fio_note += (fio_note.empty() ? ceiling->command + "; round 1: " : "; round " +
+                 std::to_string(round + 1) + ": ") + ceiling->rates;
   }
   for (auto& b : bufs) s.engine().unregister_buffer(b.data());
   const double read_gbps = median(store_rates);
-  const double fio_gbps = median(fio_rates);
-  const double ratio = median(ratios);
-  const double ratio_vs_best = fio_best_gbps > 0 ? read_gbps / fio_best_gbps : 0;
+  const double fio_gbps = pairs.equal_depth_gbps();
+  const double fio_best_gbps = pairs.best_gbps();
+  const uint32_t fio_best_depth = pairs.best_depth();
+  const double ratio = pairs.empty() ? 0 : pairs.ratio_vs_equal_depth();
+  const double ratio_vs_best = pairs.empty() ? 0 : pairs.ratio_vs_best();
   const double cpu_per_gb = median(cpu_rates);
   const uint64_t verified = cfg.objects - bad_objects.size();
   const uint64_t failed = bad_objects.size();
@@ -264,7 +246,8 @@ int run_bench(const BenchConfig& cfg) {
                         {"engine", std::string(s.engine().name())},
                         {"fio_command", fio_note}, {"small_pages", cfg.small_pages},
                         {"rounds", cfg.rounds},     {"read_gbps_rounds", store_rates},
-                        {"fio_gbps_rounds", fio_rates},
+                        {"fio_gbps_rounds", pairs.equal_depth},
+                        {"fio_best_gbps_rounds", pairs.best},
                         {"fio_best_gbps", fio_best_gbps},
                         {"fio_best_depth", fio_best_depth},
                         {"ratio_vs_best", ratio_vs_best}};

@@ -1,0 +1,126 @@
+#include "fio_ceiling.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/resource_usage.h"
+#include "common/units.h"
+
+namespace tempokv::cli {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+Result<double> run_fio_same_reads(const std::vector<FioReadExtent>& reads, uint32_t depth,
+                                  std::string* note, const FioCompareOptions& options) {
+  // Sequential streams over the same payloads when the reads have that shape (whole chunks of one
+  // size, back to back in the store); otherwise a replay of the exact reads.
+  Result<FioJob> job = fio_job_for_extents(reads, kBlockBytes, depth);
+  std::string log;
+  if (!job.is_ok()) {
+    if (!options.allow_replay) return job.status();
+    log = "/tmp/tempokv-fio-replay-" + std::to_string(getpid()) + ".iolog";
+    TEMPOKV_RETURN_IF_ERROR(write_fio_read_log(log, reads));
+    FioJob replay;
+    replay.name = "replay";
+    replay.block_bytes = reads.front().bytes;  // sizes the buffers; the log sizes each request
+    replay.iodepth = 1;
+    replay.read_iolog = log;
+    replay.extra_args = {"--fixedbufs=1", "--thread=1"};
+    job = replay;
+  } else {
+    job->name = "same-extents";
+  }
+  job->huge_pages = options.huge_pages;
+  std::set<std::string> files;
+  for (const FioReadExtent& r : reads) files.insert(r.path);
+  for (const std::string& f : files) (void)drop_page_cache(f);
+  Result<FioResult> r = run_fio(*job);
+  if (!log.empty()) unlink(log.c_str());
+  if (!r.is_ok()) return r.status();
+  if (r->read_bytes_per_s <= 0) return Status::internal("fio read nothing");
+  uint64_t expected = 0;
+  for (const FioReadExtent& e : reads) expected += e.bytes;
+  if (r->read_bytes != expected) {
+    // Not the same bytes, so not a reference for them.
+    return Status::internal("fio read " + std::to_string(r->read_bytes) + " bytes, not the " +
+                            std::to_string(expected) + " of the compared reads: " + r->command);
+  }
+  if (note) *note = r->command;
+  return r->read_bytes_per_s / 1e9;
+}
+
+Result<FioCeiling> run_fio_ceiling(const std::vector<FioReadExtent>& reads, uint32_t depth,
+                                   const FioCompareOptions& options) {
+  if (reads.empty()) return Status::invalid_argument("fio: no reads to compare with");
+  FioCeiling c;
+  TEMPOKV_ASSIGN_OR_RETURN(c.equal_depth_gbps,
+                           run_fio_same_reads(reads, depth, &c.command, options));
+  c.best_gbps = c.equal_depth_gbps;
+  c.best_depth = depth;
+  c.rates = fmt::format("depth {}: {:.2f} GB/s", depth, c.equal_depth_gbps);
+  if (c.command.find("--read_iolog") != std::string::npos) {
+    c.best_depth = 1;  // a replay runs at depth 1 only
+    return c;
+  }
+  for (uint32_t d : {8u, 16u, 32u}) {
+    if (d == depth) continue;
+    TEMPOKV_ASSIGN_OR_RETURN(double gbps, run_fio_same_reads(reads, d, nullptr, options));
+    c.rates += fmt::format(", depth {}: {:.2f} GB/s", d, gbps);
+    if (gbps > c.best_gbps) {
+      c.best_gbps = gbps;
+      c.best_depth = d;
+    }
+  }
+  return c;
+}
+
+void FioPairs::add(double rate, const FioCeiling& c) {
+  rates.push_back(rate);
+  best.push_back(c.best_gbps);
+  equal_depth.push_back(c.equal_depth_gbps);
+  best_depths.push_back(c.best_depth);
+}
+
+double FioPairs::ratio_vs_best() const {
+  std::vector<double> r;
+  for (size_t i = 0; i < rates.size(); ++i) r.push_back(rates[i] / best[i]);
+  return median(r);
+}
+
+double FioPairs::ratio_vs_equal_depth() const {
+  std::vector<double> r;
+  for (size_t i = 0; i < rates.size(); ++i) r.push_back(rates[i] / equal_depth[i]);
+  return median(r);
+}
+
+double FioPairs::best_gbps() const { return median(best); }
+double FioPairs::equal_depth_gbps() const { return median(equal_depth); }
+
+uint32_t FioPairs::best_depth() const {
+  std::map<uint32_t, int> count;
+  for (uint32_t d : best_depths) ++count[d];
+  uint32_t depth = 0;
+  int most = 0;
+  for (const auto& [d, n] : count) {
+    if (n > most) {
+      most = n;
+      depth = d;
+    }
+  }
+  return depth;
+}
+
+}  // namespace tempokv::cli
