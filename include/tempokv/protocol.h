@@ -7,6 +7,9 @@
 // the daemon's only parser of untrusted bytes: it never throws or crashes on any input and
 // answers InvalidArgument naming what was wrong. The codec is stateless: ordering rules (hello
 // first, increasing ids) belong to the daemon's session. Pure functions; thread-safe.
+//
+// Public (ServiceClient's step, stats, objects and hello name these types); the codec is
+// src/protocol/ (library tempokv_protocol, TempoKV::protocol when installed).
 #pragma once
 
 #include <cstddef>
@@ -19,7 +22,7 @@
 #include <variant>
 #include <vector>
 
-#include "tempokv/runtime_adapter.h"
+#include "tempokv/runtime_api.h"
 
 namespace tempokv::service {
 

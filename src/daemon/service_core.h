@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "adapter/cost_profile.h"
+#include "adapter/runtime_adapter.h"
 #include "controller/controller.h"
 #include "daemon/write_region.h"
 #include "fasttier/fast_tier.h"
@@ -38,7 +39,6 @@
 #include "ssd/ssd_engine.h"
 #include "store/store.h"
 #include "tempokv/protocol.h"
-#include "tempokv/runtime_adapter.h"
 
 namespace tempokv::service {
 
