@@ -17,9 +17,9 @@
 #include <memory>
 #include <vector>
 
+#include "adapter/runtime_adapter.h"
 #include "bench_stack.h"
 #include "controller/controller.h"
-#include "tempokv/runtime_adapter.h"
 
 namespace tempokv {
 namespace {

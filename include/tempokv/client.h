@@ -56,9 +56,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "service/client_mapping.h"
-#include "service/protocol.h"
+#include "tempokv/client_mapping.h"
 #include "tempokv/executor.h"
+#include "tempokv/protocol.h"
 #include "tempokv/runtime_api.h"
 
 namespace tempokv {

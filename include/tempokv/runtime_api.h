@@ -1,5 +1,5 @@
 // RuntimeApi: the calls a serving runtime makes to TempoKV, whichever side of a process boundary
-// TempoKV is on. RuntimeAdapter (runtime_adapter.h) answers them in-process; ServiceClient
+// TempoKV is on. RuntimeAdapter (src/adapter/runtime_adapter.h) answers them in-process; ServiceClient
 // (client.h) carries them to tempokvd over its socket (docs/protocol.md). A runtime written
 // against RuntimeApi runs with either; the contract of each call is RuntimeAdapter's.
 //
@@ -13,10 +13,9 @@
 #include <span>
 #include <vector>
 
-#include "controller/controller.h"  // RetrievalAnswer, RetrievalPath, RetrievalCallback
-#include "provider/claim.h"         // ManifestEntry
-#include "tempokv/executor.h"       // Duration
+#include "tempokv/executor.h"   // Duration
 #include "tempokv/key.h"
+#include "tempokv/retrieval.h"  // ManifestEntry, RetrievalAnswer, RetrievalPath, RetrievalCallback
 #include "tempokv/status.h"
 
 namespace tempokv {

@@ -1,4 +1,4 @@
-#include "tempokv/runtime_adapter.h"
+#include "adapter/runtime_adapter.h"
 
 #include <algorithm>
 #include <cmath>

@@ -57,6 +57,7 @@
 #include "controller/error_feedback.h"
 #include "provider/staging_provider.h"
 #include "tempokv/executor.h"
+#include "tempokv/retrieval.h"  // RetrievalAnswer, RetrievalPath, RetrievalCallback
 
 namespace tempokv {
 
@@ -86,14 +87,6 @@ struct ClaimTimeline {
   std::optional<TimePoint> reported, committed, ready, retrieval_requested, transfer_start,
       transfer_end, released;
 };
-
-enum class RetrievalAnswer {
-  kReady,          // stage-ready now: begin the transfer
-  kOrdinaryReady,  // ordinary path, every object already resident and held: begin the transfer
-  kWait,           // the callback reports when the transfer may begin (or the error)
-};
-enum class RetrievalPath { kStaged, kOrdinary };
-using RetrievalCallback = std::function<void(ClaimId, Result<RetrievalPath>)>;
 
 struct ClaimInfo {
   ClaimId id = 0;

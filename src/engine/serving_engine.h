@@ -53,13 +53,13 @@
 #include <vector>
 
 #include "adapter/cost_profile.h"
+#include "adapter/runtime_adapter.h"
 #include "controller/controller.h"
 #include "engine/kv_writer.h"
 #include "engine/request_record.h"
 #include "engine/step_jitter.h"
 #include "provider/staging_provider.h"
 #include "store/store.h"
-#include "tempokv/runtime_adapter.h"
 #include "tempokv/runtime_api.h"
 #include "transfer/transfer_engine.h"
 #include "workload/request.h"

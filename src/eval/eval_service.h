@@ -22,10 +22,10 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/spawned_daemon.h"
 #include "eval/stack.h"
-#include "service/protocol.h"
-#include "service/spawned_daemon.h"
 #include "tempokv/client.h"
+#include "tempokv/protocol.h"
 
 namespace tempokv {
 

@@ -10,16 +10,10 @@
 
 #include "tempokv/executor.h"
 #include "tempokv/key.h"
+#include "tempokv/retrieval.h"  // ClaimId, ManifestEntry
 #include "tempokv/status.h"
 
 namespace tempokv {
-
-using ClaimId = uint64_t;
-
-struct ManifestEntry {
-  Key key;
-  uint64_t bytes = 0;  // payload bytes of the object in the store
-};
 
 struct StagingClaim {
   ClaimId id = 0;

@@ -1,5 +1,5 @@
 // The runtime adapter over the simulated stack: TTU projection feeds the controller.
-#include "tempokv/runtime_adapter.h"
+#include "adapter/runtime_adapter.h"
 
 #include <gtest/gtest.h>
 

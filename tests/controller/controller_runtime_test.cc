@@ -4,8 +4,8 @@
 
 #include <set>
 
+#include "adapter/runtime_adapter.h"
 #include "controller/controller_fixture.h"
-#include "tempokv/runtime_adapter.h"
 
 namespace tempokv {
 namespace {

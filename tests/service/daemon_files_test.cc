@@ -10,8 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "daemon/shared_file.h"
 #include "service/daemon_process.h"
-#include "service/shared_file.h"
 
 namespace tempokv::testing {
 namespace {

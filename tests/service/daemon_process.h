@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "service/spawned_daemon.h"
+#include "daemon/spawned_daemon.h"
 #include "tempokv/client.h"
 
 namespace tempokv::testing {

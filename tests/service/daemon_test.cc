@@ -15,10 +15,10 @@
 #include <set>
 #include <sstream>
 
+#include "protocol/wire.h"
 #include "service/daemon_fixture.h"
 #include "service/raw_peer.h"
-#include "service/protocol.h"
-#include "service/wire.h"
+#include "tempokv/protocol.h"
 
 namespace tempokv::testing {
 namespace {

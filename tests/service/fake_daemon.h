@@ -17,7 +17,7 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "service/protocol.h"
+#include "tempokv/protocol.h"
 
 namespace tempokv {
 

@@ -1,5 +1,5 @@
 // LatencySketch: quantiles within 1% of the exact ones, over a window of recent values.
-#include "service/latency_sketch.h"
+#include "daemon/latency_sketch.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "service/metrics_http.h"
+#include "daemon/metrics_http.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

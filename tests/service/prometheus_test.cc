@@ -1,4 +1,4 @@
-#include "service/prometheus.h"
+#include "daemon/prometheus.h"
 
 #include <gtest/gtest.h>
 

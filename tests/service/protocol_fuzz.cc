@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <span>
 
-#include "service/protocol.h"
+#include "tempokv/protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tempokv;

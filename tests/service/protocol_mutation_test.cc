@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "service/protocol.h"
+#include "tempokv/protocol.h"
 
 namespace tempokv::service {
 namespace {

@@ -1,4 +1,4 @@
-#include "service/protocol.h"
+#include "tempokv/protocol.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "service/wire.h"
+#include "protocol/wire.h"
 
 namespace tempokv::service {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "service/protocol.h"
+#include "tempokv/protocol.h"
 
 namespace tempokv::testing {
 

@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "service/spawned_daemon.h"
+#include "daemon/spawned_daemon.h"
 #include "tempokv/client.h"
 
 namespace tempokv::cli {

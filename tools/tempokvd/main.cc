@@ -16,7 +16,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "service/daemon.h"
+#include "daemon/daemon.h"
 
 namespace {
 

@@ -1,0 +1,293 @@
+// ServiceClient: connecting, the request/reply exchange, and delivering notifications. The ops
+// themselves are in client_ops.cc, the event-loop glue in client_loop.cc.
+#include "tempokv/client.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "client/client_socket.h"
+#include "executor/real_executor.h"
+
+namespace tempokv {
+
+using service::ReadyNotification;
+using service::Reply;
+
+Status ClientOptions::validate() const {
+  if (endpoint.empty()) return Status::invalid_argument("ClientOptions.endpoint is empty");
+  if (call_timeout <= Duration::zero()) {
+    return Status::invalid_argument("ClientOptions.call_timeout must be positive");
+  }
+  if (lookup_timeout <= Duration::zero()) {
+    return Status::invalid_argument("ClientOptions.lookup_timeout must be positive");
+  }
+  if (name.size() > service::kMaxStringBytes || runtime.size() > service::kMaxStringBytes) {
+    return Status::invalid_argument("ClientOptions.name and .runtime must be at most " +
+                                    std::to_string(service::kMaxStringBytes) + " bytes");
+  }
+  return Status::ok();
+}
+
+ServiceClient::ServiceClient(ClientOptions options, std::unique_ptr<service::ClientSocket> socket)
+    : options_(std::move(options)), socket_(std::move(socket)) {}
+
+ServiceClient::~ServiceClient() {
+  stop_heartbeat_thread();
+  detach();
+  *alive_ = false;
+}
+
+Result<std::unique_ptr<ServiceClient>> ServiceClient::connect(const ClientOptions& options) {
+  TEMPOKV_RETURN_IF_ERROR(options.validate());
+  TEMPOKV_ASSIGN_OR_RETURN(auto socket, service::ClientSocket::open(options.endpoint));
+  std::unique_ptr<ServiceClient> client(new ServiceClient(options, std::move(socket)));
+
+  TEMPOKV_ASSIGN_OR_RETURN(client->hello_, client->say_hello());
+  client->version_ = client->hello_.version;
+  client->heartbeat_interval_ms_ = int64_t(client->hello_.heartbeat_timeout_ms / 3);
+  if (options.map_shared_memory) {
+    Status mapped = client->map_shared_memory();
+    if (!mapped.is_ok()) {
+      // The session exists on the daemon: end it now rather than at its heartbeat timeout.
+      static_cast<void>(client->bye());
+      return mapped;
+    }
+  }
+  if (options.background_heartbeat) client->start_heartbeat_thread();
+  return client;
+}
+
+Status ServiceClient::map_shared_memory() {
+  auto tier = service::ClientMapping::map(hello_.tier_path, hello_.tier_bytes, false,
+                                          /*populate=*/true);
+  if (!tier.is_ok()) {
+    return Status(tier.status().code(), "mapping the fast tier: " + tier.status().message());
+  }
+  auto write = service::ClientMapping::map(hello_.write_path, hello_.write_bytes, true);
+  if (!write.is_ok()) {
+    return Status(write.status().code(), "mapping the write region: " + write.status().message());
+  }
+  tier_ = std::move(tier).value();
+  write_ = std::move(write).value();
+  return Status::ok();
+}
+
+Result<Reply> ServiceClient::call(service::Op op) {
+  if (closed_) {
+    return Status::failed_precondition(std::string(service::op_name(op)) +
+                                       ": the client is closed (bye was sent)");
+  }
+  const bool may_recover = options_.reconnect && !std::holds_alternative<service::Bye>(op);
+  if (may_recover && session_lost_.load()) TEMPOKV_RETURN_IF_ERROR(recover());
+  Result<Reply> reply = call_once(op);
+  if (may_recover && !reply.is_ok() && session_gone(reply.status())) {
+    TEMPOKV_RETURN_IF_ERROR(recover());
+    if (std::holds_alternative<service::Put>(op) ||
+        std::holds_alternative<service::AbortWrite>(op)) {
+      return Status::unavailable(std::string(service::op_name(op)) +
+                                 ": tempokvd lost this client's session and its write "
+                                 "reservations; a new session is open, reserve again");
+    }
+    reply = call_once(op);
+  }
+  // fd() may not fire for messages that came in behind the reply: the wait consumed the signal.
+  schedule_dispatch();
+  return reply;
+}
+
+Result<Reply> ServiceClient::call_once(const service::Op& op) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  return exchange(service::Request{.version = version_, .id = next_id_++, .op = op});
+}
+
+Result<Reply> ServiceClient::exchange(const service::Request& request) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
+  const Duration timeout = std::holds_alternative<service::Lookup>(request.op)
+                               ? std::min(options_.lookup_timeout, options_.call_timeout)
+                               : options_.call_timeout;
+  Result<Reply> reply = exchange_once(request, timeout);
+  ++calls_;
+  call_seconds_ += std::chrono::duration<double>(Clock::now() - started).count();
+  return reply;
+}
+
+Status ServiceClient::report(service::Op op) {
+  if (!options_.pipeline_reports) return call_status(std::move(op));
+  return send_only(std::move(op));
+}
+
+Status ServiceClient::send_only(service::Op op) {
+  if (closed_) {
+    return Status::failed_precondition(std::string(service::op_name(op)) +
+                                       ": the client is closed (bye was sent)");
+  }
+  if (options_.reconnect && session_lost_.load()) TEMPOKV_RETURN_IF_ERROR(recover());
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
+  Status st = send_request(
+      service::Request{.version = version_, .id = next_id_++, .op = std::move(op)}, Duration{});
+  ++calls_;
+  call_seconds_ += std::chrono::duration<double>(Clock::now() - started).count();
+  return st;
+}
+
+Status ServiceClient::send_request(const service::Request& request, Duration timeout) {
+  const std::vector<std::byte> bytes = service::encode_request(request);
+  if (hello_.max_message_bytes != 0 && bytes.size() > hello_.max_message_bytes) {
+    return Status::invalid_argument(std::string(service::op_name(request.op)) + ": message of " +
+                                    std::to_string(bytes.size()) +
+                                    " bytes exceeds the daemon's limit of " +
+                                    std::to_string(hello_.max_message_bytes) + " bytes");
+  }
+  // A daemon the heartbeat found down is not waited for.
+  const Duration wait = daemon_down_.load() ? Duration::zero() : timeout;
+  TEMPOKV_RETURN_IF_ERROR(
+      socket_->send(bytes, std::chrono::ceil<std::chrono::milliseconds>(wait)));
+  last_request_ = std::chrono::steady_clock::now();
+  if (executor_ != nullptr) last_sent_ = executor_->now();
+  return Status::ok();
+}
+
+void ServiceClient::note_unawaited(const service::ServerMessage& message) {
+  // Replies to pipelined reports and to calls that timed out: nobody waits for them, but an
+  // error must not vanish.
+  if (const auto* e = std::get_if<service::ErrorReply>(&message)) {
+    ++late_errors_;
+    last_late_error_ = e->error;
+    if (session_gone(e->error)) session_lost_ = true;
+  }
+}
+
+Result<Reply> ServiceClient::exchange_once(const service::Request& request, Duration timeout,
+                                           bool wait_for_connection) {
+  const std::string op(service::op_name(request.op));
+  // Wall-clock time, not an Executor's: this wait blocks the calling thread on a socket, and a
+  // client need not have an executor at all.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  TEMPOKV_RETURN_IF_ERROR(send_request(request, wait_for_connection ? timeout : Duration{}));
+  for (;;) {
+    const Clock::duration left = deadline - Clock::now();
+    if (left <= Clock::duration::zero()) break;
+    TEMPOKV_ASSIGN_OR_RETURN(auto frame,
+                             socket_->receive(std::chrono::ceil<std::chrono::milliseconds>(left)));
+    if (!frame) continue;
+    daemon_down_ = false;  // it answers
+    Result<service::ServerMessage> msg = service::decode_server_message(*frame);
+    if (!msg.is_ok()) {
+      // With one request in flight this is most likely its reply; failing now beats waiting out
+      // the timeout. A late reply that follows is dropped as stale.
+      return Status::internal("undecodable message from tempokvd at " + options_.endpoint +
+                              " while waiting for " + op + ": " + msg.status().to_string());
+    }
+    if (auto* n = std::get_if<ReadyNotification>(&*msg)) {
+      notifications_.push_back(std::move(*n));
+      continue;
+    }
+    if (auto* e = std::get_if<service::ErrorReply>(&*msg)) {
+      // A nil id means the daemon could not read the envelope: that is the request in flight.
+      if (!e->id || *e->id == request.id) return std::move(e->error);
+      note_unawaited(*msg);
+      continue;
+    }
+    Reply& r = std::get<Reply>(*msg);
+    if (r.id == request.id) return std::move(r);
+    // Otherwise the reply to a pipelined report or a call that timed out.
+  }
+  return Status::unavailable(
+      "tempokvd at " + options_.endpoint + " did not answer " + op + " (id " +
+      std::to_string(request.id) + ") within " +
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) +
+      " ms");
+}
+
+int ServiceClient::fd() const { return socket_->fd(); }
+
+bool ServiceClient::has_pending() const {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  return !notifications_.empty() || socket_->readable();
+}
+
+void ServiceClient::drain_socket() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  while (socket_->readable()) {
+    auto frame = socket_->receive(std::chrono::milliseconds::zero());
+    if (!frame.is_ok()) {
+      if (frame.status().code() == StatusCode::kInvalidArgument) continue;  // a bad message, gone
+      return;  // the socket failed; the next call reports it
+    }
+    if (!*frame) return;
+    Result<service::ServerMessage> msg = service::decode_server_message(**frame);
+    // Undecodable messages and late replies have nobody waiting for them here.
+    if (!msg.is_ok()) continue;
+    if (auto* n = std::get_if<ReadyNotification>(&*msg)) {
+      notifications_.push_back(std::move(*n));
+    } else {
+      note_unawaited(*msg);
+    }
+  }
+}
+
+void ServiceClient::dispatch() {
+  // Drain before each delivery and once more at the end: the last ZMQ_EVENTS read that finds
+  // nothing is what re-arms fd(), and a callback's own calls may have queued more.
+  // A session the heartbeat found gone: its claims' failures are delivered now, never a hang.
+  if (options_.reconnect && !closed_ && session_lost_.load()) static_cast<void>(recover());
+  for (;;) {
+    drain_socket();
+    ReadyNotification n;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (notifications_.empty()) return;
+      n = std::move(notifications_.front());
+      notifications_.pop_front();
+    }
+    deliver(std::move(n));
+  }
+}
+
+void ServiceClient::deliver(ReadyNotification notification) {
+  auto it = claims_.find(notification.request_id);
+  if (it == claims_.end()) return;  // unknown: ignored
+  Claim& claim = it->second;
+  if (!claim.waiting) {
+    // A claim already ready fails only when another session of the runtime cancelled it: the
+    // copy must stop and end its transfer (the daemon keeps the bytes until then).
+    if (!notification.outcome.is_ok()) {
+      claim.ready = false;
+      claim.objects.clear();
+      claim.lost = notification.outcome.status();
+    }
+    return;
+  }
+  claim.waiting = false;
+  RetrievalCallback on_ready = std::move(claim.on_ready);
+  claim.on_ready = nullptr;
+  if (notification.outcome.is_ok()) {
+    claim.ready = true;
+    claim.objects = std::move(notification.objects);
+  } else {
+    claims_.erase(it);  // the daemon released the failed claim
+  }
+  // Last: the callback may call back in and change claims_.
+  if (on_ready) on_ready(notification.request_id, std::move(notification.outcome));
+}
+
+Result<std::vector<service::TierSpan>> ServiceClient::objects(uint64_t id) const {
+  auto it = claims_.find(id);
+  if (it == claims_.end()) {
+    return Status::not_found("objects: request " + std::to_string(id) +
+                             " has no claim answered ready on this client");
+  }
+  if (!it->second.lost.is_ok()) return it->second.lost;
+  if (!it->second.ready) {
+    return Status::failed_precondition("objects: request " + std::to_string(id) +
+                                       " is waiting for its ready notification");
+  }
+  return it->second.objects;
+}
+
+}  // namespace tempokv

@@ -1,0 +1,144 @@
+// ServiceClient's recovery (client.h, Recovery): the hello, saying it again when the daemon lost
+// the session, and the background heartbeat that keeps an idle session alive and notices a
+// daemon that is down or restarted.
+#include <algorithm>
+
+#include "client/client_socket.h"
+#include "tempokv/client.h"
+
+namespace tempokv {
+
+using service::Reply;
+
+bool ServiceClient::session_gone(const Status& st) {
+  // The daemon's answer to a request of a peer without a session (docs/protocol.md, Errors).
+  return st.code() == StatusCode::kFailedPrecondition &&
+         st.message().find("has not said hello") != std::string::npos;
+}
+
+service::Hello ServiceClient::hello_request() const {
+  service::Hello hello{.client = options_.name,
+                       .runtime = options_.runtime,
+                       .max_active = options_.max_active,
+                       .ranks = options_.ranks,
+                       .token = options_.token};
+  for (uint32_t v = service::kMinProtocolVersion; v <= service::kProtocolVersion; ++v) {
+    hello.versions.push_back(v);
+  }
+  return hello;
+}
+
+Result<service::HelloResult> ServiceClient::say_hello() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  // The hello is always written in version 1 (docs/protocol.md: the envelope and hello are
+  // frozen), whatever is negotiated.
+  const service::Request hello{.version = 1, .id = next_id_++, .op = hello_request()};
+  TEMPOKV_ASSIGN_OR_RETURN(Reply reply, exchange(hello));
+  if (!reply.hello) {
+    return Status::internal("tempokvd at " + options_.endpoint +
+                            " answered hello without a hello result");
+  }
+  const uint32_t v = reply.hello->version;
+  if (v < service::kMinProtocolVersion || v > service::kProtocolVersion) {
+    return Status::failed_precondition("tempokvd at " + options_.endpoint + " picked version " +
+                                       std::to_string(v) + ", which this client does not speak");
+  }
+  return std::move(*reply.hello);
+}
+
+Status ServiceClient::recover() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  session_lost_ = false;
+  Result<service::HelloResult> hello = say_hello();
+  if (!hello.is_ok()) {
+    session_lost_ = true;  // the next call tries again
+    return Status(hello.status().code(), "tempokvd at " + options_.endpoint +
+                                             " lost this client's session and a new hello "
+                                             "failed: " + hello.status().message());
+  }
+  const bool restarted = hello->instance != hello_.instance ||
+                         hello->tier_path != hello_.tier_path ||
+                         hello->write_path != hello_.write_path;
+  hello_ = std::move(hello).value();
+  version_ = hello_.version;
+  heartbeat_interval_ms_ = int64_t(hello_.heartbeat_timeout_ms / 3);
+  ++recoveries_;
+  if (restarted && options_.map_shared_memory) {
+    tier_ = service::ClientMapping();
+    write_ = service::ClientMapping();
+    TEMPOKV_RETURN_IF_ERROR(map_shared_memory());
+  }
+  // Whatever the daemon held for the old session is gone: every claim here fails.
+  const Status lost = Status::unavailable(
+      std::string("claim lost: tempokvd ") +
+      (restarted ? "restarted" : "ended this client's session") +
+      "; the daemon no longer knows its request");
+  for (auto& [id, claim] : claims_) {
+    if (claim.waiting) {
+      notifications_.push_back(service::ReadyNotification{id, lost, {}});
+    } else {
+      claim.ready = false;
+      claim.objects.clear();
+      claim.lost = lost;
+    }
+  }
+  return Status::ok();
+}
+
+void ServiceClient::start_heartbeat_thread() {
+  stopping_ = false;
+  heartbeat_thread_ = std::thread([this] { heartbeat_loop(); });
+}
+
+void ServiceClient::stop_heartbeat_thread() {
+  if (!heartbeat_thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  heartbeat_thread_.join();
+}
+
+void ServiceClient::heartbeat_loop() {
+  using Clock = std::chrono::steady_clock;
+  std::unique_lock<std::mutex> stop_lock(stop_mu_);
+  while (!stopping_) {
+    const int64_t ms = heartbeat_interval_ms_.load();
+    if (ms <= 0) {  // a daemon without a heartbeat timeout needs none
+      stop_cv_.wait_for(stop_lock, std::chrono::seconds(1), [this] { return stopping_; });
+      continue;
+    }
+    const auto interval = std::chrono::milliseconds(ms);
+    Clock::time_point due;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      due = std::max(last_request_ + interval, Clock::now() + std::chrono::milliseconds(10));
+    }
+    if (stop_cv_.wait_until(stop_lock, due, [this] { return stopping_; })) break;
+    stop_lock.unlock();
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (Clock::now() - last_request_ >= interval) {
+        // Not counted in calls(): the runtime's thread does not pay for it. A daemon that is
+        // down is not waited for; a slow reply is waited for at most a second.
+        const service::Request request{
+            .version = version_, .id = next_id_++, .op = service::Heartbeat{}};
+        const Result<Reply> reply = exchange_once(
+            request, std::min<Duration>(interval, std::chrono::seconds(1)), /*connect=*/false);
+        last_request_ = Clock::now();
+        if (reply.is_ok()) {
+          daemon_down_ = false;
+        } else if (session_gone(reply.status())) {
+          daemon_down_ = false;
+          session_lost_ = true;
+        } else if (reply.status().code() == StatusCode::kUnavailable) {
+          daemon_down_ = true;
+        }
+      }
+    }
+    stop_lock.lock();
+  }
+}
+
+}  // namespace tempokv

@@ -1,0 +1,229 @@
+#include "daemon/daemon.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "daemon/service_metrics.h"
+#include "daemon/shared_file.h"
+
+namespace tempokv::service {
+
+Result<std::map<std::string, std::string>> read_tokens_file(const std::string& path) {
+  const std::string field = "server.tokens_file " + path;
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return Status::from_errno(errno, field);
+  if (!S_ISREG(st.st_mode)) return Status::invalid_argument(field + " is not a regular file");
+  if ((st.st_mode & 0007) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return Status::invalid_argument(field + " is accessible to users outside its group (mode " +
+                                    mode + "); chmod o-rwx it");
+  }
+  std::ifstream in(path);
+  if (!in) return Status::io_error("read " + field);
+  std::map<std::string, std::string> tokens;
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    std::istringstream words(line);
+    std::string runtime, token, more;
+    if (!(words >> runtime) || runtime[0] == '#') continue;
+    if (!(words >> token) || (words >> more)) {
+      return Status::invalid_argument(field + ":" + std::to_string(n) +
+                                      ": a line must be RUNTIME TOKEN");
+    }
+    if (!tokens.emplace(runtime, token).second) {
+      return Status::invalid_argument(field + ":" + std::to_string(n) + ": runtime '" + runtime +
+                                      "' is listed twice");
+    }
+  }
+  return tokens;
+}
+
+Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profiles_dir,
+                                 uint64_t instance) {
+  TEMPOKV_RETURN_IF_ERROR(c.validate());
+  CoreOptions o;
+  o.instance = instance != 0 ? instance : draw_instance_id();
+  o.store_dir = c.resolved_store_dir();
+  o.segment_bytes = c.store.segment_bytes;
+  o.store_capacity_bytes = c.store.capacity_bytes;
+  o.max_object_bytes = c.store.max_object_bytes;
+  o.ssd = c.store.engine == "threads" ? SsdEngineKind::kThreadPool : SsdEngineKind::kUring;
+  o.queue_depth = c.store.queue_depth;
+  o.read_bytes_per_s = c.store.read_bytes_per_s;
+  o.tier_bytes = c.tier.capacity_bytes;
+  o.budget_bytes = c.tier.budget_bytes;
+  o.slot_bytes = c.tier.slot_bytes;
+  o.tier_is_device = c.tier.backing == "dax";
+  o.tier_huge_pages = c.tier.huge_pages;
+  o.tier_path = c.resolved_tier_path(o.instance);
+  o.write_path = c.write_region_path(o.instance);
+  if (!c.server.group.empty()) {
+    TEMPOKV_ASSIGN_OR_RETURN(o.shared_group, lookup_group(c.server.group));
+  }
+  o.max_write_bytes_per_session = c.server.max_write_bytes_per_session;
+  o.max_requests_per_session = c.server.max_requests_per_session;
+  if (!c.server.tokens_file.empty()) {
+    TEMPOKV_ASSIGN_OR_RETURN(o.runtime_tokens, read_tokens_file(c.server.tokens_file));
+  }
+  o.write_bytes = c.writes.region_bytes;
+  o.policy = c.controller.policy;
+  o.tick = std::chrono::milliseconds(c.controller.tick_ms);
+  o.max_reads_in_flight = c.controller.max_reads_in_flight;
+  o.prior_read_bytes_per_s = c.controller.prior_read_bytes_per_s;
+  o.max_active = c.controller.max_active;
+  o.prior_output_tokens = c.controller.prior_output_tokens;
+  o.heartbeat_timeout = std::chrono::milliseconds(c.server.heartbeat_timeout_ms);
+  o.server_name = "tempokvd 0.1.0";
+  std::string profile = c.controller.profile;
+  const bool is_path = profile.find('/') != std::string::npos ||
+                       std::filesystem::path(profile).extension() == ".json";
+  if (!is_path) profile = profiles_dir + "/" + profile + ".json";
+  Result<CostProfile> p = CostProfile::load(profile);
+  if (!p.is_ok()) {
+    return Status::invalid_argument("controller.profile: " + p.status().to_string());
+  }
+  o.profile = *p;
+  return o;
+}
+
+namespace {
+
+// Takes data_dir/tempokvd.lock (flock, held for the daemon's life, released by the kernel even
+// on SIGKILL): a second daemon on the same data directory would scan the store under a live
+// writer and steal its socket.
+Result<int> lock_data_dir(const std::string& dir) {
+  const std::string path = dir + "/tempokvd.lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) return Status::from_errno(errno, "open " + path);
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char pid[32] = {};
+    const ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+    ::close(fd);
+    if (err != EWOULDBLOCK) return Status::from_errno(err, "flock " + path);
+    return Status::failed_precondition(
+        "data_dir " + dir + " is in use by another tempokvd (pid " +
+        (n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string("?")) +
+        ", lock " + path + "); stop it first or give this one another data_dir");
+  }
+  const std::string mine = std::to_string(getpid());
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, mine.data(), mine.size(), 0) < 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::from_errno(err, "write " + path);
+  }
+  return fd;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const DaemonConfig& config,
+                                              const std::string& profiles_dir) {
+  TEMPOKV_ASSIGN_OR_RETURN(CoreOptions options, core_options(config, profiles_dir));
+  std::error_code ec;
+  std::filesystem::create_directories(config.data_dir, ec);
+  if (ec) return Status::io_error("create data_dir " + config.data_dir + ": " + ec.message());
+  TEMPOKV_ASSIGN_OR_RETURN(const int lock_fd, lock_data_dir(config.data_dir));
+  std::unique_ptr<Daemon> d(new Daemon());
+  d->lock_fd_ = lock_fd;
+  d->data_dir_ = config.data_dir;
+  // Shared files of the last daemon on this data_dir (SIGKILLed, crashed) are removed; the new
+  // ones are recorded before they exist, so whatever this daemon leaves is found the same way.
+  TEMPOKV_RETURN_IF_ERROR(remove_recorded_shared_files(config.data_dir));
+  std::vector<std::string> shared = {options.write_path};
+  if (!options.tier_is_device) shared.push_back(options.tier_path);
+  TEMPOKV_RETURN_IF_ERROR(record_shared_files(config.data_dir, shared));
+  ServerOptions so;
+  so.endpoint = config.resolved_endpoint();
+  so.heartbeat_timeout = options.heartbeat_timeout;
+  so.max_sessions = config.server.max_sessions;
+  so.max_queued_messages = config.server.max_queued_messages;
+  // The core first (the store's scan and the tier's population take a while): the endpoint
+  // appears only when the daemon can answer, so a client's hello never waits on the start.
+  Daemon* self = d.get();
+  TEMPOKV_ASSIGN_OR_RETURN(
+      d->core_, ServiceCore::open(executor, options,
+                                  [self](uint64_t session, std::vector<std::byte> message) {
+                                    if (self->server_) self->server_->send(session, message);
+                                  }));
+  const std::string endpoint = config.resolved_endpoint();
+  const std::string socket_path = endpoint.starts_with("ipc://") ? endpoint.substr(6) : "";
+  struct stat st {};
+  if (!socket_path.empty() && lstat(socket_path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+    // ZeroMQ unlinks the path before binding: refuse rather than remove someone's file.
+    return Status::failed_precondition("server.endpoint " + endpoint + " names a file that is " +
+                                       "not a socket; tempokvd never removes it");
+  }
+  TEMPOKV_ASSIGN_OR_RETURN(d->server_, Server::start(executor, so));
+  if (!socket_path.empty() && options.shared_group) {
+    TEMPOKV_RETURN_IF_ERROR(share_with_group(socket_path, *options.shared_group));
+  }
+  Server* server = d->server_.get();
+  d->core_->set_transport_metrics([server](std::vector<Metric>& m) {
+    const ServerStats s = server->stats();
+    m.push_back({"messages_total", "Messages received", MetricType::kCounter, {},
+                 double(s.messages)});
+    m.push_back({"bad_messages_total", "Messages refused (undecodable or out of order)",
+                 MetricType::kCounter, {}, double(s.bad_messages)});
+    m.push_back({"sessions_timed_out_total", "Sessions ended for silence", MetricType::kCounter,
+                 {}, double(s.sessions_timed_out)});
+    m.push_back({"sessions_disconnected_total", "Sessions ended by a disconnect",
+                 MetricType::kCounter, {}, double(s.sessions_disconnected)});
+    m.push_back({"sessions_refused_total", "Sessions refused over max_sessions",
+                 MetricType::kCounter, {}, double(s.sessions_refused)});
+    m.push_back({"messages_dropped_total",
+                 "Messages refused unread because their session's queue was full",
+                 MetricType::kCounter, {}, double(s.dropped_messages)});
+    m.push_back({"messages_discarded_total",
+                 "Messages of closed or timed-out sessions discarded without being decoded",
+                 MetricType::kCounter, {}, double(s.discarded_messages)});
+    m.push_back({"queued_messages", "Messages read and waiting to be served", MetricType::kGauge,
+                 {}, double(s.queued_messages)});
+    m.push_back({"queued_bytes", "Bytes of the messages waiting to be served",
+                 MetricType::kGauge, {}, double(s.queued_bytes)});
+    // A summary: quantiles over the recent replies, sum and count over all of them.
+    const char* help = "Request receipt to reply (quantiles over recent replies)";
+    for (double q : {0.5, 0.99, 0.999}) {
+      m.push_back({"reply_latency_seconds", help, MetricType::kSummary,
+                   {{"quantile", format_metric_value(q)}}, server->latency_quantile(q)});
+    }
+    m.push_back({"reply_latency_seconds_sum", help, MetricType::kSummary, {},
+                 server->latency_sum_seconds()});
+    m.push_back({"reply_latency_seconds_count", help, MetricType::kSummary, {},
+                 double(server->latency_count())});
+  });
+  if (!config.server.metrics_address.empty()) {
+    ServiceCore* core = d->core_.get();
+    TEMPOKV_ASSIGN_OR_RETURN(d->metrics_,
+                             MetricsHttpServer::start(executor, config.server.metrics_address,
+                                                      [core] { return core->metrics_text(); }));
+  }
+  d->server_->attach(*d->core_);
+  return d;
+}
+
+Daemon::~Daemon() {
+  metrics_.reset();
+  server_.reset();  // before the core: nothing may reach it any more
+  core_.reset();  // removes the shared files
+  if (!data_dir_.empty()) ::unlink(shared_record_path(data_dir_).c_str());
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // the next daemon on the data directory may start
+}
+
+void Daemon::shutdown(std::function<void(Status)> done) {
+  server_->stop_reading();
+  core_->shutdown(std::move(done));
+}
+
+}  // namespace tempokv::service

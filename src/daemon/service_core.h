@@ -1,0 +1,218 @@
+// ServiceCore: what tempokvd serves (docs/protocol.md): the store, the fast tier in shared
+// memory, the staging provider, the controller, one RuntimeAdapter per runtime, the write region,
+// and the sessions that speak for the runtimes. The transport (server.h) decodes messages, keeps
+// the ordering rules and hands each request of an open session to handle(); the core answers
+// through the SendFn, at once or later (a put answers when it is durable).
+//
+// Sessions and runtimes: a runtime is one adapter with its requests and claims; sessions join a
+// runtime by name (tensor-parallel ranks) or get one of their own. A claim shared by several
+// sessions (ClaimShare) ends its transfer only when every session that requested its retrieval
+// has ended its own transfer or left; every session that asked is told when it is ready. When
+// the last session of a runtime closes, every claim of the runtime is cancelled (protection and
+// reservations released once reads in flight drain) and the runtime is forgotten.
+//
+// Request ids are per runtime: a runtime's ids are XORed with its random salt on the way in
+// (service_ids.cc), so runtimes may use the same ids, and a session can name only its own
+// runtime's requests (others are NotFound, so one client can never cancel another's claim).
+//
+// Ownership: owns every component; borrows the Executor, which must outlive it. Threading: the
+// Executor's thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "adapter/cost_profile.h"
+#include "adapter/runtime_adapter.h"
+#include "controller/controller.h"
+#include "daemon/write_region.h"
+#include "fasttier/fast_tier.h"
+#include "provider/staging_provider.h"
+#include "ssd/ssd_engine.h"
+#include "store/store.h"
+#include "tempokv/protocol.h"
+
+namespace tempokv::service {
+
+struct Metric;
+
+struct CoreOptions {
+  // Store.
+  std::string store_dir;                    // segment files
+  uint64_t segment_bytes = 1ULL << 30;      // per segment file
+  uint64_t store_capacity_bytes = 64ULL << 30;
+  uint64_t max_object_bytes = 256ULL << 20;  // largest put
+  SsdEngineKind ssd = SsdEngineKind::kUring;
+  uint32_t queue_depth = 32;
+  double read_bytes_per_s = 0;  // > 0: reads capped at this rate (ReadRateCap), a slower drive
+  // Fast tier: a shared file clients map read-only (on /dev/shm for POSIX shared memory).
+  std::string tier_path;
+  uint64_t tier_bytes = 4ULL << 30;
+  uint64_t budget_bytes = 2ULL << 30;
+  uint64_t slot_bytes = 4096;
+  bool tier_is_device = false;  // a /dev/dax device: not created, not removed
+  bool tier_huge_pages = false;  // ask for transparent huge pages on the tier (madvise, a hint)
+  // Write region (a shared file clients map read-write).
+  std::string write_path;
+  uint64_t write_bytes = 1ULL << 30;
+  // Controller and adapters.
+  std::string policy = "tempokv";  // a commit policy name, or "tempokv-progressive"
+  Duration tick = std::chrono::milliseconds(50);
+  uint32_t max_reads_in_flight = 16;
+  double prior_read_bytes_per_s = 2e9;
+  CostProfile profile;
+  uint32_t max_active = 4;  // a runtime's slot limit unless its hello says otherwise
+  uint32_t prior_output_tokens = 128;
+  Duration heartbeat_timeout = std::chrono::seconds(10);
+  std::string server_name = "tempokvd";
+  uint64_t instance = 0;  // hello's `instance`; 0 draws one
+  // The shared files (tier, write region) are created 0600, or 0660 owned by this group.
+  std::optional<uint32_t> shared_group;
+  // Per-session quotas (server.max_write_bytes_per_session, server.max_requests_per_session).
+  uint64_t max_write_bytes_per_session = 512ULL << 20;
+  uint32_t max_requests_per_session = 16384;
+  // Runtimes that need a token to be joined (server.tokens_file): name -> token.
+  std::map<std::string, std::string> runtime_tokens;
+};
+
+class ServiceCore {
+ public:
+  using SendFn = std::function<void(uint64_t session, std::vector<std::byte> message)>;
+
+  // Opens the store (scanning it: blocking, before serving), creates the shared tier and write
+  // region, the provider and the controller.
+  static Result<std::unique_ptr<ServiceCore>> open(Executor& executor, const CoreOptions& options,
+                                                   SendFn send);
+  ~ServiceCore();
+  ServiceCore(const ServiceCore&) = delete;
+  ServiceCore& operator=(const ServiceCore&) = delete;
+
+  // A session's successful hello at `version`: joins or creates its runtime.
+  Result<HelloResult> open_session(uint64_t session, const Hello& hello, uint32_t version);
+  // One request of an open session (not hello). Replies through send, now or later.
+  void handle(uint64_t session, uint64_t id, const Op& op);
+  // The session ended (bye, disconnect, heartbeat timeout, shutdown): gives up what it held.
+  void close_session(uint64_t session);
+  bool has_session(uint64_t session) const { return sessions_.count(session) != 0; }
+  // The session waits for a reply the core still owes it (a put not yet durable): it is alive
+  // even if it sends nothing meanwhile.
+  bool owes_reply(uint64_t session) const { return puts_by_session_.count(session) != 0; }
+
+  // Ends every runtime (claims cancelled), waits for reads and puts in flight, closes the store,
+  // then calls done. Requests after it get Unavailable.
+  void shutdown(std::function<void(Status)> done);
+
+  // Counters, for the stats op and /metrics.
+  StatList stats() const;
+  // Adds the transport's metrics (sessions it refused, reply latency) to both.
+  void set_transport_metrics(std::function<void(std::vector<Metric>&)> fn) {
+    transport_metrics_ = std::move(fn);
+  }
+  // The Prometheus text exposition of /metrics.
+  std::string metrics_text() const;
+
+  uint64_t instance() const { return instance_; }
+  FastTier& tier() { return *tier_; }
+  StagingProvider& provider() { return *provider_; }
+  Controller& controller() { return *controller_; }
+  Store& store() { return *store_; }
+
+ private:
+  struct Runtime;
+  struct ClaimShare;
+  struct Session;
+  struct Histograms;
+  ServiceCore(Executor& executor, const CoreOptions& options, SendFn send);
+
+  // service_ops.cc
+  Status run_op(Session& s, uint64_t id, const Op& op);
+  Status claim_op(Session& s, uint64_t id, const Op& op);
+  Status retrieval(Session& s, uint64_t id, uint64_t request_id);
+  Status begin_transfer(Session& s, uint64_t request_id);
+  Status end_transfer(Session& s, uint64_t request_id);
+  Status object_transferred(Session& s, uint64_t request_id, const Key& key);
+  Status cancel(Session& s, uint64_t request_id);
+  Status put(Session& s, uint64_t id, const Put& put);
+  Status add_request(Session& s, const RequestInfo& request);
+  Status finish_request(Session& s, uint64_t request_id, uint32_t output_tokens);
+  Status reserve_write(Session& s, uint64_t id, uint64_t bytes);
+  // The request finished or was cancelled: its adder's live_requests quota gets it back.
+  void release_live_request(uint64_t request_id);
+  // service_step.cc
+  Status step(Session& s, const Step& m);
+  void on_ready(uint64_t request_id, Result<RetrievalPath> outcome);
+  std::vector<TierSpan> spans(const ClaimShare& share) const;
+  Status owned(const Session& s, uint64_t request_id, const char* op) const;
+  // A waiting order without the requests of the runtime that ended (finished or cancelled, as
+  // a claim that ended takes its request with it): a runtime's queue may still list them.
+  // Other ids the runtime does not know are an error (NotFound).
+  Result<std::vector<uint64_t>> live_order(const Session& s, std::span<const uint64_t> waiting,
+                                           const char* op) const;
+  void request_ended(Runtime& rt, uint64_t request_id);
+  void end_share(uint64_t request_id);
+  void maybe_end_transfer(uint64_t request_id);
+  // The claim's request was cancelled or finished: sessions waiting or copying are told `why`;
+  // the share ends now, or once no session copies it.
+  void abandon_share(uint64_t request_id, uint64_t by_session, const Status& why);
+  // With declared ranks: how many sessions must have copied a claim (or an object) for it to end.
+  size_t copies_needed(const Runtime& rt) const;
+  // Whether the sessions in `done` cover every copy the claim (or one object) waits for.
+  bool all_copied(const ClaimShare& share, const std::set<uint64_t>& done) const;
+  // service_ids.cc: a runtime's request ids to the daemon-wide ones (XOR its salt) and back in
+  // an error's message.
+  static Op to_internal_ids(Op op, uint64_t salt);
+  static Status to_runtime_ids(const Status& st, const Op& internal, uint64_t salt);
+  // service_core.cc
+  void end_runtime(Runtime& rt);
+  void record_claim_end(uint64_t request_id);
+  // service_metrics.cc: every metric, the transport's included (stats() and metrics_text()).
+  std::vector<Metric> metrics() const;
+  void check_shutdown();
+  void housekeeping();
+
+  Executor& executor_;
+  CoreOptions options_;
+  SendFn send_;
+  const uint64_t instance_;  // hello's `instance`: drawn at start
+  bool tier_created_ = false;  // the tier's file is this daemon's to remove
+  std::unique_ptr<SsdEngine> ssd_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<FastTier> tier_;
+  std::unique_ptr<StagingProvider> provider_;
+  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<WriteRegion> writes_;
+
+  std::map<std::string, std::unique_ptr<Runtime>> runtimes_;  // by name
+  std::unordered_map<uint64_t, std::unique_ptr<Session>> sessions_;
+  std::unordered_map<uint64_t, Runtime*> owner_;  // request id -> its runtime
+  std::unordered_map<uint64_t, ClaimShare> shares_;  // claims with a manifest, by request id
+  std::unordered_map<uint64_t, uint64_t> adder_;     // live request id -> the session that added it
+  uint32_t next_runtime_id_ = 0;
+  uint64_t puts_in_flight_ = 0;
+  std::unordered_map<uint64_t, uint32_t> puts_by_session_;  // puts in flight, by session
+  std::unordered_set<Key> puts_by_key_;                     // keys of the puts in flight
+  bool shutting_down_ = false;
+  std::function<void(Status)> shutdown_done_;
+  std::unique_ptr<Histograms> histograms_;
+  std::function<void(std::vector<Metric>&)> transport_metrics_;
+  struct Counters {
+    uint64_t sessions_opened = 0, sessions_closed = 0, requests = 0, errors = 0;
+    uint64_t puts = 0, put_bytes = 0, failed_puts = 0, runtimes_ended = 0, claims_abandoned = 0;
+    uint64_t steps = 0, steps_missed = 0;
+  } counters_;
+  TimerHandle housekeeping_timer_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+// A random, nonzero id for a daemon process (hello's `instance`; its shared files' names).
+uint64_t draw_instance_id();
+
+}  // namespace tempokv::service

@@ -1,0 +1,255 @@
+// ServiceCore: one request of an open session, op by op.
+#include <algorithm>
+
+#include "common/units.h"
+
+#include "daemon/service_core.h"
+#include "daemon/service_metrics.h"
+#include "daemon/service_state.h"
+
+namespace tempokv::service {
+
+void ServiceCore::handle(uint64_t session, uint64_t id, const Op& op) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) {
+    send_(session, encode_error(id, Status::failed_precondition("no open session")));
+    return;
+  }
+  ++counters_.requests;
+  const uint64_t salt = it->second->runtime->id_salt;
+  const Op internal = to_internal_ids(op, salt);
+  Status st = shutting_down_ ? Status::unavailable("tempokvd is shutting down")
+                             : run_op(*it->second, id, internal);
+  // run_op sends its own successful replies (some of them later); errors are answered here.
+  if (!st.is_ok()) {
+    ++counters_.errors;
+    send_(session, encode_error(id, to_runtime_ids(st, internal, salt)));
+  }
+}
+
+Status ServiceCore::owned(const Session& s, uint64_t request_id, const char* op) const {
+  auto it = owner_.find(request_id);
+  if (it == owner_.end() || it->second != s.runtime) {
+    return Status::not_found(std::string(op) + ": request " + std::to_string(request_id) +
+                             " is not known to this session's runtime");
+  }
+  return Status::ok();
+}
+
+Result<std::vector<uint64_t>> ServiceCore::live_order(const Session& s,
+                                                      std::span<const uint64_t> waiting,
+                                                      const char* op) const {
+  std::vector<uint64_t> order;
+  order.reserve(waiting.size());
+  for (uint64_t rid : waiting) {
+    if (!s.runtime->requests.count(rid) && s.runtime->ended.count(rid)) continue;
+    TEMPOKV_RETURN_IF_ERROR(owned(s, rid, op));
+    order.push_back(rid);
+  }
+  return order;
+}
+
+void ServiceCore::request_ended(Runtime& rt, uint64_t request_id) {
+  constexpr size_t kEndedKept = 65536;  // as many as one order may list
+  release_live_request(request_id);
+  rt.requests.erase(request_id);
+  rt.stepping.erase(request_id);
+  if (!rt.ended.insert(request_id).second) return;
+  rt.ended_order.push_back(request_id);
+  if (rt.ended_order.size() > kEndedKept) {
+    rt.ended.erase(rt.ended_order.front());
+    rt.ended_order.pop_front();
+  }
+}
+
+Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
+  RuntimeAdapter& a = *s.runtime->adapter;
+  auto reply = [&](Status st) {
+    if (st.is_ok()) send_(s.id, encode_reply(id));
+    return st;
+  };
+  if (const auto* m = std::get_if<AddRequest>(&op)) return reply(add_request(s, m->request));
+  if (const auto* m = std::get_if<ReportHit>(&op)) {
+    TEMPOKV_RETURN_IF_ERROR(owned(s, m->request_id, "report_hit"));
+    TEMPOKV_RETURN_IF_ERROR(a.report_hit(m->request_id, m->manifest));
+    ClaimShare share;
+    share.runtime = s.runtime;
+    share.manifest = m->manifest;
+    shares_[m->request_id] = std::move(share);
+    return reply(Status::ok());
+  }
+  if (const auto* m = std::get_if<UpdateOrder>(&op)) {
+    TEMPOKV_ASSIGN_OR_RETURN(std::vector<uint64_t> order,
+                             live_order(s, m->waiting, "update_order"));
+    return reply(a.update_order(order, Duration(m->boundary_in_ns)));
+  }
+  if (const auto* m = std::get_if<IterationStarted>(&op)) {
+    for (uint64_t rid : m->prefills) TEMPOKV_RETURN_IF_ERROR(owned(s, rid, "iteration_started"));
+    for (uint64_t rid : m->decoders) TEMPOKV_RETURN_IF_ERROR(owned(s, rid, "iteration_started"));
+    return reply(a.iteration_started(m->prefills, m->decoders));
+  }
+  if (const auto* m = std::get_if<Admitted>(&op)) {
+    TEMPOKV_RETURN_IF_ERROR(owned(s, m->request_id, "admitted"));
+    return reply(a.admitted(m->request_id));
+  }
+  if (const auto* m = std::get_if<PrefillDone>(&op)) {
+    TEMPOKV_RETURN_IF_ERROR(owned(s, m->request_id, "prefill_done"));
+    return reply(a.prefill_done(m->request_id));
+  }
+  if (const auto* m = std::get_if<TokensGenerated>(&op)) {
+    TEMPOKV_RETURN_IF_ERROR(owned(s, m->request_id, "tokens_generated"));
+    return reply(a.tokens_generated(m->request_id, m->total_generated));
+  }
+  if (const auto* m = std::get_if<Finished>(&op)) {
+    return reply(finish_request(s, m->request_id, m->output_tokens));
+  }
+  if (const auto* m = std::get_if<Step>(&op)) return step(s, *m);  // answered only on failure
+  if (std::holds_alternative<Heartbeat>(op)) return reply(Status::ok());
+  if (std::holds_alternative<GetStats>(op)) {
+    send_(s.id, encode_stats_reply(id, stats()));
+    return Status::ok();
+  }
+  if (const auto* m = std::get_if<Lookup>(&op)) {
+    std::vector<uint64_t> bytes;
+    bytes.reserve(m->keys.size());
+    std::vector<ManifestEntry> stored;  // the leading keys that are stored
+    for (const Key& k : m->keys) {
+      std::optional<ObjectInfo> info = store_->lookup(k);
+      bytes.push_back(info ? info->payload_bytes : 0);
+      if (info && stored.size() + 1 == bytes.size()) stored.push_back({k, info->payload_bytes});
+    }
+    send_(s.id, encode_lookup_reply(id, bytes, controller_->committable_prefix(stored)));
+    return Status::ok();
+  }
+  if (const auto* m = std::get_if<ReserveWrite>(&op)) return reserve_write(s, id, m->bytes);
+  if (const auto* m = std::get_if<AbortWrite>(&op)) {
+    if (!s.writes.erase(m->offset)) {
+      return Status::invalid_argument("abort_write: offset " + std::to_string(m->offset) +
+                                      " is not a write reservation of this session");
+    }
+    s.write_bytes -= round_up(writes_->reserved(m->offset).value_or(0), kBlockBytes);
+    writes_->release(m->offset);
+    return reply(Status::ok());
+  }
+  if (const auto* m = std::get_if<Put>(&op)) return put(s, id, *m);
+  return claim_op(s, id, op);
+}
+
+Status ServiceCore::reserve_write(Session& s, uint64_t id, uint64_t bytes) {
+  if (bytes > options_.max_object_bytes) {
+    return Status::invalid_argument("reserve_write: " + std::to_string(bytes) +
+                                    " bytes exceed the largest object (" +
+                                    std::to_string(options_.max_object_bytes) + " bytes)");
+  }
+  const uint64_t charge = round_up(bytes, kBlockBytes);
+  if (s.write_bytes + charge > options_.max_write_bytes_per_session) {
+    return Status::resource_exhausted(
+        "reserve_write: the session's write quota (server.max_write_bytes_per_session = " +
+        std::to_string(options_.max_write_bytes_per_session) + " bytes) holds " +
+        std::to_string(s.write_bytes) + " bytes in reservations and puts in flight; " +
+        std::to_string(charge) + " more do not fit; retry after its puts complete");
+  }
+  TEMPOKV_ASSIGN_OR_RETURN(uint64_t offset, writes_->reserve(bytes));
+  s.writes.insert(offset);
+  s.write_bytes += charge;
+  send_(s.id, encode_offset_reply(id, offset));
+  return Status::ok();
+}
+
+Status ServiceCore::add_request(Session& s, const RequestInfo& request) {
+  if (owner_.count(request.id)) {
+    return Status::failed_precondition("add_request: request id " + std::to_string(request.id) +
+                                       " is in use in this runtime");
+  }
+  if (s.live_requests >= options_.max_requests_per_session) {
+    return Status::resource_exhausted(
+        "add_request: the session's live-request quota (server.max_requests_per_session = " +
+        std::to_string(options_.max_requests_per_session) +
+        ") is used up; finish or cancel requests first");
+  }
+  TEMPOKV_RETURN_IF_ERROR(s.runtime->adapter->add_request(request));
+  owner_[request.id] = s.runtime;
+  s.runtime->requests.insert(request.id);
+  adder_[request.id] = s.id;
+  ++s.live_requests;
+  return Status::ok();
+}
+
+void ServiceCore::release_live_request(uint64_t request_id) {
+  auto it = adder_.find(request_id);
+  if (it == adder_.end()) return;
+  auto s = sessions_.find(it->second);
+  if (s != sessions_.end()) --s->second->live_requests;
+  adder_.erase(it);
+}
+
+Status ServiceCore::finish_request(Session& s, uint64_t request_id, uint32_t output_tokens) {
+  TEMPOKV_RETURN_IF_ERROR(owned(s, request_id, "finished"));
+  TEMPOKV_RETURN_IF_ERROR(s.runtime->adapter->finished(request_id, output_tokens));
+  request_ended(*s.runtime, request_id);
+  // The adapter cancelled a claim that was not released: sessions waiting for it or copying
+  // it are told, and it ends once none copies it.
+  abandon_share(request_id, s.id,
+                Status::cancelled("request " + std::to_string(request_id) +
+                                  " finished before its claim was released"));
+  if (!shares_.count(request_id)) owner_.erase(request_id);
+  return Status::ok();
+}
+
+Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
+  std::optional<uint64_t> reserved = writes_->reserved(m.offset);
+  if (!s.writes.count(m.offset) || !reserved) {
+    return Status::invalid_argument("put: offset " + std::to_string(m.offset) +
+                                    " is not a write reservation of this session");
+  }
+  if (m.bytes == 0 || m.bytes > *reserved) {
+    return Status::invalid_argument("put: bytes " + std::to_string(m.bytes) +
+                                    " must be in 1.." + std::to_string(*reserved) +
+                                    " (the reservation at offset " + std::to_string(m.offset) +
+                                    ")");
+  }
+  // The reservation now belongs to the put: it is freed when the store is done with the bytes,
+  // even if the session ends first (or now, when the put is refused).
+  s.writes.erase(m.offset);
+  // A key names immutable KV: replacing it would leave the tier's copy and claims already
+  // committed on the old bytes stale, so an overwrite is refused, in the store or on its way.
+  std::optional<ObjectInfo> stored = store_->lookup(m.key);
+  if (stored || puts_by_key_.count(m.key)) {
+    s.write_bytes -= round_up(*reserved, kBlockBytes);
+    writes_->release(m.offset);
+    const std::string where = stored ? " (" + std::to_string(stored->payload_bytes) + " bytes)"
+                                     : std::string(" (a put is on its way)");
+    return Status::failed_precondition("put: key " + m.key.to_string() + " is already stored" +
+                                       where + "; stored KV is never replaced");
+  }
+  puts_by_key_.insert(m.key);
+  ++puts_in_flight_;
+  ++puts_by_session_[s.id];
+  const uint64_t session = s.id;
+  const uint64_t bytes = m.bytes;
+  std::weak_ptr<int> alive = alive_;
+  store_->put(m.key, m.tokens, writes_->data(m.offset), m.bytes,
+              [this, alive, session, id, offset = m.offset, bytes, key = m.key,
+               charge = round_up(*reserved, kBlockBytes)](Status st) {
+                if (alive.expired()) return;
+                writes_->release(offset);
+                auto owner = sessions_.find(session);
+                if (owner != sessions_.end()) owner->second->write_bytes -= charge;
+                puts_by_key_.erase(key);
+                --puts_in_flight_;
+                if (--puts_by_session_[session] == 0) puts_by_session_.erase(session);
+                if (st.is_ok()) {
+                  ++counters_.puts;
+                  counters_.put_bytes += bytes;
+                  if (sessions_.count(session)) send_(session, encode_reply(id));
+                } else {
+                  ++counters_.failed_puts;
+                  ++counters_.errors;
+                  if (sessions_.count(session)) send_(session, encode_error(id, st));
+                }
+                check_shutdown();
+              });
+  return Status::ok();
+}
+
+}  // namespace tempokv::service

@@ -1,0 +1,71 @@
+// The records ServiceCore keeps per runtime, session and shared claim. Internal to the service.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "daemon/service_core.h"
+
+namespace tempokv::service {
+
+struct ServiceCore::Runtime {
+  std::string name;
+  uint32_t id = 0;
+  uint64_t id_salt = 0;  // its request ids XOR this are the daemon's (service_ids.cc)
+  std::unique_ptr<RuntimeAdapter> adapter;
+  std::set<uint64_t> sessions;
+  uint32_t ranks = 0;  // sessions that copy each claim (0: whoever asked)
+  uint32_t copiers_seen = 0;  // its sessions, live or gone, that ever began a transfer
+  std::unordered_set<uint64_t> requests;  // ids it added that are not finished or cancelled
+  // Ids of its requests that ended (finished or cancelled), the last kEndedKept of them: an
+  // order that still lists one leaves it out instead of failing.
+  std::unordered_set<uint64_t> ended;
+  std::deque<uint64_t> ended_order;
+  // Protocol v2 steps: requests admitted by a step (tokens generated so far), and the batch of
+  // the iteration the last step started.
+  std::unordered_map<uint64_t, uint32_t> stepping;
+  std::vector<uint64_t> step_prefills, step_decoders;
+};
+
+// A claim whose manifest was reported, as its sessions see it.
+struct ServiceCore::ClaimShare {
+  Runtime* runtime = nullptr;
+  std::vector<ManifestEntry> manifest;
+  bool requested = false;  // the adapter's request_retrieval was made
+  std::optional<RetrievalPath> ready;  // the path once the transfer may begin
+  bool in_transfer = false;            // the adapter's begin_transfer was made
+  // Cancelled (or its request finished) while sessions copy it: it ends, and its protection with
+  // it, once no session copies it any more.
+  bool cancelled = false;
+  // Sessions that requested the retrieval: false while their transfer has not ended.
+  std::map<uint64_t, bool> participants;
+  std::set<uint64_t> waiting;   // participants owed a ready notification
+  std::set<uint64_t> copying;   // participants between their begin and end transfer
+  // Progressive release: the sessions that copied each object, and the objects released.
+  std::map<Key, std::set<uint64_t>> objects_done;
+  std::set<Key> objects_released;
+};
+
+struct ServiceCore::Session {
+  uint64_t id = 0;
+  std::string client;
+  Runtime* runtime = nullptr;
+  std::unordered_set<uint64_t> writes;  // write-region reservations it holds (offsets)
+  bool copier = false;                  // it began a transfer at least once
+  // Its quotas' use: write-region bytes of its reservations and of its puts in flight (4 KiB
+  // slots), and the requests it added that are live (not finished or cancelled).
+  uint64_t write_bytes = 0;
+  uint32_t live_requests = 0;
+  uint64_t last_step_seq = 0;           // the seq of its last step (protocol v2)
+  // The adapter's cost of the iterations its last steps started, by seq: what a step's
+  // `measured` durations are compared with (kStepCostsKept of them).
+  std::deque<std::pair<uint64_t, Duration>> step_costs;
+};
+
+}  // namespace tempokv::service

@@ -1,0 +1,127 @@
+// The codec of protocol v2's step op (docs/protocol.md, "step"): one message per scheduler
+// iteration with the batch, the requests that finished and entered the queue, and the order.
+#include "protocol/fields.h"
+#include "protocol/wire.h"
+#include "tempokv/protocol.h"
+
+namespace tempokv::service {
+namespace wire {
+
+namespace {
+
+void pack_u64s(Packer& pk, std::initializer_list<uint64_t> values) {
+  pk.pack_array(static_cast<uint32_t>(values.size()));
+  for (uint64_t v : values) pk.pack(v);
+}
+
+// The entries of one list field: each a fixed-size array of unsigned integers.
+template <size_t N, typename Fn>
+Status read_rows(const Fields& f, std::string_view name, Fn&& fn,
+                 const char* shape = N == 2 ? "[request_id, count]"
+                                            : "[request_id, prompt_tokens, cached_tokens, "
+                                              "cached_bytes, max_output_tokens]") {
+  TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array(name, kMaxIdList));
+  for (uint32_t i = 0; i < a->via.array.size; ++i) {
+    uint64_t v[N];
+    const std::string what = f.what(name) + "[" + std::to_string(i) + "]";
+    TEMPOKV_RETURN_IF_ERROR(fixed_u64s(a->via.array.ptr[i], what, v, shape));
+    TEMPOKV_RETURN_IF_ERROR(fn(v, what));
+  }
+  return Status::ok();
+}
+
+Result<uint32_t> narrow(uint64_t v, const std::string& what) {
+  if (v > UINT32_MAX) return bad(what + " is " + std::to_string(v) + ", above 2^32-1");
+  return static_cast<uint32_t>(v);
+}
+
+}  // namespace
+
+void pack_step_args(Packer& pk, const Step& m) {
+  pk.pack_map(m.measures ? 9 : 8);
+  pack_str(pk, "seq");
+  pk.pack(m.seq);
+  pack_str(pk, "queued");
+  pk.pack_array(static_cast<uint32_t>(m.queued.size()));
+  for (const RequestInfo& r : m.queued) {
+    pack_u64s(pk, {r.id, r.prompt_tokens, r.cached_tokens, r.cached_bytes, r.max_output_tokens});
+  }
+  pack_str(pk, "finished");
+  pk.pack_array(static_cast<uint32_t>(m.finished.size()));
+  for (const StepFinished& x : m.finished) pack_u64s(pk, {x.request_id, x.output_tokens});
+  pack_str(pk, "prefills");
+  pk.pack_array(static_cast<uint32_t>(m.prefills.size()));
+  for (const StepPrefill& x : m.prefills) pack_u64s(pk, {x.request_id, x.tokens});
+  pack_str(pk, "decoders");
+  pk.pack_array(static_cast<uint32_t>(m.decoders.size()));
+  for (uint64_t id : m.decoders) pk.pack(id);
+  pack_str(pk, "waiting");
+  pk.pack_array(static_cast<uint32_t>(m.waiting.size()));
+  for (uint64_t id : m.waiting) pk.pack(id);
+  pack_str(pk, "boundary_in_ns");
+  pk.pack(m.boundary_in_ns);
+  pack_str(pk, "admitted");
+  pk.pack_array(static_cast<uint32_t>(m.admitted.size()));
+  for (uint64_t id : m.admitted) pk.pack(id);
+  if (m.measures) {
+    pack_str(pk, "measured");
+    pk.pack_array(static_cast<uint32_t>(m.measured.size()));
+    for (const StepMeasured& x : m.measured) {
+      pack_u64s(pk, {x.seq, static_cast<uint64_t>(x.duration_ns)});
+    }
+  }
+}
+
+Result<Step> read_step_args(const object& args, const std::string& where) {
+  TEMPOKV_ASSIGN_OR_RETURN(
+      Fields f, Fields::read(args, where,
+                             {"seq", "queued", "finished", "prefills", "decoders", "waiting",
+                              "boundary_in_ns", "admitted", "measured"}));
+  Step m;
+  TEMPOKV_ASSIGN_OR_RETURN(m.seq, f.u64("seq"));
+  TEMPOKV_RETURN_IF_ERROR(read_rows<5>(f, "queued", [&](const uint64_t* v, const std::string& w) {
+    RequestInfo r;
+    r.id = v[0];
+    TEMPOKV_ASSIGN_OR_RETURN(r.prompt_tokens, narrow(v[1], w + "[1]"));
+    TEMPOKV_ASSIGN_OR_RETURN(r.cached_tokens, narrow(v[2], w + "[2]"));
+    r.cached_bytes = v[3];
+    TEMPOKV_ASSIGN_OR_RETURN(r.max_output_tokens, narrow(v[4], w + "[4]"));
+    m.queued.push_back(r);
+    return Status::ok();
+  }));
+  TEMPOKV_RETURN_IF_ERROR(read_rows<2>(f, "finished", [&](const uint64_t* v, const std::string& w) {
+    TEMPOKV_ASSIGN_OR_RETURN(uint32_t n, narrow(v[1], w + "[1]"));
+    m.finished.push_back({v[0], n});
+    return Status::ok();
+  }));
+  TEMPOKV_RETURN_IF_ERROR(read_rows<2>(f, "prefills", [&](const uint64_t* v, const std::string& w) {
+    TEMPOKV_ASSIGN_OR_RETURN(uint32_t n, narrow(v[1], w + "[1]"));
+    m.prefills.push_back({v[0], n});
+    return Status::ok();
+  }));
+  TEMPOKV_ASSIGN_OR_RETURN(m.decoders, f.ids("decoders"));
+  TEMPOKV_ASSIGN_OR_RETURN(m.waiting, f.ids("waiting"));
+  if (f.get("boundary_in_ns") != nullptr) {
+    TEMPOKV_ASSIGN_OR_RETURN(uint64_t ns, f.u64("boundary_in_ns"));
+    if (ns > static_cast<uint64_t>(INT64_MAX)) return bad(f.what("boundary_in_ns") + " overflows");
+    m.boundary_in_ns = static_cast<int64_t>(ns);
+  }
+  if (f.get("admitted") != nullptr) {
+    TEMPOKV_ASSIGN_OR_RETURN(m.admitted, f.ids("admitted"));
+  }
+  if (f.get("measured") != nullptr) {
+    m.measures = true;
+    TEMPOKV_RETURN_IF_ERROR(read_rows<2>(
+        f, "measured",
+        [&](const uint64_t* v, const std::string& w) {
+          if (v[1] > static_cast<uint64_t>(INT64_MAX)) return bad(w + "[1] overflows");
+          m.measured.push_back({v[0], static_cast<int64_t>(v[1])});
+          return Status::ok();
+        },
+        "[seq, duration_ns]"));
+  }
+  return m;
+}
+
+}  // namespace wire
+}  // namespace tempokv::service
