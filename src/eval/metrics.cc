@@ -65,6 +65,10 @@ RunMetrics compute_metrics(std::span<const RequestRecord> records, double protec
   m.ttu_err_p95_s = percentile(ttu_err, 0.95);
   m.ttr_err_p50_s = percentile(ttr_err, 0.50);
   m.ttr_err_p95_s = percentile(ttr_err, 0.95);
+  const std::vector<double> bounds = projection_error_bounds();
+  m.histograms = {{"ttu_error", cumulative_bucket_counts(ttu_err, bounds)},
+                  {"ttr_error", cumulative_bucket_counts(ttr_err, bounds)},
+                  {"lateness", cumulative_bucket_counts(lateness, bounds)}};
   m.p50_ttft_s = percentile(ttft, 0.50);
   m.p95_ttft_s = percentile(ttft, 0.95);
   m.p99_ttft_s = percentile(ttft, 0.99);
