@@ -107,6 +107,11 @@ TEST(RunMetrics, ErrorHistogramsBucketTheClaimsAsTheDaemonsMetricsDo) {
   EXPECT_EQ(count_le("ttr_error", 0), 1u);
   EXPECT_EQ(count_le("ttr_error", 1), 1u);
   EXPECT_EQ(count_le("ttr_error", 2), 2u);
+  // Committed before its use was projected (the adapter's hour-away placeholder): no TTU error.
+  recs[1].projected_use_at_commit = at_ms(1000 + 3600 * 1000);
+  m = compute_metrics(recs, 0, 0);
+  EXPECT_EQ(count_le("ttu_error", 10), 1u);
+  EXPECT_DOUBLE_EQ(m.ttu_err_p95_s, 0.1);
 }
 
 }  // namespace
