@@ -71,6 +71,11 @@ class Daemon:
         with open(self.log_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
 
+    def instance(self, name="vllm-check"):
+        """The daemon instance's id, once it answers a hello (it is ready to serve)."""
+        with TempoKVClient(self.endpoint, name=name, map_shared_memory=False) as c:
+            return c.instance
+
     def stats(self, name="vllm-check"):
         with TempoKVClient(self.endpoint, name=name, map_shared_memory=False) as c:
             return c.stats()

@@ -44,6 +44,16 @@ class Loader:
     def submit(self, spec):
         self._q.put(("load", spec))
 
+    def reach(self, timeout_s=10.0):
+        """The daemon instance this thread's link reaches now (a round trip on the loader
+        thread), or None. A driver that starts a new daemon on the endpoint calls it until the
+        link has reached the new one, so the first load after the switch does not find the link
+        still connecting (its first retrieval then failed: "no connection took the request")."""
+        box = [threading.Event(), None]
+        self._q.put(("reach", box))
+        box[0].wait(timeout_s)
+        return box[1]
+
     def cancel(self, req_ids):
         if req_ids:
             self._q.put(("cancel", set(req_ids)))
@@ -69,6 +79,9 @@ class Loader:
                 kind, arg = self._q.get(timeout=0.005 if self._pending else 0.1)
                 if kind == "load":
                     self._start(arg)
+                elif kind == "reach":
+                    arg[1] = self.link.reach()
+                    arg[0].set()
                 else:
                     self._cancel(arg)
             except queue.Empty:
