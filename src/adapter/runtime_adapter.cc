@@ -311,12 +311,13 @@ Status RuntimeAdapter::finished(uint64_t id, uint32_t output_tokens) {
   requests_.erase(id);
   // A claim the finished request no longer needs must not stay behind to commit or stay
   // protected: it is cancelled (one being copied ends when its copier reports end_transfer).
-  if (!claimed) return Status::ok();
-  Result<ClaimInfo> claim = controller_.info(id);
-  if (!claim.is_ok() || claim->state == ClaimState::kReleased || claim->cancelled) {
-    return Status::ok();
-  }
+  if (!claimed || claim_ended(id)) return Status::ok();
   return controller_.cancel(id);
+}
+
+bool RuntimeAdapter::claim_ended(uint64_t id) const {
+  Result<ClaimInfo> claim = controller_.info(id);
+  return !claim.is_ok() || claim->state == ClaimState::kReleased || claim->cancelled;
 }
 
 Result<RetrievalAnswer> RuntimeAdapter::request_retrieval(uint64_t id,
@@ -341,6 +342,10 @@ Status RuntimeAdapter::cancel(uint64_t id) {
   if (it != requests_.end()) {
     std::erase(running_, id);
     requests_.erase(it);
+    // Its claim may have ended already (its KV was copied): then there is nothing to cancel.
+    // A runtime that preempts a running request cancels it to forget it (vLLM recomputes it
+    // and the connector queues it again under a new id, with a new claim).
+    if (claimed && claim_ended(id)) return Status::ok();
   }
   if (!claimed) return Status::ok();
   return controller_.cancel(id);

@@ -95,6 +95,8 @@ class RuntimeAdapter : public RuntimeApi {
   Status end_transfer(uint64_t id) override;
   // One object of the claim has been copied to the device (progressive release).
   Status object_transferred(uint64_t id, const Key& key) override;
+  // Forgets the request and cancels its claim; a known request whose claim already ended
+  // (released after its copy) is only forgotten.
   Status cancel(uint64_t id) override;
 
   // The last TTU projected for a waiting request (NotFound when none).
@@ -148,6 +150,8 @@ class RuntimeAdapter : public RuntimeApi {
   void iteration_ended();
   void calibrate(Duration profile_cost, Duration actual);
   Duration ready_in(uint64_t id) const;
+  // The request's claim is released or cancelled (or the controller no longer knows it).
+  bool claim_ended(uint64_t id) const;
 
   Controller& controller_;
   std::vector<Req*> scratch_waiting_;  // update_order: the waiting requests' records

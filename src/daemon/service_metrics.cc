@@ -4,17 +4,14 @@
 #include <cctype>
 #include <map>
 
+#include "common/error_buckets.h"
 #include "common/percentile.h"
 #include "daemon/service_state.h"
 
 namespace tempokv::service {
 
 std::vector<double> ServiceCore::Histograms::error_bounds() {
-  std::vector<double> b;
-  for (double v : {10.0, 5.0, 2.0, 1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01}) b.push_back(-v);
-  b.push_back(0);
-  for (double v : {0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0}) b.push_back(v);
-  return b;
+  return projection_error_bounds();  // the eval's rows use the same buckets
 }
 
 namespace {

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/error_buckets.h"
 #include "engine/request_record.h"
 #include "eval/stack.h"
 #include "tempokv/status.h"
@@ -95,6 +96,7 @@ struct EvalRow {
   uint64_t verified_chunks = 0, mismatched_chunks = 0;  // real mode
   double wall_s = 0;  // wall-clock seconds the run took
   std::vector<std::pair<std::string, double>> extra;
+  ErrorHistograms histograms;  // the claims' TTU error, TTR error and lateness
 
   double get(const std::string& name) const;  // an extra field (NaN when absent)
 };

@@ -7,6 +7,13 @@
 #include "common/units.h"
 
 namespace tempokv {
+namespace {
+
+// The adapter's use time for a request no order update has placed is an hour away
+// (runtime_adapter.cc, kUnknownTtu); projections this far out are that placeholder.
+constexpr Duration kUnknownUse = std::chrono::minutes(30);
+
+}  // namespace
 
 RunMetrics compute_metrics(std::span<const RequestRecord> records, double protected_gib_s,
                            double ssd_read_bytes_per_s) {
@@ -21,7 +28,11 @@ RunMetrics compute_metrics(std::span<const RequestRecord> records, double protec
       lateness.push_back(to_seconds(*r.ready - *r.retrieval_requested));
       if (lateness.back() > 0) ++m.late_claims;
     }
-    if (r.committed && r.retrieval_requested && r.projected_use_at_commit) {
+    // A claim committed before any order update projected its use (Immediate at the hit
+    // report) carries the adapter's "unknown" use time, an hour away: no projection to score
+    // (tempokvd's histograms leave it out the same way).
+    if (r.committed && r.retrieval_requested && r.projected_use_at_commit &&
+        *r.projected_use_at_commit - *r.committed < kUnknownUse) {
       ttu_err.push_back(to_seconds(*r.retrieval_requested - *r.projected_use_at_commit));
     }
     if (r.committed && r.ready && r.ttr_at_commit) {
@@ -65,6 +76,10 @@ RunMetrics compute_metrics(std::span<const RequestRecord> records, double protec
   m.ttu_err_p95_s = percentile(ttu_err, 0.95);
   m.ttr_err_p50_s = percentile(ttr_err, 0.50);
   m.ttr_err_p95_s = percentile(ttr_err, 0.95);
+  const std::vector<double> bounds = projection_error_bounds();
+  m.histograms = {{"ttu_error", cumulative_bucket_counts(ttu_err, bounds)},
+                  {"ttr_error", cumulative_bucket_counts(ttr_err, bounds)},
+                  {"lateness", cumulative_bucket_counts(lateness, bounds)}};
   m.p50_ttft_s = percentile(ttft, 0.50);
   m.p95_ttft_s = percentile(ttft, 0.95);
   m.p99_ttft_s = percentile(ttft, 0.99);

@@ -22,6 +22,7 @@
 #include <span>
 #include <vector>
 
+#include "common/error_buckets.h"
 #include "common/percentile.h"
 #include "engine/request_record.h"
 #include "tempokv/executor.h"
@@ -45,6 +46,8 @@ struct RunMetrics {
   uint64_t late_claims = 0;   // of those, ready after the request
   double lateness_p50_s = 0, lateness_p95_s = 0;
   double ttu_err_p50_s = 0, ttu_err_p95_s = 0, ttr_err_p50_s = 0, ttr_err_p95_s = 0;
+  // The same errors bucketed as tempokvd's /metrics buckets them (common/error_buckets.h).
+  ErrorHistograms histograms;
 };
 
 // protected_gib_s: ∫ (protected + reserved) dt of the whole run (ControllerStats). ssd_read_bytes_per_s:

@@ -128,6 +128,20 @@ std::string rows_json(const EvalResult& result) {
                         {"mismatched_chunks", r.mismatched_chunks},
                         {"wall_s", r.wall_s}};
     for (const auto& [k, v] : r.extra) j[k] = v;
+    if (!r.histograms.empty()) {
+      // As the vLLM rows carry tempokvd's /metrics buckets: {name: [[le, cumulative], ...]}.
+      const std::vector<double> bounds = projection_error_bounds();
+      nlohmann::json h = nlohmann::json::object();
+      for (const auto& [name, counts] : r.histograms) {
+        nlohmann::json buckets = nlohmann::json::array();
+        for (size_t i = 0; i < counts.size(); ++i) {
+          const std::string le = i < bounds.size() ? bucket_label(bounds[i]) : "+Inf";
+          buckets.push_back(nlohmann::json::array({le, counts[i]}));
+        }
+        h[name] = std::move(buckets);
+      }
+      j["histograms"] = std::move(h);
+    }
     rows.push_back(std::move(j));
   }
   return nlohmann::json{{"rows", rows}}.dump(1) + "\n";

@@ -233,6 +233,7 @@ Result<Runner::Outcome> Runner::run_once(RunSpec spec) {
   row.extra.emplace_back("ttu_err_p95_s", m.ttu_err_p95_s);
   row.extra.emplace_back("ttr_err_p50_s", m.ttr_err_p50_s);
   row.extra.emplace_back("ttr_err_p95_s", m.ttr_err_p95_s);
+  row.histograms = m.histograms;
   stack.reset();
   // The next run gets a fresh daemon, as it gets a fresh in-process stack.
   if (service_) TEMPOKV_RETURN_IF_ERROR(service_->stop());

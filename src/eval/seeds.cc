@@ -85,6 +85,15 @@ Result<EvalResult> run_eval_seeds(const EvalOptions& options) {
       }
     }
     row.extra.emplace_back("seeds", double(options.seeds));
+    // The histograms of every seed's claims (seed 1's row has its own only).
+    for (size_t k = 0; k < row.histograms.size(); ++k) {
+      std::vector<uint64_t>& sum = row.histograms[k].second;
+      for (size_t s = 1; s < per_seed.size(); ++s) {
+        const ErrorHistograms& h = per_seed[s][i].histograms;
+        if (k >= h.size() || h[k].second.size() != sum.size()) continue;
+        for (size_t b = 0; b < sum.size(); ++b) sum[b] += h[k].second[b];
+      }
+    }
     for (const char* name : kFolded) {
       std::vector<double> values;
       for (const auto& rows : per_seed) {
@@ -98,7 +107,8 @@ Result<EvalResult> run_eval_seeds(const EvalOptions& options) {
     }
   }
   folded.notes.push_back("rows: seed 1's run; *_mean and *_ci95 (95 % t-interval half-width) "
-                         "over seeds 1.." + std::to_string(options.seeds));
+                         "over seeds 1.." + std::to_string(options.seeds) +
+                         "; histograms summed over them");
   return folded;
 }
 

@@ -230,5 +230,24 @@ TEST(RuntimeAdapter, FinishingARequestWhileItsClaimIsCopiedEndsItAtEndTransfer) 
   EXPECT_EQ(f.stack.tier->stats().protected_bytes, 0u);
 }
 
+TEST(RuntimeAdapter, CancellingARequestWhoseClaimWasReleasedOnlyForgetsIt) {
+  AdapterFixture f;
+  ASSERT_TRUE(f.adapter->add_request({1, 1000, 512, testing::kObj, 16}).is_ok());
+  ASSERT_TRUE(f.adapter->report_hit(1, claim_of(1, {1}).objects).is_ok());
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  ASSERT_EQ(*f.adapter->request_retrieval(1, nullptr), RetrievalAnswer::kWait);
+  f.stack.ex.run();
+  ASSERT_TRUE(f.adapter->begin_transfer(1).is_ok());
+  ASSERT_TRUE(f.adapter->end_transfer(1).is_ok());
+  ASSERT_EQ(f.controller->info(1)->state, ClaimState::kReleased);
+  // vLLM preempts the running request (its KV is dropped, to be recomputed): the runtime
+  // cancels it to forget it. Its claim ended with its copy: no error, nothing cancelled.
+  ASSERT_TRUE(f.adapter->cancel(1).is_ok());
+  EXPECT_EQ(f.controller->stats().cancelled, 0u);
+  std::vector<uint64_t> waiting{1};
+  EXPECT_EQ(f.adapter->update_order(waiting).code(), StatusCode::kNotFound);
+  EXPECT_EQ(f.stack.tier->stats().reserved_bytes + f.stack.tier->stats().protected_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace tempokv

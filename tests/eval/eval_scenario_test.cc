@@ -164,5 +164,23 @@ TEST(EvalScenario, EstimatorBiasChangesTheAdaptersCostsNotTheEngines) {
   EXPECT_EQ(run_eval(o).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(EvalScenario, JsonRowsCarryTheErrorHistogramsInTheMetricsBuckets) {
+  EvalResult r;
+  EvalRow row;
+  row.scenario = "fig4-policies";
+  row.policy = "tempokv";
+  row.histograms = {{"lateness", std::vector<uint64_t>(projection_error_bounds().size() + 1, 3)}};
+  r.rows.push_back(row);
+  nlohmann::json j = nlohmann::json::parse(rows_json(r));
+  const nlohmann::json& h = j["rows"][0]["histograms"]["lateness"];
+  ASSERT_EQ(h.size(), 22u);
+  // As tempokvd's /metrics writes them (and the vLLM rows carry them): [le, cumulative count].
+  EXPECT_EQ(h[0][0], "-10");
+  EXPECT_EQ(h[10][0], "0");
+  EXPECT_EQ(h[13][0], "0.05");
+  EXPECT_EQ(h[21][0], "+Inf");
+  EXPECT_EQ(h[21][1], 3);
+}
+
 }  // namespace
 }  // namespace tempokv

@@ -71,5 +71,48 @@ TEST(RunMetrics, CDividesTheByteTimeIntegralByCompletedRequestsAndFloorsUseTrans
   EXPECT_EQ(m.ordinary, 1u);
 }
 
+TEST(RunMetrics, ErrorHistogramsBucketTheClaimsAsTheDaemonsMetricsDo) {
+  // Two timed claims: one ready 0.3 s after its retrieval request (late), one 1.5 s before it.
+  std::vector<RequestRecord> recs{record(1, 0, 4000, 5000, 1), record(2, 0, 4000, 5000, 1)};
+  for (RequestRecord& r : recs) {
+    r.committed = at_ms(1000);
+    r.retrieval_requested = at_ms(3000);
+    r.projected_use_at_commit = at_ms(2900);  // TTU error +0.1 s
+    r.ttr_at_commit = std::chrono::milliseconds(500);
+  }
+  recs[0].ready = at_ms(3300);  // TTR error 2.3 - 0.5 = +1.8 s; lateness +0.3 s
+  recs[1].ready = at_ms(1500);  // TTR error 0; lateness -1.5 s
+  RunMetrics m = compute_metrics(recs, 0, 0);
+  const std::vector<double> bounds = projection_error_bounds();
+  auto count_le = [&](const std::string& name, double bound) -> uint64_t {
+    for (const auto& [n, counts] : m.histograms) {
+      if (n != name) continue;
+      for (size_t i = 0; i < bounds.size(); ++i) {
+        if (bounds[i] == bound) return counts[i];
+      }
+    }
+    return 999;
+  };
+  ASSERT_EQ(m.histograms.size(), 3u);
+  for (const auto& [name, counts] : m.histograms) {
+    ASSERT_EQ(counts.size(), bounds.size() + 1) << name;
+    EXPECT_EQ(counts.back(), 2u) << name;  // +Inf: every claim
+  }
+  EXPECT_EQ(count_le("lateness", -2), 0u);
+  EXPECT_EQ(count_le("lateness", -1), 1u);
+  EXPECT_EQ(count_le("lateness", 0.2), 1u);
+  EXPECT_EQ(count_le("lateness", 0.5), 2u);
+  EXPECT_EQ(count_le("ttu_error", 0.05), 0u);
+  EXPECT_EQ(count_le("ttu_error", 0.1), 2u);
+  EXPECT_EQ(count_le("ttr_error", 0), 1u);
+  EXPECT_EQ(count_le("ttr_error", 1), 1u);
+  EXPECT_EQ(count_le("ttr_error", 2), 2u);
+  // Committed before its use was projected (the adapter's hour-away placeholder): no TTU error.
+  recs[1].projected_use_at_commit = at_ms(1000 + 3600 * 1000);
+  m = compute_metrics(recs, 0, 0);
+  EXPECT_EQ(count_le("ttu_error", 10), 1u);
+  EXPECT_DOUBLE_EQ(m.ttu_err_p95_s, 0.1);
+}
+
 }  // namespace
 }  // namespace tempokv

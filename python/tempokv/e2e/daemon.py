@@ -71,6 +71,11 @@ class Daemon:
         with open(self.log_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
 
+    def instance(self, name="vllm-check"):
+        """The daemon instance's id, once it answers a hello (it is ready to serve)."""
+        with TempoKVClient(self.endpoint, name=name, map_shared_memory=False) as c:
+            return c.instance
+
     def stats(self, name="vllm-check"):
         with TempoKVClient(self.endpoint, name=name, map_shared_memory=False) as c:
             return c.stats()
@@ -108,4 +113,15 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.proc.returncode < 0:
+            # Killed (the e2e check's killed pass SIGKILLs it): its tier and write region stay
+            # on /dev/shm (1.25 GiB here) unless removed, as the next daemon on this data
+            # directory would remove them, from the list it recorded.
+            try:
+                with open(os.path.join(self.data_dir, "tempokvd.shared")) as f:
+                    for path in f.read().split():
+                        if os.path.exists(path):
+                            os.unlink(path)
+            except OSError:
+                pass
         self._log.close()

@@ -19,6 +19,8 @@ def build_llm(spec, connector_extra=None, scheduler_cls="tempokv.vllm.TempoKVAsy
               max_model_len=spec["max_model_len"], max_num_seqs=spec["max_num_seqs"],
               max_num_batched_tokens=spec["max_num_batched_tokens"],
               enable_prefix_caching=prefix_caching, async_scheduling=async_scheduling)
+    if spec.get("num_gpu_blocks"):  # a KV cache this small (tests that need preemption)
+        kw["num_gpu_blocks_override"] = spec["num_gpu_blocks"]
     if connector_extra is not None:
         kw["kv_transfer_config"] = {
             "kv_connector": "TempoKVConnector", "kv_connector_module_path": "tempokv.vllm",
@@ -66,5 +68,5 @@ def connector_counters():
     c = worker_connector()
     if c is None:
         return {}
-    return {"loaded_tokens": c.loader.loaded_tokens, "load_errors": c.loader.failed,
-            "saved_chunks": c.saver.saved, "save_failures": c.saver.failed}
+    c = c.counters()
+    return {k: v for k, v in c.items() if k != "role"}

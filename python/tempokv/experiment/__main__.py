@@ -11,6 +11,7 @@ identical, nothing loaded failed, no KV carried over, daemon counters back to 0)
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -103,7 +104,7 @@ def main(argv=None):
             "max_num_seqs": p["max_num_seqs"],
             "max_num_batched_tokens": p["max_num_batched_tokens"],
             "max_tokens": p["max_tokens"], "prompt_sets": prompt_sets, "stores": stores,
-            "runs": runs,
+            "runs": runs, "keep": a.keep,
             "daemon_flags": _daemon_flags(p)}
     spec_path, out_path = os.path.join(work, "spec.json"), os.path.join(work, "out.json")
     with open(spec_path, "w") as f:
@@ -122,6 +123,9 @@ def main(argv=None):
             if line.startswith(b"tempokv experiment:"):
                 sys.stderr.write(line.decode())
         rc = proc.wait()
+    # The engine process's peak resident memory (the machine is shared: fig6 was OOM-killed
+    # when it used two engines).
+    max_rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     if rc != 0:
         with open(log_path, "rb") as f:
             tail = f.read()[-6000:].decode("utf-8", "replace")
@@ -141,6 +145,7 @@ def main(argv=None):
     result = {"scenario": a.scenario, "mode": "vllm", "vllm_version": out.get("vllm_version"),
               "protocol": p, "kv_bytes_per_token": kv, "engine_init_s": out.get("init_s"),
               "precomputed": out.get("precomputed"), "wall_s": time.monotonic() - t0,
+              "engine_max_rss_mib": round(max_rss_mib),
               "invariants_hold": ok, "rows": rows, "medians": rows_mod.medians(rows)}
     os.makedirs(a.out, exist_ok=True)
     default_json = os.path.join(a.out, f"eval-vllm-{a.scenario}.json")

@@ -16,32 +16,64 @@ not compute was loaded by the connector in that run (``cached_equals_loaded``).
 """
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import sys
 import time
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # scheduler + worker in-process
-os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB
+# GiB: 12 prompts of up to 2048 tokens at 24 KiB a token need 0.56 GiB (all loading at once).
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 from ..e2e.daemon import live_claims  # noqa: E402
-from ..e2e.llm import agent, build_llm, close_llm, connector_counters, scheduler  # noqa: E402
+from ..e2e.llm import (agent, build_llm, close_llm, connector_counters, scheduler,  # noqa: E402
+                       worker_connector)
 from . import daemon as daemon_mod  # noqa: E402
 
-LINK_SETTLE_S = 1.5  # > the agent's and links' 1 s retry after seeing the old daemon go
+READY_TIMEOUT_S = 60.0
 
 
-def settle(llm):
-    """After a new daemon is up: past the links' reconnect back-off, then one round trip from
-    the scheduler's agent, so that its client says hello to the new instance now rather than
-    inside the first arrival's lookup (which allows 0.25 s: a hello and a lookup on a busy
-    machine missed it once, and that request and the next two were computed instead of
-    loaded)."""
-    time.sleep(LINK_SETTLE_S)
-    a = agent(llm)
-    if a is not None:
+def settle(llm, d):
+    """After a new daemon started: waits until it answers a hello and every link of the
+    connector has reached that instance: the scheduler's agent (round trips until its client,
+    past its 1 s reconnect back-off, said hello to it, so that no hello happens inside the
+    first arrival's lookup, which allows 0.25 s: a hello and a lookup on a busy machine missed
+    it once, and that request and the next two were computed instead of loaded) and the
+    worker's loader and saver links (a round trip on each one's thread: a link still
+    connecting failed the first load after the switch). Fixed sleeps (1.7 s) did this before;
+    they guessed."""
+    a, w = agent(llm), worker_connector()
+    if a is None:
+        return
+    inst = d.instance()
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while True:
         a.flush(10.0)
-        time.sleep(0.2)
+        reached = {"agent": a.daemon_instance}
+        if w is not None:
+            reached.update(loader=w.loader.reach(), saver=w.saver.reach())
+        if all(i == inst for i in reached.values()):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the connector did not reach tempokvd instance {inst} within "
+                               f"{READY_TIMEOUT_S:.0f} s: {reached}")
+        time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def connector_off(llm):
+    """The engine as vLLM with no connector (the recompute baseline, without a second engine
+    and its memory): the connector's scheduler side ignores the requests queued meanwhile (no
+    lookup, claim, load or save) and the scheduler hands it no snapshots (no steps)."""
+    s = scheduler(llm)
+    side, snapshots = s.connector._sched, s._tempokv
+    side.enabled, s._tempokv = False, None
+    try:
+        yield
+    finally:
+        side.enabled, s._tempokv = True, snapshots
 
 
 def _llm(spec, connector):
@@ -133,7 +165,7 @@ def precompute(llm, spec, store):
     d = daemon_mod.start(spec["tempokvd"], tmp, spec["endpoint"],
                          ["--set", "controller.policy=demand"], metrics=False)
     try:
-        settle(llm)
+        settle(llm, d)
         before = connector_counters()
         drive(llm, store["prefixes"], 1, 0.0, f"pre{store['key']}")
         agent(llm).flush(30.0)
@@ -153,13 +185,13 @@ def precompute(llm, spec, store):
 
 def measured_run(llm, spec, run, prompts):
     connector = run["policy"] != "none"
-    d = None
+    d = data = None
     if connector:
         data = os.path.join(spec["work"], run["name"])
         daemon_mod.copy_store(run["store_dir"], data)
         flags = ["--set", f"controller.policy={run['policy']}"] + spec["daemon_flags"]
         d = daemon_mod.start(spec["tempokvd"], data, spec["endpoint"], flags)
-        settle(llm)
+        settle(llm, d)
     before = connector_counters()
     ag = agent(llm) if connector else None
     errors_before = ag.errors if ag is not None else 0
@@ -182,6 +214,9 @@ def measured_run(llm, spec, run, prompts):
     finally:
         if d is not None:
             d.stop()
+        if data is not None and not spec.get("keep"):
+            # Bounded: one run's store copy (0.5 GiB at ratio 1) at a time, not every run's.
+            shutil.rmtree(data, ignore_errors=True)
     return entry
 
 
@@ -205,24 +240,23 @@ def run(spec, out_path=None):
 
     conn_runs = [r for r in spec["runs"] if r["policy"] != "none"]
     plain_runs = [r for r in spec["runs"] if r["policy"] == "none"]
-    if conn_runs or spec["stores"]:
+    # One engine for every run (a second one, for the runs without the connector, cost ~3 GiB
+    # more at its peak and fig6 was OOM-killed on the shared machine): the recompute runs use
+    # it with the connector switched off.
+    t = time.monotonic()
+    llm = _llm(spec, True)
+    out["init_s"]["connector"] = time.monotonic() - t
+    for store in spec["stores"]:
         t = time.monotonic()
-        llm = _llm(spec, True)
-        out["init_s"]["connector"] = time.monotonic() - t
-        for store in spec["stores"]:
-            t = time.monotonic()
-            precompute(llm, spec, store)
-            out["precomputed"].append({"key": store["key"], "s": time.monotonic() - t})
-            print(f"tempokv experiment: store {store['key']} precomputed in "
-                  f"{time.monotonic() - t:.1f} s", flush=True)
-        measure(llm, conn_runs)
-        close_llm(llm)
+        precompute(llm, spec, store)
+        out["precomputed"].append({"key": store["key"], "s": time.monotonic() - t})
+        print(f"tempokv experiment: store {store['key']} precomputed in "
+              f"{time.monotonic() - t:.1f} s", flush=True)
+    measure(llm, conn_runs)
     if plain_runs:
-        t = time.monotonic()
-        llm = _llm(spec, False)
-        out["init_s"]["no_connector"] = time.monotonic() - t
-        measure(llm, plain_runs)
-        close_llm(llm)
+        with connector_off(llm):
+            measure(llm, plain_runs)
+    close_llm(llm)
     return out
 
 

@@ -29,6 +29,8 @@ def row(run, entry, p, kv_bytes_per_token, model):
     n = max(1, len(done))
     rate = p["read_bytes_per_s"] or s.get("staging_rate_bytes_per_second") or 0
     staged_bytes = [t * kv_bytes_per_token for t in restored]
+    copied = "transfer_byte_s" in conn and run["label"] != "recompute"
+    copy_byte_s = conn.get("transfer_byte_s", 0.0)
     r = {
         "scenario": run["scenario"], "policy": run["label"], "model": model,
         "seed": run["seed"], "ratio": run["ratio"], "rate": run["rate"], "engines": 1,
@@ -39,11 +41,13 @@ def row(run, entry, p, kv_bytes_per_token, model):
         "throughput_tok_s": out_tokens / makespan if makespan > 0 else 0.0,
         "makespan_s": makespan,
         "c_gib_s_per_req": s.get("protected_gib_seconds_total", 0.0) / n,
-        # No transfer times from the worker: the floor is the staging part alone (each
-        # footprint held while read at the capped SSD rate).
-        "c_floor_gib_s_per_req": None,
-        "c_floor_staging_gib_s_per_req": (sum(b / GIB * b / rate for b in staged_bytes) / n
-                                          if rate else None),
+        # As the sim's (src/eval/metrics.h): each loaded footprint held while the worker copied
+        # it (begin_transfer to end_transfer, measured by the loader), and with staging also
+        # while read at the capped SSD rate.
+        "c_floor_gib_s_per_req": copy_byte_s / GIB / n if copied else None,
+        "c_floor_staging_gib_s_per_req": ((sum(b / GIB * b / rate for b in staged_bytes)
+                                           + copy_byte_s / GIB) / n if rate else None),
+        "transfer_s_total": conn.get("transfer_s"),
         "refused_commits": s.get("claims_refused_total", 0),
         "refused_attempts": s.get("commits_refused_total", 0),
         "commits": s.get("commits_total", 0),

@@ -85,11 +85,11 @@ class SchedulerAgent:
         self._q.put(("finished", rid, output_tokens))
 
     def preempted(self, rid):
-        """Its claim ends (its blocks are gone); later lookups of it answer no hit."""
+        """The request under this id ends for the daemon (vLLM preempted it: its blocks are
+        gone; the connector queues it again under a new id); its claim, if not released, is
+        cancelled. Later lookups of ``rid`` answer None."""
         with self._lock:
-            lk = self._lookups.get(rid)
-            if lk is not None:
-                lk.hit_chunks, lk.claimed = 0, False
+            self._lookups.pop(rid, None)
         self._q.put(("preempted", rid))
 
     def flush(self, timeout_s=10.0, send_pending=True):

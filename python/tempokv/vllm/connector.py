@@ -207,11 +207,14 @@ class TempoKVConnector(KVConnectorBase_V1):
         if self._sched is not None:
             a = self.agent
             return {"role": "scheduler", "agent_errors": a.errors,
-                    "trimmed_claims": a.trimmed_claims, "dropped_steps": a.dropped_steps}
+                    "trimmed_claims": a.trimmed_claims, "dropped_steps": a.dropped_steps,
+                    "requeued": self._sched.requeued}
         if self.loader is not None:
-            return {"role": "worker", "loaded_tokens": self.loader.loaded_tokens,
-                    "load_errors": self.loader.failed, "saved_chunks": self.saver.saved,
-                    "save_failures": self.saver.failed}
+            ld = self.loader
+            return {"role": "worker", "loaded_tokens": ld.loaded_tokens,
+                    "load_errors": ld.failed, "saved_chunks": self.saver.saved,
+                    "save_failures": self.saver.failed, "transfers": ld.transfers,
+                    "transfer_s": ld.transfer_s, "transfer_byte_s": ld.transfer_byte_s}
         return None
 
     def _write_counters(self, force=False):

@@ -68,6 +68,21 @@ class Link:
                 self.drop()
         return self.client
 
+    def reach(self):
+        """A round trip from the owning thread (a hello first when the link is down or the
+        daemon changed): the daemon instance reached, or None (the link is then dropped and
+        retried after ``retry_s``)."""
+        c = self.get()
+        if c is None:
+            return None
+        try:
+            c.heartbeat()
+            return c.instance
+        except TempoKVError as e:
+            log.warning("tempokv: tempokvd at %s: %s", self.endpoint, e)
+            self.drop()
+            return None
+
     def drop(self):
         self._tier = self._write = None
         self._mapped_at = None

@@ -32,12 +32,27 @@ class Loader:
         self._pending = {}  # rid -> [spec, deadline, state]; state None | "ready" | error
         self.loaded_tokens = 0
         self.failed = 0
+        # Loads copied, and their claims' footprint held while copied: Σ bytes × seconds from
+        # begin_transfer to end_transfer (the C floor: what any stage-ready policy must hold).
+        self.transfers = 0
+        self.transfer_s = 0.0
+        self.transfer_byte_s = 0.0
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="tempokv-loader", daemon=True)
         self._thread.start()
 
     def submit(self, spec):
         self._q.put(("load", spec))
+
+    def reach(self, timeout_s=10.0):
+        """The daemon instance this thread's link reaches now (a round trip on the loader
+        thread), or None. A driver that starts a new daemon on the endpoint calls it until the
+        link has reached the new one, so the first load after the switch does not find the link
+        still connecting (its first retrieval then failed: "no connection took the request")."""
+        box = [threading.Event(), None]
+        self._q.put(("reach", box))
+        box[0].wait(timeout_s)
+        return box[1]
 
     def cancel(self, req_ids):
         if req_ids:
@@ -64,6 +79,9 @@ class Loader:
                 kind, arg = self._q.get(timeout=0.005 if self._pending else 0.1)
                 if kind == "load":
                     self._start(arg)
+                elif kind == "reach":
+                    arg[1] = self.link.reach()
+                    arg[0].set()
                 else:
                     self._cancel(arg)
             except queue.Empty:
@@ -134,6 +152,7 @@ class Loader:
         if self.delay_s:
             time.sleep(self.delay_s)
         try:
+            t0 = time.monotonic()
             c.begin_transfer(spec.rid)
             spans = c.objects(spec.rid)
             if len(spans) != len(spec.keys):
@@ -148,6 +167,7 @@ class Loader:
             # Only now are the bytes known to be the claim's: a refused end_transfer means the
             # daemon may have reused the spans while we copied.
             c.end_transfer(spec.rid)
+            held_s = time.monotonic() - t0
         except (TempoKVError, ValueError, RuntimeError) as e:
             if getattr(e, "code", "") == "Unavailable":
                 self._broken(e)  # nobody to cancel with: the daemon ends the claim itself
@@ -160,6 +180,9 @@ class Loader:
                     if i * bpc + j >= spec.first_block:
                         self.digests.record("load", key, j, self.layout, b)
         self.loaded_tokens += (len(spec.block_ids) - spec.first_block) * self.layout.block_size
+        self.transfers += 1
+        self.transfer_s += held_s
+        self.transfer_byte_s += sum(n for _, n in spans) * held_s
         with self._lock:
             self._finished.add(spec.req_id)
 

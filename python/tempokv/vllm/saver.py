@@ -28,6 +28,7 @@ class Saver:
         self._putting = False  # a save taken from the queue is not durable (or failed) yet
         self.saved = self.failed = 0
         self._stop = False
+        self._reaches = []  # [event, instance] boxes for the saver thread (reach())
         self._thread = threading.Thread(target=self._run, name="tempokv-saver", daemon=True)
         self._thread.start()
 
@@ -37,6 +38,16 @@ class Saver:
                 self._jobs.append(s)
                 self._outstanding[s.req_id] = self._outstanding.get(s.req_id, 0) + 1
             self._cv.notify_all()
+
+    def reach(self, timeout_s=10.0):
+        """The daemon instance this thread's link reaches now (a round trip on the saver
+        thread, between saves), or None; see ``Loader.reach``."""
+        box = [threading.Event(), None]
+        with self._cv:
+            self._reaches.append(box)
+            self._cv.notify_all()
+        box[0].wait(timeout_s)
+        return box[1]
 
     def drop(self, req_ids):
         """Preemption: forget the queued saves of ``req_ids`` and wait for a copy in progress
@@ -90,7 +101,7 @@ class Saver:
     def _run(self):
         while True:
             with self._cv:
-                while not self._jobs and not self._stop:
+                while not self._jobs and not self._stop and not self._reaches:
                     self._cv.wait(timeout=0.5)
                     if not self._jobs and self.link.client is not None:
                         try:
@@ -99,9 +110,16 @@ class Saver:
                             self.link.drop()
                 if self._stop:
                     return
-                spec = self._jobs.pop(0)
-                self._current = spec.req_id
-                self._putting = True
+                reaches, self._reaches = self._reaches, []
+                if not reaches:
+                    spec = self._jobs.pop(0)
+                    self._current = spec.req_id
+                    self._putting = True
+            if reaches:  # round trips outside the lock: submit() never waits on the daemon
+                for box in reaches:
+                    box[1] = self.link.reach()
+                    box[0].set()
+                continue
             reserved = None
             try:
                 reserved = self._copy(spec)

@@ -30,7 +30,9 @@ class _Req:
     next_save: int = 0  # first chunk not yet handed to the worker for saving
     saves: int = 0  # save specs issued (the worker reports finished_sending iff > 0)
     loaded_chunks: int = 0  # chunks a load was planned for
-    preempted: bool = False
+    max_output_tokens: int = 0  # the generation limit it was queued with (0: none given)
+    preemptions: int = 0  # preemptions it was queued again for
+    preemptions_seen: int = 0  # preemptions a step's output listed
 
 
 class ConnectorScheduler:
@@ -45,20 +47,31 @@ class ConnectorScheduler:
         self.blocks_per_chunk = chunk_tokens // block_size
         self.ids = ids or RequestIds()
         self.reqs = {}  # vLLM id -> _Req
+        self.requeued = 0  # preempted requests queued again (a new lookup and claim each)
+        # False: requests queued meanwhile are ignored (a driver's baseline without the
+        # connector on the same engine).
+        self.enabled = True
         self._loads = []  # planned this step, go out with the next metadata
         self._saving = set()  # keys handed to the worker for saving (bounded below)
         self._saving_instance = None  # the daemon instance they were saved to
         self.kv_cache_manager = None  # bound by the connector (bind_kv_cache_manager)
 
     def on_new_request(self, request):
+        if not self.enabled:
+            return  # unknown to the connector: computed, never loaded or saved
         tokens = list(request.prompt_token_ids or [])
         keys = chunk_keys(self.model_id, tokens, self.chunk_tokens)
         usable = (len(tokens) - 1) // self.chunk_tokens if tokens else 0
         rid = self.ids.get(request.request_id)
         max_out = request.sampling_params.max_tokens if request.sampling_params else 0
-        self.reqs[request.request_id] = _Req(rid, keys, len(tokens), usable)
-        limit = min(max_out or 2**32 - 1, 2**32 - 1)  # 0: no limit given
-        self.agent.new_request(rid, keys[:usable], len(tokens), limit,
+        st = self.reqs[request.request_id] = _Req(rid, keys, len(tokens), usable,
+                                                   max_output_tokens=max_out or 0)
+        self._queue(st)
+
+    def _queue(self, st):
+        """Looks the request's chunks up and claims the hit, as the request is queued."""
+        limit = min(st.max_output_tokens or 2**32 - 1, 2**32 - 1)  # 0: no limit given
+        self.agent.new_request(st.rid, st.keys[:st.usable], st.prompt_tokens, limit,
                                self.chunk_tokens)
 
     def rid_of(self, req_id):
@@ -67,9 +80,12 @@ class ConnectorScheduler:
 
     def get_num_new_matched_tokens(self, request, num_computed_tokens):
         st = self.reqs.get(request.request_id)
-        if st is None or st.preempted or st.loaded_chunks:
-            # One load per request: after a failed load (or a preemption) vLLM asks again and
-            # recomputes; its claim is gone.
+        if st is not None and getattr(request, "num_preemptions", 0) > st.preemptions:
+            # Preempted, and asked before a step's output listed it: queued again now.
+            self._requeue(request.request_id, st)
+        if st is None or st.loaded_chunks:
+            # One load per queueing: after a failed load vLLM asks again and recomputes; its
+            # claim is gone. (A preempted request is queued again: a new claim, a new load.)
             return 0, False
         lk = self.agent.lookup(st.rid)
         if lk is None:
@@ -105,9 +121,10 @@ class ConnectorScheduler:
         self._loads = []
         for req_id in out.preempted_req_ids or ():
             st = self.reqs.get(req_id)
-            if st is not None and not st.preempted:
-                st.preempted = True
-                self.agent.preempted(st.rid)
+            if st is not None:
+                st.preemptions_seen += 1
+                if st.preemptions_seen > st.preemptions:
+                    self._requeue(req_id, st)
             meta.preempted.add(req_id)
         for nr in out.scheduled_new_reqs:
             self._plan_saves(meta, nr.req_id, nr.num_computed_tokens, out)
@@ -115,6 +132,21 @@ class ConnectorScheduler:
         for req_id, computed in zip(cached.req_ids, cached.num_computed_tokens):
             self._plan_saves(meta, req_id, computed, out)
         return meta
+
+    def _requeue(self, req_id, st):
+        """vLLM preempted the request by recompute: its blocks are freed and it waits again
+        (at the front of the queue). Its prefix is still in the store, so it is queued again
+        for tempokvd as a new request under a new id (the old one ends: its claim was released
+        with its copy, or is cancelled) with a fresh lookup and claim, and loaded again when
+        vLLM schedules it. Its chunks handed to the saver stay marked as saved: those the
+        worker had not copied yet are dropped (``handle_preemptions``) and not saved again."""
+        self.agent.preempted(st.rid)
+        self.ids.release(req_id)
+        st.rid = self.ids.get(req_id)
+        st.loaded_chunks = 0
+        st.preemptions += 1
+        self.requeued += 1
+        self._queue(st)
 
     def forget_saved(self):
         """Forgets the keys saved so far: the daemon now serving the endpoint may not have

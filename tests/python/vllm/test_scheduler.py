@@ -147,24 +147,63 @@ def test_a_request_whose_lookup_failed_is_computed_without_a_load(model_dir, dae
     conn.shutdown()
 
 
-def test_preemption_ends_the_claim_and_the_request_recomputes(model_dir, daemon):
+def load_as_the_worker(endpoint, runtime, rid):
+    """What the worker's loader does with a claim, without copying: retrieval, transfer."""
+    with TempoKVClient(endpoint, name="worker", runtime=runtime,
+                       map_shared_memory=False) as w:
+        if w.request_retrieval(rid) == "wait":
+            w.wait_ready(rid, timeout_s=30)
+        w.begin_transfer(rid)
+        w.end_transfer(rid)
+
+
+def test_a_preempted_request_is_queued_again_with_a_new_claim_and_loads_its_prefix_again(
+        model_dir, daemon):
     s = make_scheduler(model_dir, daemon.endpoint)
     conn = s.connector
     tokens = list(range(7, 7 + 2 * CHUNK + 1))
     keys = chunk_keys(conn.model_id, tokens, CHUNK)
     store_chunks(daemon.endpoint, keys)
-    s.add_request(request("c", tokens))
+    s.add_request(request("c", tokens, max_tokens=4))
     conn.agent.flush()
+    out = s.schedule()
+    first = out.kv_connector_metadata.loads[0]
+    load_as_the_worker(daemon.endpoint, conn.runtime, first.rid)  # its claim is released
+    s.update_from_output(out, output([], finished_recving={"c"}))
+    step(s)  # the last prompt token: the first output token
+    req = s.requests["c"]
+    assert req.status == RequestStatus.RUNNING
+
+    # vLLM preempts it (recompute): blocks freed, back to the front of the queue.
+    s.running.remove(req)
+    s._preempt_request(req, time.monotonic())
+    out = s.schedule()  # no waiting request is scheduled in a step that preempted
+    assert out.preempted_req_ids == {"c"} and "c" in out.kv_connector_metadata.preempted
     st = conn._sched.reqs["c"]
-    conn._sched.build_connector_meta(type("O", (), {
-        "preempted_req_ids": {"c"}, "scheduled_new_reqs": [],
-        "scheduled_cached_reqs": type("C", (), {"req_ids": [], "num_computed_tokens": []})(),
-        "num_scheduled_tokens": {}})())
-    assert st.preempted
-    assert conn.get_num_new_matched_tokens(s.requests["c"], 0) == (0, False)
+    assert st.rid != first.rid and st.preemptions == 1 and conn._sched.requeued == 1
     conn.agent.flush()
+    out = s.schedule()  # its new lookup is published: loaded again, under the new id
+    loads = out.kv_connector_metadata.loads
+    assert [(ld.req_id, ld.rid, ld.keys) for ld in loads] == [("c", st.rid, keys[:2])]
+    assert s.requests["c"].status == RequestStatus.WAITING_FOR_REMOTE_KVS
+    load_as_the_worker(daemon.endpoint, conn.runtime, st.rid)
+    s.update_from_output(out, output([], finished_recving={"c"}))
+    out = s.schedule()
+    assert out.num_scheduled_tokens == {"c": len(tokens) + 1 - 2 * CHUNK}  # prompt tail + 1 output
+    s.update_from_output(out, output([s.requests["c"]]))
+    while "c" in s.requests:
+        step(s)
+    conn.agent.flush()
+    # Cancelling the first id (its claim released with its copy) is no error.
     assert conn.agent.errors == 0
+    stats = daemon_stats(daemon.endpoint)
+    assert stats.get("claims_cancelled_total", 0) == 0
     conn.shutdown()
+
+
+def daemon_stats(endpoint):
+    with TempoKVClient(endpoint, name="probe", map_shared_memory=False) as probe:
+        return probe.stats()
 
 
 def test_a_hit_larger_than_the_protected_budget_claims_the_prefix_that_fits(model_dir, daemon):

@@ -150,3 +150,24 @@ def test_a_loader_copies_from_the_new_daemons_tier_after_a_restart_on_the_same_e
     assert link.tier.data_ptr() != old_tier
     assert [lay.block_bytes_of(b) for b in (10, 11, 12, 13)] == want
     sched.close(); loader.close()
+
+
+def test_the_loader_and_saver_links_reach_a_new_daemon_on_the_same_endpoint(daemon, kv):
+    # The policy experiment waits for this after each daemon switch: a link still connecting
+    # had failed the first load after the switch ("no connection took the request").
+    _, lay = kv
+    loader = Loader(_Link(daemon.endpoint, RUNTIME, "load", 2.0), lay)
+    saver = Saver(_Link(daemon.endpoint, RUNTIME, "save", 2.0), lay)
+    first = loader.reach()
+    assert first is not None and saver.reach() == first
+    daemon.restart()
+    with TempoKVClient(daemon.endpoint, name="probe", map_shared_memory=False) as probe:
+        new = probe.instance
+    assert new != first
+    wait(lambda: loader.reach() == new, "the loader's link to reach the new daemon", 30)
+    wait(lambda: saver.reach() == new, "the saver's link to reach the new daemon", 30)
+    keys = chunk_keys("m", list(range(BPC * BLOCK)), BPC * BLOCK)
+    saver.submit([SaveSpec("s", keys[0], 0, 32, [0, 1])])
+    wait(lambda: saver.saved == 1, "a put to the new daemon")
+    assert saver.failed == 0
+    saver.close(); loader.close()

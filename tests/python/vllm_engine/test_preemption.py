@@ -1,0 +1,111 @@
+"""A real vLLM engine (CPU backend, in-process) with a KV cache so small that vLLM must preempt:
+a preempted request's prefix is restored from tempokvd again instead of recomputed.
+
+Pass 1 runs each prompt alone (no preemption) and saves its chunks. Pass 2 submits them all:
+two fit the 15 blocks of KV, both restore their prefix, and when their decodes need a new block
+vLLM preempts one (recompute: its blocks are freed and it waits again). The connector queues it
+again for tempokvd under a new id, with a new lookup and claim, and loads its prefix again.
+"""
+
+import os
+import sys
+import time
+
+import pytest
+
+os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # scheduler and worker in this process
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; num_gpu_blocks_override then rules
+pytest.importorskip("vllm")
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import tempokvd_fixture as fx  # noqa: E402
+
+from tempokv.e2e import model as model_mod  # noqa: E402
+from tempokv.e2e.daemon import live_claims  # noqa: E402
+from tempokv.e2e.llm import build_llm, close_llm, scheduler, worker_connector  # noqa: E402
+from tempokv.e2e.prompts import make_prompts  # noqa: E402
+from tempokv.vllm.digests import read_digests  # noqa: E402
+
+CHUNK = 256
+PROMPT = 888  # 7 blocks of 128 (the last holds 120): 3 whole chunks (768 tokens) restorable
+OUTPUT = 16  # the 9th output token needs an 8th block
+BLOCKS = 15  # two requests' 7 blocks, and one more
+
+
+@pytest.fixture
+def daemon():
+    try:
+        fx.require_daemon()
+    except Exception as e:
+        pytest.skip(str(e))
+    d = fx.Daemon(["--set", "tier.capacity_bytes=256MiB", "--set", "tier.budget_bytes=192MiB"])
+    yield d
+    d.cleanup()
+
+
+def drive(llm, prompts, tag):
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+    engine = llm.llm_engine
+    sp = SamplingParams(temperature=0.0, max_tokens=OUTPUT, ignore_eos=True)
+    for i, p in enumerate(prompts):
+        engine.add_request(f"{tag}{i}", TokensPrompt(prompt_token_ids=p), sp)
+    res = {}
+    while engine.has_unfinished_requests():
+        for out in engine.step():
+            if out.finished:
+                res[out.request_id] = list(out.outputs[0].token_ids)
+    return [res[f"{tag}{i}"] for i in range(len(prompts))]
+
+
+def wait_for(cond, what, timeout_s=60):
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_a_preempted_request_restores_its_prefix_again(daemon, tmp_path):
+    model_dir = os.environ.get("TEMPOKV_MODEL_DIR",
+                               os.path.expanduser("~/.cache/tempokv/tiny-llama"))
+    model_mod.build(model_dir)
+    prompts = [p[:PROMPT] for p in make_prompts(4, 7, model_mod.GEOMETRY["vocab_size"],
+                                                prefix_tokens=PROMPT, group=1)]
+    digests = str(tmp_path / "digests")
+    spec = {"model_dir": model_dir, "max_model_len": 1024, "max_num_seqs": 4,
+            "max_num_batched_tokens": 2048, "num_gpu_blocks": BLOCKS}
+    llm = build_llm(spec, {"endpoint": daemon.endpoint, "chunk_tokens": CHUNK,
+                           "digest_file": digests})
+    try:
+        conn = scheduler(llm).connector
+        worker = worker_connector()
+        alone = [drive(llm, [p], f"a{i}-")[0] for i, p in enumerate(prompts)]
+        wait_for(lambda: worker.saver.saved == 3 * len(prompts), "pass 1's 12 chunks saved")
+        assert conn._sched.requeued == 0, "one request at a time: nothing preempted"
+        assert worker.loader.loaded_tokens == 0
+
+        together = drive(llm, prompts, "b")
+        requeued = conn._sched.requeued
+        assert requeued >= 1, "15 blocks for two 7-block requests that grow: vLLM preempts"
+        # Every load, the first of each request and one after each preemption, restored the
+        # three chunks: nothing was recomputed that tempokvd had.
+        assert worker.loader.failed == 0
+        assert worker.loader.loaded_tokens == (len(prompts) + requeued) * 3 * CHUNK
+        conn.agent.flush(10.0)
+        assert conn.agent.errors == 0, "cancelling a preempted request's released claim"
+        assert all(len(t) == OUTPUT for t in together)
+        agree = sum(a == b for a, b in zip(alone, together))
+        print(f"preempted {requeued}x; outputs equal to pass 1's: {agree}/{len(prompts)}")
+    finally:
+        close_llm(llm)
+    saved, loaded = read_digests(digests, "save"), read_digests(digests, "load")
+    assert loaded and all(saved.get(k) == v for k, v in loaded.items()), "restored KV differs"
+    wait_for(lambda: live_claims(daemon_stats(daemon)) == 0, "claims ended", 20)
+    s = daemon_stats(daemon)
+    assert s.get("tier_protected_bytes", 0) == 0 and s.get("tier_reserved_bytes", 0) == 0
+
+
+def daemon_stats(daemon):
+    from tempokv import TempoKVClient
+    with TempoKVClient(daemon.endpoint, name="probe", map_shared_memory=False) as c:
+        return c.stats()
