@@ -218,6 +218,8 @@ class Controller {
     bool estimated = false;  // a TTU update (not only the report's) has reached it
     bool feedback_noted = false;  // its timing error went to feedback_
     bool ttu_bound = false;       // its TTU is a lower bound (update()'s lower_bound)
+    bool refusal_budget = false;  // its last refusal was for the budget (else capacity)
+    uint64_t refusal_room = 0;    // the provider's room_version of that kind then
     RetrievalCallback on_ready;
   };
   // Where a claim sits in the attempt order: rank, then runtime id; unranked claims last, in
@@ -257,6 +259,10 @@ class Controller {
   // one (posted). False when that runtime has no reviser (the bound is then used as it is).
   bool request_revision(const Rec& r);
   // controller_claims.cc
+  // Refused, and no room of the kind it lacked has been freed since (StagingProvider::
+  // room_version): an attempt would be refused again. Such a claim is not looked at (no TTR, no
+  // attempt, no wake-up) until room is freed; the evaluation after that looks again.
+  bool refusal_stands(const Rec& r) const;
   // Tries to commit; true when committed (STAGING or STAGE_READY).
   bool try_commit(Rec& r);
   void start_ordinary(Rec& r);

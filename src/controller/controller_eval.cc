@@ -126,6 +126,7 @@ bool Controller::request_revision(const Rec& r) {
 
 bool Controller::consider_timed(Rec& r, TimePoint now) {
   if (r.info.ordinary_only) return false;  // no laxity makes it committable
+  if (refusal_stands(r)) return false;
   // TTR >= 0, so a claim whose use time has passed has laxity <= 0 without a projection (claims
   // left behind by refusals would otherwise cost a projection of the whole queue every time).
   Duration lax = r.use_at <= now ? Duration::zero() : laxity(r, now);
@@ -188,7 +189,7 @@ void Controller::evaluate_timed_indexed() {
     StagingProvider::TtrWalk exact = provider_.ttr_walk();
     for (auto it = by_use_.begin(); it != by_use_.end() && it->first <= horizon; ++it) {
       Rec& r = claims_.at(it->second);
-      if (r.attempted_in == eval_id_ || r.info.ordinary_only) continue;
+      if (r.attempted_in == eval_id_ || r.info.ordinary_only || refusal_stands(r)) continue;
       if (r.use_at > horizon) {
         note_wake(std::max(r.use_at - drained, now + Duration(1)));
         continue;

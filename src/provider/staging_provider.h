@@ -170,6 +170,14 @@ class StagingProvider {
   // An upper bound of static_ttr() for any claim whose non-resident bytes total at most bytes.
   Duration static_ttr_bound(uint64_t bytes) const;
 
+  // Whether the last refused commit was short of the budget (else of fast-tier capacity), and a
+  // version that changes whenever room of that kind may have grown (FastTier::room_version; the
+  // capacity's also when room owed to demand reads falls): a refusal stands while it is
+  // unchanged, so the controller need not attempt that claim again until then.
+  bool last_refusal_budget() const { return last_refusal_budget_; }
+  uint64_t room_version(bool budget) const {
+    return budget ? tier_.room_version(true) : tier_.room_version(false) + demand_room_version_;
+  }
   std::optional<ClaimPhase> phase(ClaimId id) const;
   ProviderStats stats() const;
   // Verifies the invariants of the header against the fast tier. For tests.
@@ -317,6 +325,8 @@ class StagingProvider {
   uint64_t queue_seq_ = 0;
   uint64_t queued_bytes_ = 0;        // read_bytes of every read in queue_
   uint64_t demand_queued_bytes_ = 0;  // fast-tier charge of queued reads nobody reserves
+  uint64_t demand_room_version_ = 0;  // times demand_queued_bytes_ fell (room_version)
+  bool last_refusal_budget_ = false;
   std::list<ClaimId> ordinary_waiting_;  // ordinary claims not yet admitted, in arrival order
   std::vector<Key> in_flight_keys_;  // reads issued, not completed
   // Fluid model of the reads in flight (processor sharing at the calibrated rate): bytes each has
