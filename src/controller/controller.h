@@ -73,10 +73,11 @@ struct ControllerOptions {
   // (TempoKV; error_feedback.h). Off: the plain rule, the before/after comparison.
   bool error_feedback = true;
   // ttu_horizon(): the adapter projects exactly only as far as the commit window can reach and
-  // reports a lower bound beyond (cheaper per step with long queues). Off by default: on
-  // fig4-policies over ten seeds it raised C(tempokv) at a 50 % prefix ratio from 0.17 to
-  // 0.41 x Immediate's (Qwen) and from 0.13 to 0.15 (Llama), p95 unchanged: bounds reach the
-  // commit window before the adapter revises them. Not yet understood; kept for the cost bench.
+  // reports a lower bound beyond (cheaper per step with long queues). It had raised fig4's C at
+  // 50 % (Qwen 0.17 -> 0.41 x Immediate's): bounds aged into the commit window between order
+  // updates seconds apart and claims committed on them. Bounds are now revised before any
+  // commit (update()'s lower_bound, set_reviser) and fig4 over ten seeds is the same with it on.
+  // Still off by default until the whole suite has run with it on.
   bool ttu_horizon = false;
   ErrorFeedbackOptions feedback;
   Status validate() const;
