@@ -47,7 +47,9 @@ CostProfile llama_profile() {  // profiles/h100-llama-3.1-8b.json
 void BM_Step(benchmark::State& state) {
   const bool hits = state.range(0) != 0;
   bench::Stack s(bench::StackOptions{4096, 4096, 2048, 16, 11.0 * double(kGiB)});
-  Controller controller(s.ex, *s.provider, make_commit_policy("tempokv").value());
+  ControllerOptions co;
+  co.ttu_horizon = state.range(1) != 0;
+  Controller controller(s.ex, *s.provider, make_commit_policy("tempokv").value(), co);
   const CostProfile profile = llama_profile();
   AdapterOptions ao;
   ao.max_active = kRunning;
@@ -81,7 +83,14 @@ void BM_Step(benchmark::State& state) {
   state.counters["planned"] = static_cast<double>(controller.stats().reported -
                                                   controller.stats().commits);
 }
-BENCHMARK(BM_Step)->ArgNames({"hits"})->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+// Arg `horizon`: ControllerOptions::ttu_horizon (off by default).
+BENCHMARK(BM_Step)
+    ->ArgNames({"hits", "horizon"})
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace tempokv

@@ -42,6 +42,10 @@ struct RuntimeSnapshot {
   std::vector<WaitingRequest> waiting;  // scheduling order: waiting[0] is admitted next
   uint32_t max_active = 4;              // slot limit (active sequences)
   uint64_t kv_capacity_tokens = 0;      // GPU KV cache: admission limit on held contexts (0: none)
+  // Tokens one iteration computes (vLLM's max_num_batched_tokens: chunked prefill): each decoder
+  // takes one, prefills share the rest a chunk each in admission order. 0: no budget, every
+  // admitted prefill runs whole in one iteration (the emulated engine).
+  uint32_t token_budget = 0;
   // Time from now to the iteration boundary it describes: the runtime adapter's own estimate of
   // the end of the iteration now running (its start, its batch, its calibrated costs).
   uint64_t boundary_in_ns = 0;

@@ -29,8 +29,25 @@ Result<std::unique_ptr<RuntimeAdapter>> RuntimeAdapter::create(Controller& contr
                                                                const AdapterOptions& options) {
   TEMPOKV_RETURN_IF_ERROR(options.validate());
   TEMPOKV_RETURN_IF_ERROR(profile.validate());
-  return std::unique_ptr<RuntimeAdapter>(
-      new RuntimeAdapter(controller, profile, options));
+  std::unique_ptr<RuntimeAdapter> adapter(new RuntimeAdapter(controller, profile, options));
+  adapter->register_reviser();
+  return adapter;
+}
+
+void RuntimeAdapter::register_reviser() {
+  // When a claim's lower-bound TTU comes into the commit window between two order updates, the
+  // controller asks for exact estimates: the same order projected from now.
+  std::weak_ptr<int> alive = alive_;
+  controller_.set_reviser(options_.runtime_id, [this, alive] {
+    if (alive.expired()) return;
+    std::vector<uint64_t> order;
+    order.reserve(last_order_.size());
+    for (uint64_t id : last_order_) {
+      auto it = requests_.find(id);
+      if (it != requests_.end() && it->second.phase == Phase::kWaiting) order.push_back(id);
+    }
+    (void)update_order(order);
+  });
 }
 
 RuntimeAdapter::RuntimeAdapter(Controller& controller, const CostProfile& profile,
@@ -98,6 +115,7 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   RuntimeSnapshot snap;
   snap.max_active = options_.max_active;
   snap.kv_capacity_tokens = profile_.kv_capacity_tokens;
+  snap.token_budget = options_.token_budget;
   if (iteration_open_) {
     const Duration left = iteration_start_ +
                           Duration(std::llround(double(iteration_cost_.count()) * cost_scale_)) -
@@ -108,14 +126,19 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   for (uint64_t id : running_) {
     // As it will be at the boundary: the running iteration's prefills and decodes done.
     const Req& r = requests_.at(id);
-    bool prefilled = r.prefill_done || r.prefill_in_iteration;
+    // A chunked prefill is done at the boundary only if the running iteration computes its
+    // last chunk (prefilled_tokens already counts the chunks up to the running iteration's).
+    const uint32_t to_compute = r.info.prompt_tokens - r.info.cached_tokens;
+    const uint32_t chunks_done = std::min(r.prefilled_tokens, to_compute);
+    bool prefilled = r.prefill_done || (r.prefill_in_iteration && chunks_done >= to_compute);
     uint32_t generated = r.generated + (r.decode_in_iteration ? 1 : 0);
-    if (r.prefill_in_iteration) generated = std::max<uint32_t>(generated, 1);
+    if (prefilled && r.prefill_in_iteration) generated = std::max<uint32_t>(generated, 1);
     RunningRequest rr{id, r.info.prompt_tokens + generated, generated, r.info.max_output_tokens,
-                      prefilled ? 0u : r.info.prompt_tokens - r.info.cached_tokens};
+                      prefilled ? 0u : to_compute - chunks_done};
     if (!prefilled) {
       rr.prefill_tokens_left = std::max<uint32_t>(1, rr.prefill_tokens_left);
-      rr.cached_bytes = r.has_claim ? r.info.cached_bytes : 0;
+      // Its retrieval ran with its first chunk.
+      rr.cached_bytes = r.has_claim && chunks_done == 0 ? r.info.cached_bytes : 0;
       if (r.has_claim && lookahead > 0) {
         --lookahead;
         rr.ready_in_ns = static_cast<uint64_t>(ready_in(id).count());
@@ -151,6 +174,7 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   const Duration horizon = controller_.ttu_horizon();
   std::vector<Duration> ttu = estimator_.estimate(snap, horizon);
   std::vector<std::pair<ClaimId, Duration>> updates;
+  std::vector<uint8_t> lower_bound;  // per update: a bound only (the controller revises it)
   for (size_t i = 0; i < order.size(); ++i) {
     Req& r = *scratch_waiting_[i];
     const bool bounded = ttu[i] > horizon;
@@ -161,11 +185,14 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
       continue;
     }
     updates.emplace_back(order[i], ttu[i]);
+    lower_bound.push_back(bounded ? 1 : 0);
     r.bound_use_at.reset();
     if (bounded && ttu[i] < TimePoint::max() - now) r.bound_use_at = now + ttu[i];
   }
   // The whole queue, hits or not: Queue-K ranks over the runtime's full waiting queue.
-  return controller_.update(updates, order, options_.runtime_id);
+  Status st = controller_.update(updates, order, options_.runtime_id, lower_bound);
+  last_order_ = std::move(order);  // a revision (posted, never inside update) reads it
+  return st;
 }
 
 Duration RuntimeAdapter::iteration_cost(std::span<const uint64_t> prefills,
@@ -255,10 +282,13 @@ Status RuntimeAdapter::iteration_started(std::span<const uint64_t> prefills,
   iteration_open_ = true;
   iteration_start_ = controller_.now();
   iteration_cost_ = iteration_cost(prefills, prefill_tokens, decoders);
-  // What the chunks will have computed at the iteration's end (the next chunk's context).
-  for (size_t i = 0; i < prefill_tokens.size(); ++i) {
+  // What the chunks will have computed at the iteration's end (the next chunk's context); a
+  // prefill without a chunk size computes all that is left.
+  for (size_t i = 0; i < prefills.size(); ++i) {
     Req& r = requests_.at(prefills[i]);
-    r.prefilled_tokens += prefill_tokens[i];
+    const uint32_t chunk = i < prefill_tokens.size() ? prefill_tokens[i] : 0;
+    const uint32_t to_compute = r.info.prompt_tokens - r.info.cached_tokens;
+    r.prefilled_tokens = chunk == 0 ? to_compute : r.prefilled_tokens + chunk;
   }
   return Status::ok();
 }

@@ -44,6 +44,10 @@ struct AdapterOptions {
   // The TTU projection asks the controller when the KV of this many requests ahead (the first of
   // the waiting order, and admitted ones still waiting for their KV) will be ready.
   uint32_t readiness_lookahead = 16;
+  // The runtime's tokens per iteration when it chunks prefills (vLLM's max_num_batched_tokens):
+  // the TTU projection then runs each prefill chunk by chunk (RuntimeSnapshot::token_budget).
+  // 0: prefills run whole in the iteration that admits them (the emulated engine).
+  uint32_t token_budget = 0;
   // Online calibration: each measured iteration (iteration_started to its first progress report)
   // against the profile's cost for that batch moves the cost scale by this weight (EWMA of the log
   // ratio); 0 keeps the profile as given.
@@ -152,6 +156,8 @@ class RuntimeAdapter : public RuntimeApi {
   Duration ready_in(uint64_t id) const;
   // The request's claim is released or cancelled (or the controller no longer knows it).
   bool claim_ended(uint64_t id) const;
+  // Lets the controller revise lower-bound TTUs between order updates (Controller::set_reviser).
+  void register_reviser();
 
   Controller& controller_;
   std::vector<Req*> scratch_waiting_;  // update_order: the waiting requests' records
@@ -169,6 +175,8 @@ class RuntimeAdapter : public RuntimeApi {
   double log_scale_ = 0.0;
   bool runtime_measures_ = false;
   uint64_t iterations_calibrated_ = 0;
+  std::vector<uint64_t> last_order_;  // the last update_order's waiting requests
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // the reviser checks it
 };
 
 }  // namespace tempokv

@@ -11,8 +11,8 @@ namespace {
 struct Pending {
   uint64_t context_tokens;    // its prompt (or context so far)
   uint32_t remaining_tokens;  // predicted tokens still to generate, its first included
-  uint32_t prefill_tokens;    // > 0
-  uint64_t retrieval_bytes;   // moved by that retrieval
+  uint32_t prefill_tokens;    // still to compute, > 0
+  uint64_t retrieval_bytes;   // moved by its retrieval, in the iteration of its first chunk
   Duration ready_at;          // its prefill cannot run in an iteration that starts before this
 };
 
@@ -103,26 +103,38 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
     if (next >= n_waiting) break;
     // The iteration starting at t: retrievals (one after another) and prefills of the admitted
     // requests whose KV is ready, and one decode step of the requests already decoding.
+    // With a token budget (chunked prefill) the decoders' tokens come first and the prefills of
+    // ready requests share the rest in admission order, a chunk each; a request decodes once its
+    // last chunk has run. Without one every ready prefill runs whole.
     Duration iteration{0};
     Duration blocked_until = Duration::max();  // earliest KV of a request that cannot run yet
     bool prefills = false;
-    for (const Pending& p : pending) {
-      if (p.ready_at <= t) {
-        prefills = true;
-        iteration += profile_.retrieval(p.retrieval_bytes) +
-                     profile_.prefill(p.prefill_tokens, p.context_tokens - p.prefill_tokens);
-      } else {
+    uint64_t budget = snap.token_budget == 0 ? UINT64_MAX
+                      : snap.token_budget > decoders.batch() ? snap.token_budget - decoders.batch()
+                                                             : 1;  // never starve: one token
+    for (Pending& p : pending) {
+      if (p.ready_at > t) {
         blocked_until = std::min(blocked_until, p.ready_at);
+        continue;
       }
+      if (budget == 0) continue;
+      prefills = true;
+      const uint32_t chunk = static_cast<uint32_t>(std::min<uint64_t>(p.prefill_tokens, budget));
+      budget -= chunk;
+      iteration += profile_.retrieval(p.retrieval_bytes) +
+                   profile_.prefill(chunk, p.context_tokens - p.prefill_tokens);
+      p.retrieval_bytes = 0;
+      p.prefill_tokens -= chunk;
     }
     if (prefills) {
       if (decoders.batch() > 0) {
         iteration += profile_.decode_step(decoders.context(), decoders.batch());
       }
       decoders.advance(1);
-      // A prefill yields the first token, like a decode step: the request decodes from here on.
+      // A prefill's last chunk yields the first token, like a decode step: the request decodes
+      // from here on.
       std::erase_if(pending, [&](const Pending& p) {
-        if (p.ready_at > t) return false;
+        if (p.ready_at > t || p.prefill_tokens > 0) return false;
         pending_context -= p.context_tokens;
         if (p.remaining_tokens > 1) decoders.join(p.context_tokens + 1, p.remaining_tokens - 1);
         return true;

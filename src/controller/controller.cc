@@ -75,24 +75,30 @@ void Controller::unindex(Rec& r) {
   --planned_;
   if (r.info.refused) --refused_planned_;
   if (r.rank == kUnranked) unranked_.erase(r.seq);
-  by_use_.erase({r.use_at, r.info.id});
+  if (r.indexed) by_use_.erase({r.index_at, r.info.id});
+  r.indexed = false;
   planned_footprints_.erase(planned_footprints_.find(r.info.footprint_bytes));
 }
 
 void Controller::set_ttu(Rec& r, Duration ttu, TimePoint now) {
-  if (now + ttu == r.use_at) {  // the same use time: only the estimate's age changes
-    r.ttu = ttu;
-    r.ttu_at = now;
-    return;
-  }
-  if (r.info.state == ClaimState::kPlanned) by_use_.erase({r.use_at, r.info.id});
+  const TimePoint use = now + ttu;
   r.ttu = ttu;
   r.ttu_at = now;
-  r.use_at = now + ttu;
-  if (r.info.state == ClaimState::kPlanned) {
-    by_use_.emplace(r.use_at, r.info.id);
-    if (!r.requested) r.claim.use_at = r.use_at;  // its reads, if committed, go in use order
+  if (use == r.use_at && r.indexed == (r.info.state == ClaimState::kPlanned)) return;
+  r.use_at = use;
+  if (r.info.state != ClaimState::kPlanned) return;
+  if (!r.requested) r.claim.use_at = use;  // its reads, if committed, go in use order
+  // The index key may lag the use time by up to an eighth of the key's distance from now, never
+  // exceed it: a queue whose projection drifts a little at every update then costs no index
+  // change per claim, and the window walk still finds every claim used inside the window.
+  if (r.indexed && use >= r.index_at &&
+      (r.index_at <= now ? use == r.index_at : use - r.index_at <= (r.index_at - now) / 8)) {
+    return;
   }
+  if (r.indexed) by_use_.erase({r.index_at, r.info.id});
+  r.index_at = use;
+  r.indexed = true;
+  by_use_.emplace(use, r.info.id);
 }
 
 void Controller::account() {
@@ -162,17 +168,25 @@ size_t Controller::committable_prefix(std::span<const ManifestEntry> manifest) c
 }
 
 Status Controller::update(std::span<const std::pair<ClaimId, Duration>> ttus,
-                          std::span<const ClaimId> waiting_order, uint32_t runtime) {
+                          std::span<const ClaimId> waiting_order, uint32_t runtime,
+                          std::span<const uint8_t> lower_bound) {
+  if (!lower_bound.empty() && lower_bound.size() != ttus.size()) {
+    return Status::invalid_argument("update: " + std::to_string(lower_bound.size()) +
+                                    " lower-bound flags for " + std::to_string(ttus.size()) +
+                                    " estimates");
+  }
+  scratch_recs_.clear();
   for (const auto& [id, ttu] : ttus) {
-    if (!find(id)) {
-      return Status::not_found("update: claim " + std::to_string(id) + " is not reported");
-    }
+    Rec* r = find(id);
+    if (!r) return Status::not_found("update: claim " + std::to_string(id) + " is not reported");
+    scratch_recs_.push_back(r);
   }
   TimePoint now = executor_.now();
-  for (const auto& [id, ttu] : ttus) {
-    Rec& r = *find(id);
-    set_ttu(r, ttu, now);
+  for (size_t i = 0; i < ttus.size(); ++i) {
+    Rec& r = *scratch_recs_[i];
+    set_ttu(r, ttus[i].second, now);
     r.estimated = true;
+    r.ttu_bound = !lower_bound.empty() && lower_bound[i] != 0;
   }
   set_order(runtime, waiting_order);
   reevaluate();
@@ -191,6 +205,7 @@ Status Controller::update_estimates(std::span<const std::pair<ClaimId, Duration>
     Rec& r = *find(id);
     set_ttu(r, ttu, now);
     r.estimated = true;
+    r.ttu_bound = false;
   }
   reevaluate();
   return Status::ok();

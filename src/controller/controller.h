@@ -41,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -73,10 +74,11 @@ struct ControllerOptions {
   // (TempoKV; error_feedback.h). Off: the plain rule, the before/after comparison.
   bool error_feedback = true;
   // ttu_horizon(): the adapter projects exactly only as far as the commit window can reach and
-  // reports a lower bound beyond (cheaper per step with long queues). Off by default: on
-  // fig4-policies over ten seeds it raised C(tempokv) at a 50 % prefix ratio from 0.17 to
-  // 0.41 x Immediate's (Qwen) and from 0.13 to 0.15 (Llama), p95 unchanged: bounds reach the
-  // commit window before the adapter revises them. Not yet understood; kept for the cost bench.
+  // reports a lower bound beyond (cheaper per step with long queues). It had raised fig4's C at
+  // 50 % (Qwen 0.17 -> 0.41 x Immediate's): bounds aged into the commit window between order
+  // updates seconds apart and claims committed on them. Bounds are now revised before any
+  // commit (update()'s lower_bound, set_reviser) and fig4 over ten seeds is the same with it on.
+  // Still off by default until the whole suite has run with it on.
   bool ttu_horizon = false;
   ErrorFeedbackOptions feedback;
   Status validate() const;
@@ -142,8 +144,18 @@ class Controller {
   // that runtime's previous one; other runtimes' orders stay), then one reevaluation. Unknown ids
   // in ttus are errors (nothing is applied then); unknown ids in the order are skipped. Claims
   // past PLANNED ignore new estimates.
+  // lower_bound (empty, or one flag per estimate): that TTU is only a lower bound of the true one
+  // (the adapter projected no further than ttu_horizon()). A claim is never committed on a lower
+  // bound: when it would be eligible by it, the controller asks the runtime's reviser (below)
+  // for an exact estimate instead, and commits on that.
   Status update(std::span<const std::pair<ClaimId, Duration>> ttus,
-                std::span<const ClaimId> waiting_order, uint32_t runtime = 0);
+                std::span<const ClaimId> waiting_order, uint32_t runtime = 0,
+                std::span<const uint8_t> lower_bound = {});
+  // How runtime `runtime` revises its estimates outside its own order updates (normally one more
+  // update() with the same order); called from a posted task, never inside an evaluation, at
+  // most once per instant per runtime. An empty function removes it. Without a reviser a claim
+  // whose TTU is a lower bound is treated as exact.
+  void set_reviser(uint32_t runtime, std::function<void()> revise);
   // New TTU estimates only, every runtime's order unchanged, then one reevaluation.
   Status update_estimates(std::span<const std::pair<ClaimId, Duration>> ttus);
   Result<RetrievalAnswer> request_retrieval(ClaimId id, RetrievalCallback on_ready);
@@ -187,7 +199,10 @@ class Controller {
     ClaimInfo info;
     Duration ttu{0};
     TimePoint ttu_at{};
-    TimePoint use_at{};        // ttu_at + ttu: its key in by_use_ while planned
+    TimePoint use_at{};        // ttu_at + ttu
+    // Its key in by_use_ while planned (indexed): at most use_at, lagging it by a little (set_ttu).
+    TimePoint index_at{};
+    bool indexed = false;
     uint64_t seq = 0;          // report order
     uint32_t runtime = 0;      // the runtime whose order last listed it
     uint32_t rank = kUnranked;  // position in that order
@@ -196,6 +211,9 @@ class Controller {
     bool requested = false;
     bool estimated = false;  // a TTU update (not only the report's) has reached it
     bool feedback_noted = false;  // its timing error went to feedback_
+    bool ttu_bound = false;       // its TTU is a lower bound (update()'s lower_bound)
+    bool refusal_budget = false;  // its last refusal was for the budget (else capacity)
+    uint64_t refusal_room = 0;    // the provider's room_version of that kind then
     RetrievalCallback on_ready;
   };
   // Where a claim sits in the attempt order: rank, then runtime id; unranked claims last, in
@@ -231,7 +249,14 @@ class Controller {
   // Timed: laxity <= 0 -> one attempt (true when committed); else notes the wake-up.
   bool consider_timed(Rec& r, TimePoint now);
   void note_wake(TimePoint t);
+  // A claim would be eligible by its lower-bound TTU: asks its runtime's reviser for an exact
+  // one (posted). False when that runtime has no reviser (the bound is then used as it is).
+  bool request_revision(const Rec& r);
   // controller_claims.cc
+  // Refused, and no room of the kind it lacked has been freed since (StagingProvider::
+  // room_version): an attempt would be refused again. Such a claim is not looked at (no TTR, no
+  // attempt, no wake-up) until room is freed; the evaluation after that looks again.
+  bool refusal_stands(const Rec& r) const;
   // Tries to commit; true when committed (STAGING or STAGE_READY).
   bool try_commit(Rec& r);
   void start_ordinary(Rec& r);
@@ -257,7 +282,8 @@ class Controller {
   std::map<uint32_t, uint64_t> order_reported_;  // next_seq_ when that order was last applied
   // Indexes of PLANNED claims (a claim leaves them when it leaves PLANNED):
   std::map<uint64_t, ClaimId> unranked_;            // in no runtime's order, by report order
-  std::set<std::pair<TimePoint, ClaimId>> by_use_;  // by absolute use time
+  // By index_at: a lower bound of the use time, close to it (set_ttu).
+  std::set<std::pair<TimePoint, ClaimId>> by_use_;
   std::multiset<uint64_t> planned_footprints_;      // for the largest one
   uint64_t planned_ = 0;
   uint64_t refused_planned_ = 0;  // planned claims refused at least once: they may fit later
@@ -272,6 +298,10 @@ class Controller {
   TimerHandle wake_;
   std::vector<std::pair<AttemptKey, ClaimId>> candidates_;  // scratch of evaluate_timed_indexed
   std::vector<ClaimId> scratch_ids_;                        // scratch of the attempt-order walk
+  std::vector<Rec*> scratch_recs_;                          // scratch of update()
+  std::map<uint32_t, std::function<void()>> revisers_;      // set_reviser()
+  std::set<uint32_t> revising_;  // runtimes with a revision posted and not yet run
+  std::map<uint32_t, TimePoint> revised_at_;  // when each runtime's last revision ran
   std::vector<std::pair<Duration, ClaimId>> skipped_;  // evaluate_timed_indexed: (least laxity, id)
   ErrorFeedback feedback_;
   ByteTimeMeter meter_;

@@ -4,8 +4,16 @@
 
 namespace tempokv {
 
+bool Controller::refusal_stands(const Rec& r) const {
+  return r.info.refused && provider_.room_version(r.refusal_budget) == r.refusal_room;
+}
+
 bool Controller::try_commit(Rec& r) {
   if (r.info.ordinary_only) return false;  // larger than the budget: only the ordinary path
+  if (refusal_stands(r)) {  // no room has been freed since it was refused: it would be again
+    ++stats_.refused_attempts;
+    return false;
+  }
   std::weak_ptr<int> alive = alive_;
   const Duration ttr = provider_.ttr(r.claim);
   auto result = provider_.commit(r.claim, [this, alive](ClaimId id, Status st) {
@@ -19,6 +27,8 @@ bool Controller::try_commit(Rec& r) {
         ++refused_planned_;  // it is still planned: unindex() takes it back
       }
       r.info.refused = true;
+      r.refusal_budget = provider_.last_refusal_budget();
+      r.refusal_room = provider_.room_version(r.refusal_budget);
       return false;
     }
     // The claim cannot be staged at all (an object left the store): it ends here.

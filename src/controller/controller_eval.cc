@@ -96,8 +96,37 @@ void Controller::note_wake(TimePoint t) {
   if (!next_wake_ || t < *next_wake_) next_wake_ = t;
 }
 
+void Controller::set_reviser(uint32_t runtime, std::function<void()> revise) {
+  if (revise) {
+    revisers_[runtime] = std::move(revise);
+  } else {
+    revisers_.erase(runtime);
+  }
+}
+
+bool Controller::request_revision(const Rec& r) {
+  auto it = revisers_.find(r.runtime);
+  if (it == revisers_.end()) return false;
+  // A revision that ran at this instant and still left a bound this close is used as it is
+  // (never a loop of revisions at one virtual instant).
+  auto done = revised_at_.find(r.runtime);
+  if (done != revised_at_.end() && done->second == executor_.now()) return false;
+  if (!revising_.insert(r.runtime).second) return true;  // one is posted already
+  std::weak_ptr<int> alive = alive_;
+  const uint32_t runtime = r.runtime;
+  executor_.post([this, alive, runtime] {
+    if (alive.expired()) return;
+    revising_.erase(runtime);
+    revised_at_[runtime] = executor_.now();
+    auto f = revisers_.find(runtime);
+    if (f != revisers_.end()) f->second();  // its update() reevaluates
+  });
+  return true;
+}
+
 bool Controller::consider_timed(Rec& r, TimePoint now) {
   if (r.info.ordinary_only) return false;  // no laxity makes it committable
+  if (refusal_stands(r)) return false;
   // TTR >= 0, so a claim whose use time has passed has laxity <= 0 without a projection (claims
   // left behind by refusals would otherwise cost a projection of the whole queue every time).
   Duration lax = r.use_at <= now ? Duration::zero() : laxity(r, now);
@@ -105,6 +134,9 @@ bool Controller::consider_timed(Rec& r, TimePoint now) {
     note_wake(now + lax);  // when its laxity would reach zero if nothing else changes
     return false;
   }
+  // Eligible by a lower bound of its TTU only: the true laxity may still be positive. No commit
+  // on that; the runtime projects it exactly (the controller reevaluates on that update).
+  if (r.ttu_bound && request_revision(r)) return false;
   r.attempted_in = eval_id_;  // once per evaluation: a refusal stands until something changes
   return try_commit(r);
 }
@@ -147,10 +179,21 @@ void Controller::evaluate_timed_indexed() {
     // earliest wake-up found so far (usually one or none).
     candidates_.clear();
     skipped_.clear();
+    // The index key lags the use time a little (set_ttu): a claim keyed inside the window may be
+    // used beyond it; it wakes the controller as a claim beyond the window does (below).
+    const Duration drained =
+        policy_->ttr_bound(TtrBoundInput{drained_bound, static_bound, feedback_.margin()});
     StagingProvider::TtrBoundWalk bounds = provider_.ttr_bound_walk();
+    // Claims the bound cannot settle get their exact TTR from one projection of the queue shared
+    // by all of them (they come in use order), not a projection each.
+    StagingProvider::TtrWalk exact = provider_.ttr_walk();
     for (auto it = by_use_.begin(); it != by_use_.end() && it->first <= horizon; ++it) {
-      const Rec& r = claims_.at(it->second);
-      if (r.attempted_in == eval_id_ || r.info.ordinary_only) continue;
+      Rec& r = claims_.at(it->second);
+      if (r.attempted_in == eval_id_ || r.info.ordinary_only || refusal_stands(r)) continue;
+      if (r.use_at > horizon) {
+        note_wake(std::max(r.use_at - drained, now + Duration(1)));
+        continue;
+      }
       if (r.use_at > now) {
         const Duration own = bounds.bound(r.use_at, r.info.footprint_bytes);
         const Duration own_static = provider_.static_ttr_bound(r.info.footprint_bytes);
@@ -160,6 +203,19 @@ void Controller::evaluate_timed_indexed() {
             EligibilityInput{r.use_at - now, r.rank, ttr_up, static_up, feedback_.margin()});
         if (least > Duration::zero()) {
           skipped_.emplace_back(least, it->second);
+          continue;
+        }
+        // No commit has happened in this pass, so this is the laxity consider_timed() would
+        // find: a claim not eligible now only sets the wake-up.
+        std::function<Duration()> ttr = [&] {
+          ++stats_.ttr_queries;
+          return exact.ttr(r.claim);
+        };
+        std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r.claim); };
+        const Duration lax = policy_->laxity(
+            EligibilityInput{r.use_at - now, r.rank, ttr, static_ttr, feedback_.margin()});
+        if (lax > Duration::zero()) {
+          note_wake(now + lax);
           continue;
         }
       }
@@ -175,7 +231,6 @@ void Controller::evaluate_timed_indexed() {
     // the tick bounds how late that can make a commit.
     auto next = by_use_.upper_bound({horizon, UINT64_MAX});
     if (horizon != TimePoint::max() && next != by_use_.end()) {
-      const Duration drained = policy_->ttr_bound(TtrBoundInput{drained_bound, static_bound, feedback_.margin()});
       note_wake(std::max(next->first - drained, now + Duration(1)));
     }
     std::vector<std::pair<AttemptKey, ClaimId>> walk = std::move(candidates_);

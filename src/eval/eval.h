@@ -45,6 +45,8 @@ struct EvalOptions {
   // The controller folds recent estimation error into TempoKV's laxity (DESIGN.md §4); off:
   // the plain rule, for the before/after comparison.
   bool error_feedback = true;
+  // ControllerOptions::ttu_horizon for every run (unset: the controller's default).
+  std::optional<bool> ttu_horizon;
   uint32_t engines = 0;               // 0: the scenario's default (trace: chosen from the load)
   std::optional<double> fast_tier_gib;  // overrides the scenario's fast tier (budget: half)
   std::optional<double> jitter_sigma;   // overrides the engine's step-time jitter

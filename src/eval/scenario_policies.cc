@@ -35,6 +35,7 @@ StackConfig base_stack(const Runner& runner, const CostProfile& profile, const s
   c.seed = runner.options().seed;
   c.estimator_bias = runner.options().estimator_bias;
   c.error_feedback = runner.options().error_feedback;
+  c.ttu_horizon = runner.options().ttu_horizon;
   if (runner.options().jitter_sigma) c.jitter_sigma = *runner.options().jitter_sigma;
   if (runner.options().engines) c.engines = runner.options().engines;
   if (!runner.sim()) {

@@ -132,6 +132,7 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
   ControllerOptions co;
   co.tick = config.tick;
   co.error_feedback = config.error_feedback;
+  if (config.ttu_horizon) co.ttu_horizon = *config.ttu_horizon;
   TEMPOKV_ASSIGN_OR_RETURN(
       s->controller_,
       make_controller(ex, *s->provider_, config.baseline() ? "demand" : config.policy, co));

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,7 @@ struct StackConfig {
   uint32_t prior_output_tokens = 128;       // the adapter's output prior
   double estimator_bias = 0;                // adapter's costs = engine's × (1 + bias)
   bool error_feedback = true;               // ControllerOptions::error_feedback
+  std::optional<bool> ttu_horizon;          // ControllerOptions::ttu_horizon (unset: its default)
   Duration tick = std::chrono::milliseconds(50);
   uint32_t max_reads_in_flight = 16;        // provider reads at once (= the SSD's concurrency)
   double prior_read_bytes_per_s = 11.0 * double(1ULL << 30);   // provider's rate before samples

@@ -63,6 +63,7 @@ bool FastTier::evictable(const FastObject& o) {
 template <typename Fn>
 void FastTier::update(const Key& key, FastObject& o, Fn&& fn) {
   const uint64_t budgeted_before = stats_.protected_bytes + stats_.reserved_bytes;
+  const uint64_t occupied_before = budgeted_before + stats_.pinned_bytes;
   bool was_evictable = evictable(o);
   const bool held_before = o.residency != Residency::kAbsent;
   const uint64_t offset_before = o.offset;
@@ -80,6 +81,8 @@ void FastTier::update(const Key& key, FastObject& o, Fn&& fn) {
     objects_.erase(Key(key));  // key may alias the map's own key: erase by a copy
   }
   const uint64_t budgeted_after = stats_.protected_bytes + stats_.reserved_bytes;
+  if (budgeted_after < budgeted_before) ++budget_room_version_;
+  if (budgeted_after + stats_.pinned_bytes < occupied_before) ++capacity_room_version_;
   if (budget_listener_ && budgeted_after != budgeted_before) budget_listener_(budgeted_after);
 }
 
@@ -115,6 +118,11 @@ void FastTier::add_protect_cost(const Key& key, uint64_t object_bytes, ProtectCo
   uint64_t charge = o ? o->charge_bytes : charge_bytes(object_bytes);
   cost.budget_bytes += charge;
   if (!(o && pinned(*o))) cost.occupied_bytes += charge;
+}
+
+bool FastTier::budget_short(const ProtectCost& cost) const {
+  return stats_.protected_bytes + stats_.reserved_bytes + cost.budget_bytes >
+         options_.protected_budget_bytes;
 }
 
 Status FastTier::check_protect_cost(const ProtectCost& cost) const {

@@ -144,6 +144,15 @@ class FastTier {
   }
 
   FastTierStats stats() const;
+  // Change whenever room for protecting more may have grown: protected + reserved bytes fell
+  // (the budget's room), or protected + reserved + pinned bytes fell (the capacity's). Nothing
+  // else lets a refused cost through (a protection by someone else takes at least as much room
+  // as it saves), so a refusal stands while the version of its kind is unchanged.
+  uint64_t room_version(bool budget) const {
+    return budget ? budget_room_version_ : capacity_room_version_;
+  }
+  // check_protect_cost() would refuse this cost for the budget (not only for capacity).
+  bool budget_short(const ProtectCost& cost) const;
   // Recomputes every counter from the objects and checks the invariants above. For tests.
   Status check_invariants() const;
   // For tests: where a fill of `charge` bytes needs eviction (no free run is long enough), the
@@ -185,6 +194,8 @@ class FastTier {
   std::unordered_map<Key, FastObject> objects_;
   std::map<uint64_t, Key> by_offset_;  // objects holding memory (filling or resident), by offset
   FastTierStats stats_;
+  uint64_t budget_room_version_ = 0;    // room_version(true)
+  uint64_t capacity_room_version_ = 0;  // room_version(false)
   std::function<void(uint64_t)> budget_listener_;
 };
 

@@ -50,6 +50,7 @@ void StagingProvider::pump() {
         continue;
       }
       demand_queued_bytes_ -= demand_charge(rec);
+      ++demand_room_version_;
       rec.read = ReadState::kInFlight;
       chosen.push_back(key);
       queued_bytes_ -= rec.read_bytes;

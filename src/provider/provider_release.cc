@@ -121,6 +121,7 @@ void StagingProvider::drop_member(const Key& key, ClaimId id, bool ordinary) {
     return;
   }
   demand_queued_bytes_ -= demand_charge(rec);
+  ++demand_room_version_;
   members.erase(m);
   demand_queued_bytes_ += demand_charge(rec);
   if (!ordinary) {
@@ -142,6 +143,7 @@ void StagingProvider::maybe_forget(const Key& key) {
   if (rec.read == ReadState::kInFlight) return;
   if (rec.read == ReadState::kQueued) {
     demand_queued_bytes_ -= demand_charge(rec);
+    ++demand_room_version_;
     queued_bytes_ -= rec.read_bytes;
     queue_.erase(rec.queue_pos);
     ++state_version_;

@@ -221,6 +221,130 @@ Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) 
   return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / bytes_per_s_)) + 1000);
 }
 
+StagingProvider::TtrWalk StagingProvider::ttr_walk() const {
+  TtrWalk w;
+  w.p_ = this;
+  w.id_ = ++walk_seq_;
+  const double served = served_now();
+  for (const Key& key : in_flight_keys_) {
+    const ObjectRec& rec = objects_.at(key);
+    double done = served - rec.served_at_issue;
+    w.active_.push_back({std::max(0.0, static_cast<double>(rec.read_bytes) - done), &rec});
+    rec.walk_id = w.id_;
+    rec.walk_finish_s = std::numeric_limits<double>::quiet_NaN();
+  }
+  std::make_heap(w.active_.begin(), w.active_.end(), std::greater<>());
+  w.next_ = queue_.begin();
+  return w;
+}
+
+// The loop of project_last_finish_s() (refill, then one read leaves service), stopped where a
+// refill would take a read used later than use_at.
+void StagingProvider::TtrWalk::advance(TimePoint use_at) {
+  const uint32_t slots = p_->options_.max_reads_in_flight;
+  const double rate = p_->rate_.bytes_per_s();
+  for (;;) {
+    while (active_.size() < slots) {
+      if (next_ == p_->queue_.end() || next_->first.first > use_at) return;
+      const ObjectRec& rec = *(next_++)->second.rec;
+      active_.push_back({served_ + static_cast<double>(rec.read_bytes), &rec});
+      std::push_heap(active_.begin(), active_.end(), std::greater<>());
+      rec.walk_id = id_;
+      rec.walk_finish_s = std::numeric_limits<double>::quiet_NaN();
+    }
+    std::pop_heap(active_.begin(), active_.end(), std::greater<>());
+    const Active top = active_.back();
+    active_.pop_back();
+    const double n = static_cast<double>(active_.size() + 1);
+    if (top.first > served_) {
+      t_ += (top.first - served_) * n / rate;
+      served_ = top.first;
+    }
+    top.second->walk_finish_s = t_;
+  }
+}
+
+Duration StagingProvider::TtrWalk::ttr(const StagingClaim& claim) {
+  const TimePoint use_at = p_->use_time(claim);
+  if (last_use_ && use_at < *last_use_) return p_->ttr(claim);
+  last_use_ = use_at;
+  advance(use_at);
+  const uint64_t epoch = ++p_->ttr_epoch_;
+  double last = 0;
+  uint64_t in_service = 0;  // needed reads in service at the checkpoint
+  bool needed = false;
+  fresh_.clear();
+  fresh_keys_.clear();
+  for (const ManifestEntry& e : claim.objects) {
+    if (p_->tier_.resident(e.key)) continue;
+    auto it = p_->objects_.find(e.key);
+    if (it != p_->objects_.end() && it->second.read != ReadState::kNone &&
+        (it->second.read == ReadState::kInFlight || it->second.queue_pos->first.first <= use_at)) {
+      const ObjectRec& rec = it->second;
+      if (rec.mark == epoch) continue;
+      rec.mark = epoch;
+      needed = true;
+      if (rec.walk_id != id_) return p_->ttr_reference(claim);  // not projected: cannot happen
+      if (std::isnan(rec.walk_finish_s)) {
+        ++in_service;
+      } else {
+        last = std::max(last, rec.walk_finish_s);
+      }
+      continue;
+    }
+    // Not covered, or queued for a claim used later (committing this one moves it up to here).
+    fresh_.push_back(static_cast<double>(round_up(e.bytes, kBlockBytes)));
+    fresh_keys_.push_back(e.key);
+    needed = true;
+  }
+  if (fresh_keys_.size() > 1) {
+    // A key twice in the manifest is read once (ttr_reference's set); rare, so answered there.
+    std::sort(fresh_keys_.begin(), fresh_keys_.end());
+    const bool repeated =
+        std::adjacent_find(fresh_keys_.begin(), fresh_keys_.end()) != fresh_keys_.end();
+    fresh_keys_.clear();
+    if (repeated) return p_->ttr_reference(claim);
+  }
+  fresh_keys_.clear();
+  if (!needed) return Duration::zero();
+  uint64_t left = in_service + fresh_.size();
+  if (left > 0) {
+    // From the checkpoint: the reads in service and the claim's new reads.
+    const uint32_t slots = p_->options_.max_reads_in_flight;
+    const double rate = p_->rate_.bytes_per_s();
+    using Entry = std::pair<double, bool>;  // (finish progress, needed)
+    std::vector<Entry>& heap = scratch_;
+    heap.clear();
+    for (const auto& [finish, rec] : active_) heap.push_back({finish, rec->mark == epoch});
+    std::make_heap(heap.begin(), heap.end(), std::greater<>());
+    double served = served_, t = t_;
+    size_t next_fresh = 0;
+    auto refill = [&] {
+      while (heap.size() < slots && next_fresh < fresh_.size()) {
+        heap.push_back({served + fresh_[next_fresh++], true});
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      }
+    };
+    refill();
+    while (left > 0 && !heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      const Entry top = heap.back();
+      heap.pop_back();
+      const double n = static_cast<double>(heap.size() + 1);
+      if (top.first > served) {
+        t += (top.first - served) * n / rate;
+        served = top.first;
+      }
+      if (top.second) {
+        --left;
+        last = std::max(last, t);
+      }
+      refill();
+    }
+  }
+  return Duration(std::llround(last * 1e9));
+}
+
 Duration StagingProvider::static_ttr(const StagingClaim& claim) const {
   std::unordered_set<Key> seen;
   uint64_t bytes = 0;

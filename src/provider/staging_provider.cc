@@ -142,6 +142,7 @@ Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCall
   cost.occupied_bytes += owed;
   if (Status st = tier_.check_protect_cost(cost); !st.is_ok()) {
     ++stats_.refusals;
+    last_refusal_budget_ = tier_.budget_short(cost);
     return Status(st.code(), "claim " + std::to_string(claim.id) + " refused: " + st.message());
   }
   const TimePoint use_at = use_time(claim);

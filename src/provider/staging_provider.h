@@ -155,11 +155,29 @@ class StagingProvider {
   // Valid until the provider's state changes (a walk is used within one evaluation).
   class TtrBoundWalk;  // defined below, after the queue's types
   TtrBoundWalk ttr_bound_walk() const;
+  // ttr() of claims taken in nondecreasing use time at one moment, from one projection of the
+  // queue shared by all of them: the projection runs in issue order up to each claim's checkpoint
+  // (the first moment a slot is free and the next queued read is used later than the claim, where
+  // ttr_reference() would start the claim's new reads), and only the claim's own reads are
+  // projected from there. Equal to ttr_reference() (same arithmetic). A claim used earlier than
+  // the one before is answered by ttr(). O(queued reads passed) over all calls of one walk, plus
+  // O((reads in service + the claim's reads) log slots) per claim. Valid until the provider's
+  // state changes (a walk is used within one evaluation); one walk at a time.
+  class TtrWalk;
+  TtrWalk ttr_walk() const;
   // TempoKV-Static's estimate: non-resident bytes / options.static_read_bytes_per_s.
   Duration static_ttr(const StagingClaim& claim) const;
   // An upper bound of static_ttr() for any claim whose non-resident bytes total at most bytes.
   Duration static_ttr_bound(uint64_t bytes) const;
 
+  // Whether the last refused commit was short of the budget (else of fast-tier capacity), and a
+  // version that changes whenever room of that kind may have grown (FastTier::room_version; the
+  // capacity's also when room owed to demand reads falls): a refusal stands while it is
+  // unchanged, so the controller need not attempt that claim again until then.
+  bool last_refusal_budget() const { return last_refusal_budget_; }
+  uint64_t room_version(bool budget) const {
+    return budget ? tier_.room_version(true) : tier_.room_version(false) + demand_room_version_;
+  }
   std::optional<ClaimPhase> phase(ClaimId id) const;
   ProviderStats stats() const;
   // Verifies the invariants of the header against the fast tier. For tests.
@@ -189,6 +207,26 @@ class StagingProvider {
     double bytes_per_s_ = 1;
   };
 
+  class TtrWalk {
+   public:
+    Duration ttr(const StagingClaim& claim);
+
+   private:
+    friend class StagingProvider;
+    using Active = std::pair<double, const ObjectRec*>;  // (finish progress, read)
+    // Advances the shared projection to the checkpoint of use time `use_at`.
+    void advance(TimePoint use_at);
+    const StagingProvider* p_ = nullptr;
+    uint64_t id_ = 0;                   // this walk's mark in ObjectRec::walk_id
+    Queue::const_iterator next_;        // the first queued read not yet issued in the projection
+    std::vector<Active> active_;        // min-heap by finish progress: in service
+    double served_ = 0, t_ = 0;         // projection progress and time at the checkpoint
+    std::optional<TimePoint> last_use_;  // the use time of the last checkpoint
+    std::vector<std::pair<double, bool>> scratch_;  // a claim's continuation: (finish, needed)
+    std::vector<double> fresh_;         // a claim's new reads
+    std::vector<Key> fresh_keys_;       // and their keys
+  };
+
  private:
   struct Member {
     ClaimId claim;
@@ -207,6 +245,10 @@ class StagingProvider {
     // seconds from now, or NaN when it is still in service where the queue runs out.
     mutable double snap_finish_s = 0;
     mutable uint64_t snap_version = 0;
+    // TtrWalk (walk walk_id): when this read finishes, in seconds from now, or NaN while it is
+    // in service at the walk's checkpoint.
+    mutable double walk_finish_s = 0;
+    mutable uint64_t walk_id = 0;
   };
   // The reads in flight and the queue projected (as in ttr_projection.h) up to the first moment a
   // slot is free and the queue is empty: where any claim's new reads would start. Rebuilt when
@@ -283,6 +325,8 @@ class StagingProvider {
   uint64_t queue_seq_ = 0;
   uint64_t queued_bytes_ = 0;        // read_bytes of every read in queue_
   uint64_t demand_queued_bytes_ = 0;  // fast-tier charge of queued reads nobody reserves
+  uint64_t demand_room_version_ = 0;  // times demand_queued_bytes_ fell (room_version)
+  bool last_refusal_budget_ = false;
   std::list<ClaimId> ordinary_waiting_;  // ordinary claims not yet admitted, in arrival order
   std::vector<Key> in_flight_keys_;  // reads issued, not completed
   // Fluid model of the reads in flight (processor sharing at the calibrated rate): bytes each has
@@ -292,6 +336,7 @@ class StagingProvider {
   bool pumping_ = false;
   bool repump_ = false;
   mutable uint64_t ttr_epoch_ = 0;
+  mutable uint64_t walk_seq_ = 0;  // TtrWalk ids
   uint64_t state_version_ = 1;  // bumped whenever the queue or the reads in flight change
   mutable TtrSnapshot snap_;
   std::vector<std::pair<ReadyCallback, std::pair<ClaimId, Status>>> callbacks_;

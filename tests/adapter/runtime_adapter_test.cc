@@ -251,3 +251,35 @@ TEST(RuntimeAdapter, CancellingARequestWhoseClaimWasReleasedOnlyForgetsIt) {
 
 }  // namespace
 }  // namespace tempokv
+
+namespace tempokv {
+namespace {
+
+// A runtime that chunks prefills (100 tokens per iteration, 1 ms per prefill token): request 1's
+// 300-token prefill is in its second chunk when request 2 arrives (100 ms before that iteration
+// ends). At the boundary 100 tokens are left: one more 100 ms chunk gives the first token, then
+// 99 decode steps of 10 ms. Projected as done at the boundary (the whole prefill at once), the
+// slot would free 100 ms sooner.
+TEST(RuntimeAdapter, ARunningChunkedPrefillIsProjectedChunkByChunk) {
+  AdapterFixture f;
+  f.profile.prefill_b_s_per_token = 0.001;
+  AdapterOptions o;
+  o.max_active = 1;
+  o.prior_output_tokens = 100;
+  o.token_budget = 100;
+  f.adapter = RuntimeAdapter::create(*f.controller, f.profile, o).value();
+  ASSERT_TRUE(f.adapter->add_request({1, 300, 0, 0, 400}).is_ok());
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  std::vector<uint64_t> prefills{1};
+  std::vector<uint32_t> chunk{100};
+  ASSERT_TRUE(f.adapter->iteration_started(prefills, chunk, {}).is_ok());
+  f.stack.ex.run_for(milliseconds(100));
+  ASSERT_TRUE(f.adapter->iteration_started(prefills, chunk, {}).is_ok());
+  ASSERT_TRUE(f.adapter->add_request({2, 100, 0, 0, 400}).is_ok());
+  std::vector<uint64_t> waiting{2};
+  ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
+  EXPECT_EQ(f.adapter->last_ttu(2).value(), milliseconds(100 + 100 + 99 * 10));
+}
+
+}  // namespace
+}  // namespace tempokv

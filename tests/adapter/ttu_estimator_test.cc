@@ -243,6 +243,44 @@ TEST(TtuEstimator, DecodeStepsCostTheBatchContext) {
   EXPECT_EQ(ttu[0], milliseconds(40) + std::chrono::microseconds(8002));
 }
 
+// Chunked prefill (vLLM's token budget per iteration): request 1's 300-token prefill shares each
+// iteration's 100 tokens with decoder 7 (one token), so it runs in chunks of 99, 99, 99 and 3
+// (10 ms + 1 ms/token each, plus the 20 ms decode step: 129, 129, 129, 33 ms), then decoder 7's
+// 11 remaining tokens take 220 ms: request 2 gets the slot at 640 ms. Run whole, the prefill
+// would take one 330 ms iteration and the slot would free at 330 + 14 x 20 = 610 ms.
+TEST(TtuEstimator, AChunkedPrefillRunsChunkByChunkBesideTheDecoders) {
+  CostProfile profile = simple_profile();
+  OutputPredictor predictor(8, 16);
+  TtuEstimator est(profile, predictor);
+  RuntimeSnapshot snap;
+  snap.max_active = 2;
+  snap.running.push_back({7, 1000, 1, 100, 0});  // 15 more tokens predicted
+  snap.waiting.push_back({1, 300, 0, 0, 64});
+  snap.waiting.push_back({2, 100, 100, 0, 64});
+  snap.token_budget = 100;
+  auto ttu = est.estimate(snap);
+  EXPECT_EQ(ttu[0], Duration::zero());
+  EXPECT_EQ(ttu[1], milliseconds(640));
+  snap.token_budget = 0;
+  EXPECT_EQ(est.estimate(snap)[1], milliseconds(610));
+}
+
+// A running request part-way through a chunked prefill: only the tokens left are projected, and
+// its retrieval (done with the first chunk) is not counted again.
+TEST(TtuEstimator, ARunningChunkedPrefillProjectsOnlyWhatIsLeft) {
+  CostProfile profile = simple_profile();
+  OutputPredictor predictor(8, 16);
+  TtuEstimator est(profile, predictor);
+  RuntimeSnapshot snap;
+  snap.max_active = 1;
+  snap.token_budget = 100;
+  RunningRequest r{7, 1000, 0, 100, 150};  // 150 of its prompt's tokens still to compute
+  snap.running.push_back(r);
+  snap.waiting.push_back({1, 100, 100, 0, 64});
+  // Chunks of 100 and 50 (110 + 60 ms), then 15 decode steps of 20 ms.
+  EXPECT_EQ(est.estimate(snap)[0], milliseconds(110 + 60 + 15 * 20));
+}
+
 TEST(TtuEstimator, ZeroSlotsNeverAdmit) {
   CostProfile profile = simple_profile();
   OutputPredictor predictor(8, 16);

@@ -71,6 +71,13 @@ class RandomRun {
           for (const ManifestEntry& e : c.objects) bytes += round_up(e.bytes, kBlockBytes);
           ASSERT_GE(bounds.bound(*c.use_at, bytes), s_.provider->ttr(c));
         }
+        // One exact walk over them in use order gives exactly each claim's TTR; a claim used
+        // earlier than the last one asked (out of order) too.
+        StagingProvider::TtrWalk exact = s_.provider->ttr_walk();
+        for (const StagingClaim& c : claims) {
+          ASSERT_EQ(exact.ttr(c), s_.provider->ttr_reference(c));
+        }
+        ASSERT_EQ(exact.ttr(claims.front()), s_.provider->ttr_reference(claims.front()));
         break;
       }
       default:

@@ -211,6 +211,8 @@ void add_eval_command(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("!--no-error-feedback", c->options.error_feedback,
                 "TempoKV without the controller's error feedback (the before/after comparison)");
+  cmd->add_option("--ttu-horizon", c->options.ttu_horizon,
+                  "on/off: the controller's TTU horizon (default: the controller's)");
   cmd->add_option("--engines", c->options.engines,
                   "Data-parallel engines (default 1; trace: chosen from the load)");
   cmd->add_option("--fast-tier-gib", c->fast_tier_gib,
