@@ -47,6 +47,10 @@ struct Hello {
   uint32_t ranks = 0;
   // The runtime's token when the daemon's server.tokens_file lists it ("" otherwise).
   std::string token;
+  // Tokens the runtime computes per step (vLLM's max_num_batched_tokens) when this hello creates
+  // it: the adapter then projects prefills chunk by chunk beside the decoders (chunked prefill,
+  // AdapterOptions::token_budget). 0: each prefill in one step.
+  uint32_t token_budget = 0;
 };
 struct Heartbeat {};
 struct AddRequest {

@@ -109,6 +109,7 @@ class RuntimeAdapter : public RuntimeApi {
   // Measured iteration time / the given profile's cost of it (the online calibration; 1 before
   // any iteration).
   double cost_scale() const { return cost_scale_; }
+  uint32_t token_budget() const { return options_.token_budget; }
   // The given profile's cost of the iteration iteration_started opened last (zero before any).
   Duration open_iteration_cost() const { return iteration_cost_; }
   // A runtime that measures its own iterations reports one: `profile_cost` is what

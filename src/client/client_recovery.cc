@@ -21,7 +21,8 @@ service::Hello ServiceClient::hello_request() const {
                        .runtime = options_.runtime,
                        .max_active = options_.max_active,
                        .ranks = options_.ranks,
-                       .token = options_.token};
+                       .token = options_.token,
+                       .token_budget = options_.token_budget};
   for (uint32_t v = service::kMinProtocolVersion; v <= service::kProtocolVersion; ++v) {
     hello.versions.push_back(v);
   }

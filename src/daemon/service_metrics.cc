@@ -150,6 +150,9 @@ std::vector<Metric> ServiceCore::metrics() const {
   per_runtime("adapter_iterations_calibrated_total",
               "Measured iterations that calibrated the costs", kC,
               [](const RuntimeAdapter& a) { return double(a.stats().iterations_calibrated); });
+  per_runtime("adapter_token_budget",
+              "Tokens per step the runtime's hello declared (chunked prefill); 0: whole prefills",
+              kG, [](const RuntimeAdapter& a) { return double(a.token_budget()); });
   per_runtime("adapter_runtime_measures", "1 when the runtime reports its own iteration times",
               kG, [](const RuntimeAdapter& a) { return a.stats().runtime_measures ? 1.0 : 0.0; });
   add("write_region_used_bytes", "Write region bytes reserved", kG, double(writes_->used_bytes()));

@@ -73,7 +73,7 @@ struct ArgsPacker {
   }
   void operator()(const Hello& m) {
     pk.pack_map(2 + (m.runtime.empty() ? 0 : 1) + (m.max_active == 0 ? 0 : 1) +
-                (m.ranks == 0 ? 0 : 1) + (m.token.empty() ? 0 : 1));
+                (m.token_budget == 0 ? 0 : 1) + (m.ranks == 0 ? 0 : 1) + (m.token.empty() ? 0 : 1));
     pack_str(pk, "versions");
     pk.pack_array(static_cast<uint32_t>(m.versions.size()));
     for (uint32_t v : m.versions) pk.pack(v);
@@ -84,6 +84,7 @@ struct ArgsPacker {
       pack_str(pk, m.runtime);
     }
     if (m.max_active != 0) pack_field(pk, "max_active", m.max_active);
+    if (m.token_budget != 0) pack_field(pk, "token_budget", m.token_budget);
     if (m.ranks != 0) pack_field(pk, "ranks", m.ranks);
     if (!m.token.empty()) {
       pack_str(pk, "token");

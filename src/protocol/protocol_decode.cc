@@ -20,7 +20,8 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       TEMPOKV_ASSIGN_OR_RETURN(
           Fields f,
           Fields::read(args_obj, where,
-                       {"versions", "client", "runtime", "max_active", "ranks", "token"},
+                       {"versions", "client", "runtime", "max_active", "token_budget", "ranks",
+                        "token"},
                        true));
       TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("versions", kMaxHelloVersions));
       Hello h;
@@ -39,6 +40,9 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       }
       if (f.get("max_active") != nullptr) {
         TEMPOKV_ASSIGN_OR_RETURN(h.max_active, f.u32("max_active"));
+      }
+      if (f.get("token_budget") != nullptr) {
+        TEMPOKV_ASSIGN_OR_RETURN(h.token_budget, f.u32("token_budget"));
       }
       if (f.get("ranks") != nullptr) {
         TEMPOKV_ASSIGN_OR_RETURN(h.ranks, f.u32("ranks"));

@@ -64,8 +64,10 @@ class DaemonProcess {
   }
 
   Result<std::unique_ptr<ServiceClient>> connect(std::string runtime = "",
-                                                 std::string name = "test") const {
+                                                 std::string name = "test",
+                                                 uint32_t token_budget = 0) const {
     ClientOptions o;
+    o.token_budget = token_budget;
     o.endpoint = endpoint();
     o.name = std::move(name);
     o.runtime = std::move(runtime);

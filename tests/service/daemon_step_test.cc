@@ -105,5 +105,19 @@ TEST_F(DaemonTest, ARuntimesMeasuredStepTimesCalibrateItsAdapterAndArrivalTimesD
   EXPECT_EQ(stat_of(*c, "adapter_running_requests" + rt), 0);
 }
 
+TEST_F(DaemonTest, AHellosTokenBudgetProjectsTheRuntimesPrefillsChunkByChunk) {
+  auto chunked = daemon_->connect("chunked", "vllm", 512);
+  ASSERT_TRUE(chunked.is_ok()) << chunked.status().to_string();
+  auto whole = client();
+  ASSERT_TRUE(whole);
+  auto rt = [](ServiceClient& c) { return "_" + std::to_string(c.hello().runtime_id); };
+  EXPECT_EQ(stat_of(**chunked, "adapter_token_budget" + rt(**chunked)), 512);
+  EXPECT_EQ(stat_of(*whole, "adapter_token_budget" + rt(*whole)), 0);
+  // A second rank joining the runtime does not change it (the first hello created it).
+  auto rank1 = daemon_->connect("chunked", "vllm-rank1", 4096);
+  ASSERT_TRUE(rank1.is_ok()) << rank1.status().to_string();
+  EXPECT_EQ(stat_of(**rank1, "adapter_token_budget" + rt(**rank1)), 512);
+}
+
 }  // namespace
 }  // namespace tempokv::testing

@@ -39,8 +39,9 @@ class Lookup:
 
 class SchedulerAgent:
     def __init__(self, endpoint, runtime, max_active, timeout_s=2.0, retry_s=1.0,
-                 max_queue=100000, token=""):
+                 max_queue=100000, token="", token_budget=0):
         self.endpoint, self.runtime, self.max_active = endpoint, runtime, max_active
+        self.token_budget = token_budget  # tokens per step (chunked prefill), 0: whole prefills
         self.token = token
         self.timeout_s, self.retry_s = timeout_s, retry_s
         self._q = queue.Queue(max_queue)
@@ -149,6 +150,7 @@ class SchedulerAgent:
         try:
             self._client = TempoKVClient(self.endpoint, name="vllm-scheduler",
                                          runtime=self.runtime, max_active=self.max_active,
+                                         token_budget=self.token_budget,
                                          token=self.token,
                                          timeout_s=self.timeout_s, map_shared_memory=False)
             self._reporter = StepReporter(self._client)

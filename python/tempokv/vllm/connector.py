@@ -45,6 +45,14 @@ def _device_type():
     return current_platform.device_type
 
 
+def _token_budget(scheduler_config):
+    """Tokens per step for tempokvd's TTU projection: vLLM's max_num_batched_tokens when it chunks
+    prefills (a prefill then runs chunk by chunk beside the decoders), else 0 (prefills whole)."""
+    if not getattr(scheduler_config, "enable_chunked_prefill", False):
+        return 0
+    return int(getattr(scheduler_config, "max_num_batched_tokens", 0) or 0)
+
+
 class TempoKVConnector(KVConnectorBase_V1):
     def __init__(self, vllm_config, role, kv_cache_config=None):
         super().__init__(vllm_config=vllm_config, role=role, kv_cache_config=kv_cache_config)
@@ -83,7 +91,8 @@ class TempoKVConnector(KVConnectorBase_V1):
             from .scheduler_side import ConnectorScheduler
             self.agent = SchedulerAgent(self.endpoint, self.runtime,
                                         vllm_config.scheduler_config.max_num_seqs,
-                                        timeout_s=self.timeout_s, token=self.token)
+                                        timeout_s=self.timeout_s, token=self.token,
+                                        token_budget=_token_budget(vllm_config.scheduler_config))
             self._sched = ConnectorScheduler(self.agent, self.model_id, self.chunk_tokens,
                                              self.block_size)
         self.loader = self.saver = self.layout = None

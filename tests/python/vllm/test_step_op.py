@@ -57,6 +57,9 @@ def test_one_step_message_per_scheduler_step_and_the_adapter_follows(model_dir, 
     a, _ = adapter_stats(daemon.endpoint, rt)
     # Only the hit was added so far (by add_request + report_hit, at queue time).
     assert a["waiting_requests"] == 1 and a["running_requests"] == 0
+    # vLLM chunks prefills: the hello gave tempokvd its token budget for the TTU projection.
+    assert s.scheduler_config.enable_chunked_prefill
+    assert a["token_budget"] == s.scheduler_config.max_num_batched_tokens > 0
 
     schedules = 0
     running_seen = 0
