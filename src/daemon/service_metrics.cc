@@ -15,9 +15,7 @@ std::vector<double> ServiceCore::Histograms::error_bounds() {
 }
 
 namespace {
-// The adapter's use time for a request no order update has placed is an hour away
-// (runtime_adapter.cc, kUnknownTtu); projections this far out are that placeholder.
-constexpr Duration kUnknownUse = std::chrono::minutes(30);
+constexpr Duration kUnknownUse = kPlaceholderUse;  // common/error_buckets.h
 }  // namespace
 
 void ServiceCore::Histograms::Recent::add(double v) {
