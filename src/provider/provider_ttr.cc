@@ -10,6 +10,17 @@
 #include "provider/ttr_projection.h"
 
 namespace tempokv {
+namespace {
+
+// The claim's fresh reads (their bytes, in manifest order) as continue_projection_s's next().
+auto fresh_reads(const std::vector<double>& fresh) {
+  return [&fresh, i = size_t{0}]() mutable -> std::optional<PlannedRead> {
+    if (i == fresh.size()) return std::nullopt;
+    return PlannedRead{fresh[i++], true};
+  };
+}
+
+}  // namespace
 
 Duration StagingProvider::ttr_reference(const StagingClaim& claim) const {
   const uint64_t epoch = ++ttr_epoch_;
@@ -58,7 +69,7 @@ Duration StagingProvider::ttr_reference(const StagingClaim& claim) const {
     if (next_fresh < fresh.size()) return fresh[next_fresh++];
     return std::nullopt;
   };
-  double s = project_last_finish_s(in_flight, next, options_.max_reads_in_flight,
+  double s = project_last_finish_s(std::move(in_flight), next, options_.max_reads_in_flight,
                                    rate_.bytes_per_s(), needed);
   return Duration(std::llround(s * 1e9));
 }
@@ -152,31 +163,11 @@ Duration StagingProvider::ttr(const StagingClaim& claim) const {
   uint64_t left = in_service + fresh.size();
   if (left > 0) {
     // From where the queue runs out: the reads still in service and the claim's new reads.
-    using Active = std::pair<double, bool>;  // (finish progress, needed)
-    std::priority_queue<Active, std::vector<Active>, std::greater<>> active;
-    for (const auto& [finish, rec] : snap.active) active.push({finish, rec->mark == epoch});
-    double served = snap.served, t = snap.t;
-    size_t next_fresh = 0;
-    auto refill = [&] {
-      while (active.size() < options_.max_reads_in_flight && next_fresh < fresh.size()) {
-        active.push({served + fresh[next_fresh++], true});
-      }
-    };
-    refill();
-    while (left > 0 && !active.empty()) {
-      Active top = active.top();
-      active.pop();
-      double n = static_cast<double>(active.size() + 1);
-      if (top.first > served) {
-        t += (top.first - served) * n / rate_.bytes_per_s();
-        served = top.first;
-      }
-      if (top.second) {
-        --left;
-        last = std::max(last, t);
-      }
-      refill();
-    }
+    std::vector<PlannedRead> heap;
+    heap.reserve(snap.active.size() + fresh.size());
+    for (const auto& [finish, rec] : snap.active) heap.push_back({finish, rec->mark == epoch});
+    last = continue_projection_s(heap, {snap.served, snap.t}, last, fresh_reads(fresh),
+                                 options_.max_reads_in_flight, rate_.bytes_per_s(), left);
   }
   return Duration(std::llround(last * 1e9));
 }
@@ -310,37 +301,11 @@ Duration StagingProvider::TtrWalk::ttr(const StagingClaim& claim) {
   uint64_t left = in_service + fresh_.size();
   if (left > 0) {
     // From the checkpoint: the reads in service and the claim's new reads.
-    const uint32_t slots = p_->options_.max_reads_in_flight;
-    const double rate = p_->rate_.bytes_per_s();
-    using Entry = std::pair<double, bool>;  // (finish progress, needed)
-    std::vector<Entry>& heap = scratch_;
+    std::vector<PlannedRead>& heap = scratch_;
     heap.clear();
     for (const auto& [finish, rec] : active_) heap.push_back({finish, rec->mark == epoch});
-    std::make_heap(heap.begin(), heap.end(), std::greater<>());
-    double served = served_, t = t_;
-    size_t next_fresh = 0;
-    auto refill = [&] {
-      while (heap.size() < slots && next_fresh < fresh_.size()) {
-        heap.push_back({served + fresh_[next_fresh++], true});
-        std::push_heap(heap.begin(), heap.end(), std::greater<>());
-      }
-    };
-    refill();
-    while (left > 0 && !heap.empty()) {
-      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-      const Entry top = heap.back();
-      heap.pop_back();
-      const double n = static_cast<double>(heap.size() + 1);
-      if (top.first > served) {
-        t += (top.first - served) * n / rate;
-        served = top.first;
-      }
-      if (top.second) {
-        --left;
-        last = std::max(last, t);
-      }
-      refill();
-    }
+    last = continue_projection_s(heap, {served_, t_}, last, fresh_reads(fresh_),
+                                 p_->options_.max_reads_in_flight, p_->rate_.bytes_per_s(), left);
   }
   return Duration(std::llround(last * 1e9));
 }

@@ -64,6 +64,7 @@
 #include "provider/claim.h"
 #include "provider/provider_options.h"
 #include "provider/rate_calibrator.h"
+#include "provider/ttr_projection.h"
 #include "store/store.h"
 #include "tempokv/executor.h"
 
@@ -222,7 +223,7 @@ class StagingProvider {
     std::vector<Active> active_;        // min-heap by finish progress: in service
     double served_ = 0, t_ = 0;         // projection progress and time at the checkpoint
     std::optional<TimePoint> last_use_;  // the use time of the last checkpoint
-    std::vector<std::pair<double, bool>> scratch_;  // a claim's continuation: (finish, needed)
+    std::vector<PlannedRead> scratch_;  // a claim's continuation (continue_projection_s's heap)
     std::vector<double> fresh_;         // a claim's new reads
     std::vector<Key> fresh_keys_;       // and their keys
   };

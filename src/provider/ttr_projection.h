@@ -9,67 +9,86 @@
 // simulation the projection is exact when the rate is.
 //
 // Cost: O((in flight + reads up to the last needed one) * log slots); no allocation besides the
-// heap of reads in service. Plain functions; thread-safe.
+// heap of reads in service (none with continue_projection_s's reused vector). Plain functions;
+// thread-safe. StagingProvider::ttr() and its TtrWalk continue a projection they keep.
 #pragma once
 
 #include <cstdint>
 #include <optional>
-#include <queue>
+#include <utility>
+#include <algorithm>
 #include <vector>
 
 namespace tempokv {
 
 struct PlannedRead {
-  double bytes = 0;     // bytes still to move
+  double bytes = 0;     // bytes still to move (continue_projection_s: the finish progress)
   bool needed = false;  // the claim waits for it
 };
 
-// Seconds from now until every needed read has finished. `in_flight` are in service now (their
-// remaining bytes); `next()` yields the waiting reads in issue order (std::nullopt at the end).
-// `needed` is how many needed reads there are in total. 0 when needed is 0.
-template <typename NextFn>
-double project_last_finish_s(const std::vector<PlannedRead>& in_flight, NextFn&& next,
-                             uint32_t slots, double bytes_per_s, uint64_t needed) {
-  if (needed == 0) return 0.0;
-  // Every read in service progresses equally, so track the progress each has received (`served`)
-  // and order reads by the progress at which they finish.
-  struct Active {
-    double finish;  // value of `served` at which it is done
-    bool needed;
-    bool operator>(const Active& o) const { return finish > o.finish; }
-  };
-  std::priority_queue<Active, std::vector<Active>, std::greater<>> active;
+// Where a projection stands: `t` seconds after its start, when every read in service has received
+// `served` bytes of progress.
+struct ProjectionPoint {
   double served = 0;
   double t = 0;
-  double last = 0;
-  for (const PlannedRead& r : in_flight) active.push({r.bytes, r.needed});
+};
+
+// The projection continued from `at`: `in_service` holds the reads in service there, each with
+// the value of `served` at which it is done in `bytes`, and is used as the heap (reordered and
+// drained, so a caller may reuse one vector without allocating); `next()` yields the waiting reads
+// in issue order (std::nullopt at the end). Returns the later of `last` and the finish time, in
+// seconds after the projection's start, of the `needed` needed reads still to finish.
+template <typename NextFn>
+double continue_projection_s(std::vector<PlannedRead>& in_service, ProjectionPoint at,
+                             double last, NextFn&& next, uint32_t slots, double bytes_per_s,
+                             uint64_t needed) {
+  // Every read in service progresses equally, so track the progress each has received (`served`)
+  // and order reads by the progress at which they finish (a min-heap).
+  auto later = [](const PlannedRead& a, const PlannedRead& b) { return a.bytes > b.bytes; };
+  std::vector<PlannedRead>& heap = in_service;
+  std::make_heap(heap.begin(), heap.end(), later);
+  double served = at.served;
+  double t = at.t;
   bool more = true;
   auto refill = [&] {
-    while (more && active.size() < slots) {
+    while (more && heap.size() < slots) {
       std::optional<PlannedRead> r = next();
       if (!r) {
         more = false;
         break;
       }
-      active.push({served + r->bytes, r->needed});
+      heap.push_back({served + r->bytes, r->needed});
+      std::push_heap(heap.begin(), heap.end(), later);
     }
   };
   refill();
-  while (needed > 0 && !active.empty()) {
-    Active top = active.top();
-    active.pop();
-    double n = static_cast<double>(active.size() + 1);
-    if (top.finish > served) {
-      t += (top.finish - served) * n / bytes_per_s;
-      served = top.finish;
+  while (needed > 0 && !heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const PlannedRead top = heap.back();
+    heap.pop_back();
+    const double n = static_cast<double>(heap.size() + 1);
+    if (top.bytes > served) {
+      t += (top.bytes - served) * n / bytes_per_s;
+      served = top.bytes;
     }
     if (top.needed) {
       --needed;
-      last = t;
+      last = std::max(last, t);
     }
     refill();
   }
   return last;
+}
+
+// Seconds from now until every needed read has finished. `in_flight` are in service now (their
+// remaining bytes); `next()` yields the waiting reads in issue order (std::nullopt at the end).
+// `needed` is how many needed reads there are in total. 0 when needed is 0.
+template <typename NextFn>
+double project_last_finish_s(std::vector<PlannedRead> in_flight, NextFn&& next, uint32_t slots,
+                             double bytes_per_s, uint64_t needed) {
+  if (needed == 0) return 0.0;
+  return continue_projection_s(in_flight, ProjectionPoint{}, 0.0, std::forward<NextFn>(next),
+                               slots, bytes_per_s, needed);
 }
 
 }  // namespace tempokv
