@@ -19,6 +19,8 @@ PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python")
 if PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
 
+from tempokv.e2e.daemon import remove_shared_files  # noqa: E402
+
 DEFAULT_TEMPOKVD = "/work/main/build-lead/tools/tempokvd"
 HEARTBEAT_TIMEOUT_S = 2.0
 
@@ -113,13 +115,7 @@ class Daemon:
         # SIGTERM (the daemon removes its shared files); after a SIGKILL the files it recorded
         # are removed here, as the next daemon on this data directory would.
         self.stop(timeout_s=20)
-        try:
-            with open(os.path.join(self.data_dir, "tempokvd.shared")) as f:
-                for path in f.read().split():
-                    if os.path.exists(path):
-                        os.unlink(path)
-        except OSError:
-            pass
+        remove_shared_files(self.data_dir)
         self._log.close()
         shutil.rmtree(self.data_dir, ignore_errors=True)
 

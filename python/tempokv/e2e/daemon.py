@@ -16,6 +16,19 @@ import urllib.request
 
 from .. import TempoKVClient
 
+def remove_shared_files(data_dir):
+    """Removes the shared files (tier, write region) a tempokvd on ``data_dir`` recorded in
+    ``tempokvd.shared``, as the next daemon on that directory would: a SIGKILLed daemon leaves
+    them on /dev/shm (1.25 GiB in the e2e check). A missing list or file is not an error."""
+    try:
+        with open(os.path.join(data_dir, "tempokvd.shared")) as f:
+            for path in f.read().split():
+                if os.path.exists(path):
+                    os.unlink(path)
+    except OSError:
+        pass
+
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))))
 
@@ -113,15 +126,6 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc.returncode < 0:
-            # Killed (the e2e check's killed pass SIGKILLs it): its tier and write region stay
-            # on /dev/shm (1.25 GiB here) unless removed, as the next daemon on this data
-            # directory would remove them, from the list it recorded.
-            try:
-                with open(os.path.join(self.data_dir, "tempokvd.shared")) as f:
-                    for path in f.read().split():
-                        if os.path.exists(path):
-                            os.unlink(path)
-            except OSError:
-                pass
+        if self.proc.returncode < 0:  # killed (the e2e check's killed pass SIGKILLs it)
+            remove_shared_files(self.data_dir)
         self._log.close()
