@@ -120,6 +120,20 @@ class Daemon:
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
+def serve(extra_flags=()):
+    """A pytest fixture's body (``yield from fx.serve(...)``): a Daemon with ``extra_flags`` for
+    the test, cleaned up after it; the test is skipped, with the reason, where no tempokvd is
+    built."""
+    import pytest
+    try:
+        require_daemon()
+    except Exception as e:
+        pytest.skip(str(e))
+    d = Daemon(extra_flags)
+    yield d
+    d.cleanup()
+
+
 class DaemonTestCase(unittest.TestCase):
     """Each test gets its own daemon; tearDown stops it with SIGTERM and asserts exit code 0."""
 

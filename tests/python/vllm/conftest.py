@@ -12,10 +12,4 @@ import tempokvd_fixture as fx  # noqa: E402
 
 @pytest.fixture
 def daemon():
-    try:
-        fx.require_daemon()
-    except Exception as e:
-        pytest.skip(str(e))
-    d = fx.Daemon()
-    yield d
-    d.cleanup()
+    yield from fx.serve()

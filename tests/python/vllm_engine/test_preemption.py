@@ -34,13 +34,7 @@ BLOCKS = 15  # two requests' 7 blocks, and one more
 
 @pytest.fixture
 def daemon():
-    try:
-        fx.require_daemon()
-    except Exception as e:
-        pytest.skip(str(e))
-    d = fx.Daemon(["--set", "tier.capacity_bytes=256MiB", "--set", "tier.budget_bytes=192MiB"])
-    yield d
-    d.cleanup()
+    yield from fx.serve(["--set", "tier.capacity_bytes=256MiB", "--set", "tier.budget_bytes=192MiB"])
 
 
 def drive(llm, prompts, tag):
