@@ -14,10 +14,6 @@ std::vector<double> ServiceCore::Histograms::error_bounds() {
   return projection_error_bounds();  // the eval's rows use the same buckets
 }
 
-namespace {
-constexpr Duration kUnknownUse = kPlaceholderUse;  // common/error_buckets.h
-}  // namespace
-
 void ServiceCore::Histograms::Recent::add(double v) {
   if (values.size() < kRecent) {
     values.push_back(v);
@@ -40,7 +36,7 @@ void ServiceCore::record_claim_end(uint64_t request_id) {
   // A claim committed before any order update projected its use (Immediate commits at the hit
   // report) carries the adapter's "unknown" use time, an hour away: no projection to score.
   const bool use_projected = info->projected_use_at_commit && t.committed &&
-                             *info->projected_use_at_commit - *t.committed < kUnknownUse;
+                             *info->projected_use_at_commit - *t.committed < kPlaceholderUse;
   if (t.retrieval_requested && use_projected) {
     const double e = to_seconds(*t.retrieval_requested - *info->projected_use_at_commit);
     h.ttu_error.observe(e);

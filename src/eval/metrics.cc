@@ -7,11 +7,6 @@
 #include "common/units.h"
 
 namespace tempokv {
-namespace {
-
-constexpr Duration kUnknownUse = kPlaceholderUse;  // common/error_buckets.h
-
-}  // namespace
 
 RunMetrics compute_metrics(std::span<const RequestRecord> records, double protected_gib_s,
                            double ssd_read_bytes_per_s) {
@@ -30,7 +25,7 @@ RunMetrics compute_metrics(std::span<const RequestRecord> records, double protec
     // report) carries the adapter's "unknown" use time, an hour away: no projection to score
     // (tempokvd's histograms leave it out the same way).
     if (r.committed && r.retrieval_requested && r.projected_use_at_commit &&
-        *r.projected_use_at_commit - *r.committed < kUnknownUse) {
+        *r.projected_use_at_commit - *r.committed < kPlaceholderUse) {
       ttu_err.push_back(to_seconds(*r.retrieval_requested - *r.projected_use_at_commit));
     }
     if (r.committed && r.ready && r.ttr_at_commit) {
