@@ -1,10 +1,9 @@
 // The retrieval half of ServingEngine: the prefix lookup at arrival, readiness answers, the fast
 // tier -> device copies of one admitted request, byte verification in real mode, and the
 // fallback to recompute.
-#include <xxhash.h>
-
 #include <vector>
 
+#include "common/checksum.h"
 #include "engine/serving_engine.h"
 #include "tempokv/client.h"
 #include "workload/tokens.h"
@@ -201,8 +200,8 @@ void ServingEngine::verify(Live& r) {
     std::optional<ObjectInfo> info;
     if (store_) info = store_->lookup(e.key);
     if (info) {
-      XXH128_hash_t h = XXH3_128bits(p, e.bytes);
-      good = h.low64 == info->checksum_lo && h.high64 == info->checksum_hi;
+      Hash128 h = xxh3_128(p, e.bytes);
+      good = h.low == info->checksum_lo && h.high == info->checksum_hi;
     } else {
       // Reclaimed from the store since, or no local store (service): compare with the content it
       // was written with.

@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include "common/checksum.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstdio>
@@ -55,8 +57,8 @@ HeaderDefect frame_defect(const std::byte* block, uint64_t magic) {
 }  // namespace
 
 Checksum128 checksum128(const void* data, size_t bytes) {
-  XXH128_hash_t h = XXH3_128bits(data, bytes);
-  return {h.low64, h.high64};
+  Hash128 h = xxh3_128(data, bytes);
+  return {h.low, h.high};
 }
 
 void encode_segment_header(const SegmentHeader& h, std::span<std::byte, kHeaderBytes> out) {

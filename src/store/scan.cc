@@ -2,11 +2,12 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <cerrno>
 #include <memory>
 #include <vector>
+
+#include "common/checksum.h"
 
 namespace tempokv::store {
 namespace {
@@ -132,9 +133,7 @@ struct Walker {
 Status verify_payload(const ScanFile& file, ScannedRecord& r, SegmentScan& scan, uint32_t id) {
   constexpr size_t kChunk = 8 * kMiB;
   static thread_local std::unique_ptr<std::byte[]> buf(new std::byte[kChunk]);
-  XXH3_state_t* state = XXH3_createState();
-  if (state == nullptr) return Status::internal("XXH3_createState failed");
-  XXH3_128bits_reset(state);
+  Xxh3Stream hash;
   bool zero_sector = false;
   uint64_t left = r.header.payload_bytes;
   uint64_t pos = r.offset + kHeaderBytes;
@@ -147,17 +146,16 @@ Status verify_payload(const ScanFile& file, ScannedRecord& r, SegmentScan& scan,
       zero_sector = true;  // a short file is a cut-off record
       break;
     }
-    XXH3_128bits_update(state, buf.get(), want);
+    hash.update(buf.get(), want);
     zero_sector = zero_sector || has_zero_sector(buf.get(), want);
     left -= want;
     pos += want;
   }
-  XXH128_hash_t h = XXH3_128bits_digest(state);
-  XXH3_freeState(state);
+  Hash128 h = hash.digest();
   TEMPOKV_RETURN_IF_ERROR(st);
   scan.bytes_checked += r.header.payload_bytes;
   r.payload_verified = true;
-  if (left == 0 && Checksum128{h.low64, h.high64} == r.header.payload_checksum) return Status::ok();
+  if (left == 0 && Checksum128{h.low, h.high} == r.header.payload_checksum) return Status::ok();
   bool torn = !scan.sealed && zero_sector;
   r.state = torn ? RecordState::kTorn : RecordState::kCorrupt;
   (torn ? scan.torn : scan.corrupt)++;

@@ -1,8 +1,7 @@
 #include "transfer/restore_verify.h"
 
-#include <xxhash.h>
-
 #include "common/aligned_buffer.h"
+#include "common/checksum.h"
 
 namespace tempokv {
 
@@ -25,8 +24,8 @@ Status verify_restored(const RestoreSession& session, const DeviceBuffer& dst,
           transfer.copy_to_host(dst, e.device_offset, scratch.data(), e.payload_bytes));
       bytes = scratch.data();
     }
-    XXH128_hash_t h = XXH3_128bits(bytes, e.payload_bytes);
-    if (h.low64 != e.checksum_lo || h.high64 != e.checksum_hi) {
+    Hash128 h = xxh3_128(bytes, e.payload_bytes);
+    if (h.low != e.checksum_lo || h.high != e.checksum_hi) {
       return Status::corruption("chunk " + std::to_string(i) + " (key " + e.key.to_string() +
                                 ") differs from its stored checksum after the restore");
     }
