@@ -31,6 +31,7 @@ struct BenchConfig {
   bool compare_fio = false;
   bool rewrite = false;
   bool small_pages = false;
+  bool no_verify = false;  // diagnostic: what the payload checksum costs against fio
   uint32_t rounds = 1;  // 4 KiB pages for the read buffers, as fio's malloc gives it
 };
 
@@ -226,8 +227,9 @@ int run_bench(const BenchConfig& cfg) {
   }
   if (cfg.rounds > 1) std::printf("  medians of %u alternating rounds\n", cfg.rounds);
   std::printf("  %-10s %10s %16s %10s\n", "path", "GB/s", "cpu core-s/GB", "verified");
-  std::printf("  %-10s %10.3f %16.4f %6llu/%llu\n", "store", read_gbps, cpu_per_gb,
-              static_cast<unsigned long long>(verified), static_cast<unsigned long long>(cfg.objects));
+  std::printf("  %-10s %10.3f %16.4f %6llu/%llu%s\n", "store", read_gbps, cpu_per_gb,
+              static_cast<unsigned long long>(verified), static_cast<unsigned long long>(cfg.objects),
+              cfg.no_verify ? "  (--no-verify: payload checksums NOT checked, tags only)" : "");
   if (cfg.compare_fio) {
     std::printf("  %-10s %10.3f  (same depth)\n", "fio", fio_gbps);
     std::printf("  %-10s %10.3f  (best of depths %u, 8, 16, 32: depth %u)\n", "fio best",
@@ -250,7 +252,8 @@ int run_bench(const BenchConfig& cfg) {
                         {"fio_best_gbps_rounds", pairs.best},
                         {"fio_best_gbps", fio_best_gbps},
                         {"fio_best_depth", fio_best_depth},
-                        {"ratio_vs_best", ratio_vs_best}};
+                        {"ratio_vs_best", ratio_vs_best},
+                        {"checksums_verified", !cfg.no_verify}};
     std::ofstream out(cfg.json);
     out << j.dump(2) << "\n";
     if (!out) return fail(Status::io_error("cannot write --json " + cfg.json));
@@ -280,7 +283,13 @@ void add_store_bench_command(CLI::App* store, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--small-pages", cfg->small_pages,
                 "Read into 4 KiB pages instead of (transparent) huge pages, as fio does");
-  cmd->callback([cfg, exit_code] { *exit_code = run_bench(*cfg); });
+  cmd->add_flag("--no-verify", cfg->no_verify,
+                "Diagnostic: read without checking payload checksums (tempokvd always checks), "
+                "to show what the checksum costs against fio");
+  cmd->callback([cfg, exit_code] {
+    cfg->store.verify_reads = !cfg->no_verify;
+    *exit_code = run_bench(*cfg);
+  });
 }
 
 }  // namespace tempokv::cli

@@ -23,6 +23,7 @@ struct StoreCliOptions {
   std::string capacity = "64GiB";
   bool reclaim = false;    // --reclaim: a store above --capacity loses its oldest segments
   bool read_only = false;  // inspection: shared lock, no writes, no reclamation
+  bool verify_reads = true;  // store bench --no-verify only
 
   // Registers --dir and --engine on a subcommand, and for a writer (put, bench) --segment-bytes,
   // --capacity and --reclaim. Inspection commands take no sizes: they never write or reclaim.
@@ -49,6 +50,7 @@ struct StoreCliOptions {
     }
     o.max_object_bytes = std::min<uint64_t>(max_object_bytes, o.segment_bytes - 3 * kBlockBytes);
     o.read_only = read_only;
+    o.verify_reads = verify_reads;
     o.reclaim_at_open = reclaim;
     return o;
   }
