@@ -49,6 +49,7 @@ struct EvalCli {
   bool via_service = false;
   std::string tempokvd;  // --tempokvd: another daemon binary (implies --via-service)
   std::optional<double> fast_tier_gib, jitter, window_s;
+  std::optional<double> read_bytes_per_s, interval_s;  // vllm only
 };
 
 std::string shell_quote(const std::string& s) {
@@ -64,6 +65,8 @@ int run_vllm(const EvalCli& c, bool seed_set) {
   a.ratios = c.options.ratios;
   a.seeds = c.options.seeds;
   if (seed_set) a.seed = c.options.seed;
+  a.read_bytes_per_s = c.read_bytes_per_s;
+  a.interval_s = c.interval_s;
   a.json_path = c.json_path;
   a.out_dir = c.out_dir;
   a.plots = c.plots;
@@ -80,6 +83,10 @@ int run(EvalCli& c, bool seed_set) {
   if (c.mode == "vllm") return run_vllm(c, seed_set);
   if (c.mode != "sim" && c.mode != "real") {
     std::cerr << "eval: --mode must be sim, real or vllm (got '" << c.mode << "')\n";
+    return 2;
+  }
+  if (c.read_bytes_per_s || c.interval_s) {
+    std::cerr << "eval: --read-bytes-per-s and --interval-s are for --mode vllm\n";
     return 2;
   }
   o.mode = c.mode == "sim" ? EvalMode::kSim : EvalMode::kReal;
@@ -197,6 +204,12 @@ void add_eval_command(CLI::App& app, int* exit_code) {
       ->delimiter(',');
   cmd->add_option("--ratios", c->options.ratios, "fig4: prefix cache ratios (0.5,0.75,1.0)")
       ->delimiter(',');
+  cmd->add_option("--read-bytes-per-s", c->read_bytes_per_s,
+                  "vllm: tempokvd's SSD read cap in bytes/s (0: none; default: the protocol's)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--interval-s", c->interval_s,
+                  "vllm, fig4: arrival interval in seconds (default: the protocol's)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--out", c->out_dir, "Write eval-<scenario>.json and requests-<scenario>.csv here");
   cmd->add_option("--json", c->json_path, "Write the JSON rows to this file");
   cmd->add_flag("--plots", c->plots, "Draw the figures with scripts/plot into --out");

@@ -3,11 +3,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 
 namespace tempokv::cli {
 namespace {
@@ -41,6 +41,13 @@ int spawn(const std::vector<std::string>& argv, const std::string& pythonpath, b
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// The shortest plain decimal that reads back as x (256e6 -> "256000000", 0.5 -> "0.5").
+std::string number(double x) {
+  char buf[512];  // any double in fixed notation fits (at most ~330 characters)
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::fixed);
+  return std::string(buf, r.ptr);
+}
+
 }  // namespace
 
 std::string venv_python() {
@@ -54,13 +61,13 @@ std::vector<std::string> vllm_eval_argv(const VllmEvalArgs& a) {
   if (!a.policies.empty()) argv.insert(argv.end(), {"--policies", join(a.policies, ',')});
   if (!a.ratios.empty()) {
     std::vector<std::string> r;
-    for (double x : a.ratios) {
-      std::ostringstream s;
-      s << x;
-      r.push_back(s.str());
-    }
+    for (double x : a.ratios) r.push_back(number(x));
     argv.insert(argv.end(), {"--ratios", join(r, ',')});
   }
+  if (a.read_bytes_per_s) {
+    argv.insert(argv.end(), {"--read-bytes-per-s", number(*a.read_bytes_per_s)});
+  }
+  if (a.interval_s) argv.insert(argv.end(), {"--interval-s", number(*a.interval_s)});
   if (a.seed) {
     argv.insert(argv.end(), {"--seed", std::to_string(*a.seed)});
   } else {

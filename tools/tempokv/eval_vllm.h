@@ -10,11 +10,13 @@
 namespace tempokv::cli {
 
 struct VllmEvalArgs {
-  std::string scenario;               // fig4-policies or fig6-rate
-  std::vector<std::string> policies;  // empty: the scenario's own
-  std::vector<double> ratios;         // fig4: empty means 1.0 and 0.5
-  uint32_t seeds = 1;                 // seeds 1..N
-  std::optional<uint64_t> seed;       // one seed instead
+  std::string scenario;                    // fig4-policies or fig6-rate
+  std::vector<std::string> policies;       // empty: the scenario's own
+  std::vector<double> ratios;              // fig4: empty means 1.0 and 0.5
+  uint32_t seeds = 1;                      // seeds 1..N
+  std::optional<uint64_t> seed;            // one seed instead
+  std::optional<double> read_bytes_per_s;  // tempokvd's SSD read cap (0: none; unset: protocol's)
+  std::optional<double> interval_s;        // fig4 arrival interval (unset: the protocol's)
   std::string json_path, out_dir;
   bool plots = false;
   std::string repo_root;  // python/ and scripts/plot live here

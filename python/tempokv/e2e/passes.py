@@ -138,6 +138,7 @@ def run(spec):
         entry = {"name": run["name"], "init_s": init_s, "run_s": time.monotonic() - t,
                  "requests": reqs, "connector": connector_counters(),
                  "agent_errors": _agent_errors(llm) if run["kind"] == "connector" else None,
+                 "trimmed_claims": getattr(agent(llm), "trimmed_claims", None),
                  "warmed_prefix_tokens": entry_restored}
         close_llm(llm)
         if run.get("counters_file") and entry["agent_errors"] is None:
@@ -145,7 +146,8 @@ def run(spec):
             # its shutdown, after the agent's flush).
             fc = _file_counters(run["counters_file"])
             entry["connector"] = {k: fc[k] for k in ("loaded_tokens", "load_errors",
-                                                     "saved_chunks", "save_failures") if k in fc}
+                                                     "saved_chunks", "save_failures",
+                                                     "load_wait_s", "transfer_s") if k in fc}
             entry["agent_errors"] = fc.get("agent_errors")
         if run["kind"] == "connector" and not run.get("kill_daemon_pid"):
             entry.update(_daemon_stats(spec["endpoint"]))

@@ -14,7 +14,8 @@ by this engine's scheduler and workers; default derived from the endpoint and th
 ``chunk_tokens`` (default 256, a multiple of vLLM's block size), ``timeout_s`` (per call, default
 2), ``load_timeout_s`` (a claim not ready by then is recomputed, default 60), ``digest_file``
 (test only: digests of saved and loaded blocks), ``test_load_delay_s`` (test only: hold each
-ready claim that long before copying it), ``counters_file`` (tests only: each side appends its
+ready claim that long before copying it), ``test_save_delay_s`` (test only: each save waits
+that long before its copy), ``counters_file`` (tests only: each side appends its
 counters as a JSON line at most every 0.25 s and at shutdown, for a driver that does not share
 the engine's process).
 
@@ -65,6 +66,7 @@ class TempoKVConnector(KVConnectorBase_V1):
         self.load_timeout_s = float(extra.get("load_timeout_s", 60.0))
         self.digest_file = extra.get("digest_file")
         self.test_load_delay_s = float(extra.get("test_load_delay_s", 0))  # e2e's daemon kill
+        self.test_save_delay_s = float(extra.get("test_save_delay_s", 0))  # saves still queued
         self.counters_file = extra.get("counters_file")
         self._counters_written = 0.0
         engine = self._kv_transfer_config.engine_id or "engine"
@@ -159,7 +161,8 @@ class TempoKVConnector(KVConnectorBase_V1):
             load_link.on_connect = lambda lk: register_host(lk.tier)
         self.loader = Loader(load_link, self.layout, self.load_timeout_s, digests,
                              delay_s=self.test_load_delay_s)
-        self.saver = Saver(link("vllm-worker-save"), self.layout, digests=digests)
+        self.saver = Saver(link("vllm-worker-save"), self.layout, digests=digests,
+                           delay_s=self.test_save_delay_s)
 
     def start_load_kv(self, forward_context, **kwargs):
         meta = self._get_connector_metadata()
@@ -178,8 +181,11 @@ class TempoKVConnector(KVConnectorBase_V1):
             self.saver.submit(meta.saves)
 
     def handle_preemptions(self, kv_connector_metadata):
+        # Before this step's forward pass, which may write the blocks vLLM freed at the
+        # preemption: their saves are copied out first (vLLM's own offloading connectors
+        # finish their transfers here too).
         if isinstance(kv_connector_metadata, TempoKVMetadata) and kv_connector_metadata.preempted:
-            self.saver.drop(kv_connector_metadata.preempted)
+            self.saver.flush(kv_connector_metadata.preempted)
 
     def get_finished(self, finished_req_ids):
         if self.loader is None:
@@ -222,7 +228,9 @@ class TempoKVConnector(KVConnectorBase_V1):
             ld = self.loader
             return {"role": "worker", "loaded_tokens": ld.loaded_tokens,
                     "load_errors": ld.failed, "saved_chunks": self.saver.saved,
-                    "save_failures": self.saver.failed, "transfers": ld.transfers,
+                    "save_failures": self.saver.failed, "saves_flushed": self.saver.flushed,
+                    "saves_dropped": self.saver.dropped, "transfers": ld.transfers,
+                    "load_wait_s": ld.wait_s,
                     "transfer_s": ld.transfer_s, "transfer_byte_s": ld.transfer_byte_s}
         return None
 

@@ -37,12 +37,15 @@ class Loader:
         self.transfers = 0
         self.transfer_s = 0.0
         self.transfer_byte_s = 0.0
+        # Σ over copied loads of the wait from the worker's submit to the copy's start (the
+        # claim's staging as this load saw it).
+        self.wait_s = 0.0
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="tempokv-loader", daemon=True)
         self._thread.start()
 
     def submit(self, spec):
-        self._q.put(("load", spec))
+        self._q.put(("load", (spec, time.monotonic())))
 
     def reach(self, timeout_s=10.0):
         """The daemon instance this thread's link reaches now (a round trip on the loader
@@ -78,7 +81,7 @@ class Loader:
             try:
                 kind, arg = self._q.get(timeout=0.005 if self._pending else 0.1)
                 if kind == "load":
-                    self._start(arg)
+                    self._start(*arg)
                 elif kind == "reach":
                     arg[1] = self.link.reach()
                     arg[0].set()
@@ -95,11 +98,11 @@ class Loader:
             self._errors.update(spec.block_ids[spec.first_block:])
             self._finished.add(spec.req_id)
 
-    def _start(self, spec):
+    def _start(self, spec, submitted):
         c = self.link.get()
         if c is None:
             return self._fail(spec, "tempokvd unreachable")
-        entry = [spec, time.monotonic() + self.load_timeout_s, None]
+        entry = [spec, time.monotonic() + self.load_timeout_s, None, submitted]
 
         def on_ready(rid, path, error):
             entry[2] = "ready" if error is None else error
@@ -112,10 +115,10 @@ class Loader:
         if answer == "wait":
             self._pending[spec.rid] = entry
         else:
-            self._copy(spec)
+            self._copy(spec, submitted)
 
     def _cancel(self, req_ids):
-        for rid, (spec, _, _) in list(self._pending.items()):
+        for rid, (spec, *_) in list(self._pending.items()):
             if spec.req_id in req_ids:
                 del self._pending[rid]
                 self._try_cancel(rid)
@@ -124,7 +127,7 @@ class Loader:
     def _poll(self):
         c = self.link.client
         if c is None:
-            for rid, (spec, _, _) in list(self._pending.items()):
+            for rid, (spec, *_) in list(self._pending.items()):
                 del self._pending[rid]
                 self._fail(spec, "lost tempokvd")
             return
@@ -134,10 +137,10 @@ class Loader:
             self._broken(e)
             return
         now = time.monotonic()
-        for rid, (spec, deadline, state) in list(self._pending.items()):
+        for rid, (spec, deadline, state, submitted) in list(self._pending.items()):
             if state == "ready":
                 del self._pending[rid]
-                self._copy(spec)
+                self._copy(spec, submitted)
             elif state is not None:
                 del self._pending[rid]
                 self._fail(spec, state)
@@ -146,7 +149,7 @@ class Loader:
                 self._try_cancel(rid)
                 self._fail(spec, f"not ready within {self.load_timeout_s} s")
 
-    def _copy(self, spec):
+    def _copy(self, spec, submitted):
         c = self.link.client
         bpc = self.layout.blocks_per_chunk
         if self.delay_s:
@@ -181,6 +184,7 @@ class Loader:
                         self.digests.record("load", key, j, self.layout, b)
         self.loaded_tokens += (len(spec.block_ids) - spec.first_block) * self.layout.block_size
         self.transfers += 1
+        self.wait_s += t0 - submitted
         self.transfer_s += held_s
         self.transfer_byte_s += sum(n for _, n in spans) * held_s
         with self._lock:

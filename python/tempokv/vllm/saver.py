@@ -3,8 +3,10 @@
 For each full chunk, ``reserve_write``, one copy per block and layer from the paged blocks
 straight into the write region, then ``put``, whose wait for durability only this thread sees.
 A request with saves keeps its blocks (``request_finished`` returned True) until its chunks are
-copied out, then it is reported in ``finished_sending``; a preempted request's queued saves are
-dropped and its copy in progress is waited for before vLLM reuses the blocks.
+copied out, then it is reported in ``finished_sending``. A preempted request's blocks are freed
+by vLLM's scheduler and may be written by the very next forward pass; ``flush`` (called from
+``handle_preemptions``, before that pass) copies its queued saves out first, as vLLM's own
+offloading connectors finish their transfers there.
 """
 
 import logging
@@ -19,14 +21,20 @@ log = logging.getLogger("tempokv.vllm")
 
 
 class Saver:
-    def __init__(self, link, layout, retry_s=30.0, digests=None):
+    def __init__(self, link, layout, retry_s=30.0, digests=None, delay_s=0.0,
+                 flush_timeout_s=10.0):
         self.link, self.layout, self.retry_s, self.digests = link, layout, retry_s, digests
+        self.delay_s = delay_s  # tests: each save waits this long before its copy
+        self.flush_timeout_s = flush_timeout_s  # a preemption's saves not copied by then drop
         self._cv = threading.Condition()
         self._jobs = []  # queued SaveSpecs
         self._outstanding = {}  # req_id -> save specs not yet copied out (or dropped)
         self._current = None  # req_id being copied now
         self._putting = False  # a save taken from the queue is not durable (or failed) yet
         self.saved = self.failed = 0
+        self.dropped = 0  # saves of preempted requests given up (flush timed out)
+        self.flushed = 0  # saves of preempted requests copied out by a flush
+        self._abandoned = set()  # req_ids whose save in progress stops waiting for room
         self._stop = False
         self._reaches = []  # [event, instance] boxes for the saver thread (reach())
         self._thread = threading.Thread(target=self._run, name="tempokv-saver", daemon=True)
@@ -49,21 +57,42 @@ class Saver:
         box[0].wait(timeout_s)
         return box[1]
 
-    def drop(self, req_ids):
-        """Preemption: forget the queued saves of ``req_ids`` and wait for a copy in progress
-        from their blocks, so vLLM may overwrite them on return."""
+    def flush(self, req_ids):
+        """Preemption: vLLM has freed the blocks of ``req_ids``, and the forward pass about to
+        run may overwrite them. Their queued saves go to the front of the queue and this
+        returns once each is copied into the write region (its put, and durability, follow
+        on the saver thread) or failed. Saves not copied within ``flush_timeout_s`` (the write
+        region full, say) are dropped; a copy in progress is always waited for."""
         if not req_ids:
             return
+        mine = lambda s: s.req_id in req_ids  # noqa: E731
+        deadline = time.monotonic() + self.flush_timeout_s
         with self._cv:
-            keep = []
-            for s in self._jobs:
-                if s.req_id in req_ids:
-                    self._done(s.req_id)
-                else:
-                    keep.append(s)
-            self._jobs = keep
+            queued, dropped = sum(1 for s in self._jobs if mine(s)), 0
+            self._jobs = ([s for s in self._jobs if mine(s)] +
+                          [s for s in self._jobs if not mine(s)])
+            self._cv.notify_all()
+            while any(mine(s) for s in self._jobs):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    keep = []
+                    for s in self._jobs:
+                        if mine(s):
+                            self._done(s.req_id)
+                            dropped += 1
+                        else:
+                            keep.append(s)
+                    self._jobs = keep
+                    self.dropped += dropped
+                    self._abandoned |= set(req_ids)
+                    log.warning("tempokv: preemption: saves of %s not copied within %.0f s "
+                                "dropped", sorted(req_ids), self.flush_timeout_s)
+                    break
+                self._cv.wait(left)
             while self._current in req_ids:
                 self._cv.wait()
+            self._abandoned -= set(req_ids)
+            self.flushed += queued - dropped
 
     def copied_out(self, req_ids):
         """Those of ``req_ids`` with no save left to copy out."""
@@ -121,6 +150,8 @@ class Saver:
                     box[0].set()
                 continue
             reserved = None
+            if self.delay_s:
+                time.sleep(self.delay_s)
             try:
                 reserved = self._copy(spec)
             except Exception:  # never let the thread die: requests would hold blocks forever
@@ -148,7 +179,9 @@ class Saver:
                 offset = c.reserve_write(nbytes)
                 break
             except ResourceExhausted:
-                if time.monotonic() > deadline:
+                with self._cv:
+                    abandoned = spec.req_id in self._abandoned
+                if abandoned or time.monotonic() > deadline:
                     self.failed += 1
                     return None
                 time.sleep(0.005)  # outstanding puts free the region

@@ -138,8 +138,9 @@ class ConnectorScheduler:
         (at the front of the queue). Its prefix is still in the store, so it is queued again
         for tempokvd as a new request under a new id (the old one ends: its claim was released
         with its copy, or is cancelled) with a fresh lookup and claim, and loaded again when
-        vLLM schedules it. Its chunks handed to the saver stay marked as saved: those the
-        worker had not copied yet are dropped (``handle_preemptions``) and not saved again."""
+        vLLM schedules it. Its chunks handed to the saver stay marked as saved: the
+        worker copies those it had not copied yet before vLLM reuses the blocks
+        (``handle_preemptions``: ``Saver.flush``)."""
         self.agent.preempted(st.rid)
         self.ids.release(req_id)
         st.rid = self.ids.get(req_id)

@@ -98,15 +98,47 @@ def test_loads_fail_fast_after_the_daemon_is_killed(daemon, kv):
     loader.close()
 
 
-def test_preemption_drops_queued_saves_and_reports_the_request_copied_out(daemon, kv):
-    _, lay = kv
-    saver = Saver(_Link(daemon.endpoint, RUNTIME, "save", 5.0), lay)
+def test_a_preempted_requests_queued_saves_are_copied_out_before_its_blocks_are_reused(daemon,
+                                                                                      kv):
+    tensors, lay = kv
+    # Slow copies: when vLLM preempts the request, all but the first of its saves are queued.
+    saver = Saver(_Link(daemon.endpoint, RUNTIME, "save", 5.0), lay, delay_s=0.05)
     keys = chunk_keys("m", list(range(8 * BPC * BLOCK)), BPC * BLOCK)
     specs = [SaveSpec("p", k, 32 * i, 32 * i + 32, [2 * i, 2 * i + 1]) for i, k in enumerate(keys)]
+    want = [lay.block_bytes_of(b) for b in range(2 * len(keys))]
     saver.submit(specs)
-    saver.drop({"p"})  # returns only once no copy from p's blocks is in progress
+    saver.flush({"p"})  # handle_preemptions: returns once p's blocks may be written
     assert saver.copied_out({"p"}) == {"p"}
-    assert not saver.busy() or saver._current != "p"
+    assert saver.flushed >= len(keys) - 1 and saver.dropped == 0
+    for t in tensors.values():
+        t.zero_()  # the next forward pass writes the freed blocks
+    wait(lambda: saver.saved == len(keys), "every put")
+    sched = scheduler_client(daemon)
+    assert sched.lookup(keys) == [lay.object_bytes] * len(keys)
+    loader = Loader(_Link(daemon.endpoint, RUNTIME, "load", 5.0), lay)
+    blocks = list(range(2 * len(keys)))
+    sched.add_request(8, prompt_tokens=300, cached_tokens=256,
+                      cached_bytes=len(keys) * lay.object_bytes, max_output_tokens=4)
+    sched.report_hit(8, [(m, h, lay.object_bytes) for m, h in keys])
+    loader.submit(LoadSpec("p2", 8, keys, blocks, 0))
+    assert take_until(loader, "p2") == set()
+    assert [lay.block_bytes_of(b) for b in blocks] == want, "the saves copied reused blocks"
+    sched.close(); saver.close(); loader.close()
+
+
+def test_a_preemptions_saves_not_copied_in_time_are_dropped_and_the_request_copied_out(daemon,
+                                                                                     kv):
+    _, lay = kv
+    saver = Saver(_Link(daemon.endpoint, RUNTIME, "save", 5.0), lay, delay_s=0.5,
+                  flush_timeout_s=0.1)
+    keys = chunk_keys("m", list(range(4 * BPC * BLOCK)), BPC * BLOCK)
+    saver.submit([SaveSpec("p", k, 32 * i, 32 * i + 32, [2 * i, 2 * i + 1])
+                  for i, k in enumerate(keys)])
+    wait(lambda: saver._current == "p", "the first save taken")
+    saver.flush({"p"})  # gives up the queued three; waits for the copy in progress
+    assert saver._current != "p"
+    assert saver.dropped == 3 and saver.copied_out({"p"}) == {"p"}
+    wait(lambda: saver.saved == 1, "the copied save's put")
     saver.close()
 
 

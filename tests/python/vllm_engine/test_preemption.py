@@ -1,5 +1,6 @@
 """A real vLLM engine (CPU backend, in-process) with a KV cache so small that vLLM must preempt:
-a preempted request's prefix is restored from tempokvd again instead of recomputed.
+a preempted request's prefix is restored from tempokvd again instead of recomputed, and the saves
+a preempted request's worker had not copied yet still reach the store.
 
 Pass 1 runs each prompt alone (no preemption) and saves its chunks. Pass 2 submits them all:
 two fit the 15 blocks of KV, both restore their prefix, and when their decodes need a new block
@@ -97,6 +98,49 @@ def test_a_preempted_request_restores_its_prefix_again(daemon, tmp_path):
     wait_for(lambda: live_claims(daemon_stats(daemon)) == 0, "claims ended", 20)
     s = daemon_stats(daemon)
     assert s.get("tier_protected_bytes", 0) == 0 and s.get("tier_reserved_bytes", 0) == 0
+
+
+def test_a_preempted_requests_saves_not_yet_copied_still_reach_the_store(daemon, tmp_path):
+    """Cold prompts, all four at once, each save held 0.5 s before its copy: when vLLM preempts
+    a request its saves are still queued, and its blocks are freed for the next forward pass.
+    The worker copies them out before that pass (handle_preemptions); they used to be dropped
+    (and, marked as saved, never saved again)."""
+    model_dir = os.environ.get("TEMPOKV_MODEL_DIR",
+                               os.path.expanduser("~/.cache/tempokv/tiny-llama"))
+    model_mod.build(model_dir)
+    prompts = [p[:PROMPT] for p in make_prompts(4, 8, model_mod.GEOMETRY["vocab_size"],
+                                                prefix_tokens=PROMPT, group=1)]
+    digests = str(tmp_path / "digests")
+    spec = {"model_dir": model_dir, "max_model_len": 1024, "max_num_seqs": 4,
+            "max_num_batched_tokens": 2048, "num_gpu_blocks": BLOCKS}
+    llm = build_llm(spec, {"endpoint": daemon.endpoint, "chunk_tokens": CHUNK,
+                           "digest_file": digests, "test_save_delay_s": 0.5})
+    try:
+        conn = scheduler(llm).connector
+        worker = worker_connector()
+        together = drive(llm, prompts, "c")
+        assert conn._sched.requeued >= 1, "15 blocks for requests that grow: vLLM preempts"
+        wait_for(lambda: not worker.saver.busy(), "the saver drained")
+        assert worker.saver.flushed >= 1, "no save was queued at the preemption: test too fast"
+        assert worker.saver.dropped == 0 and worker.saver.failed == 0
+        assert worker.saver.saved == 3 * len(prompts)
+        from tempokv import TempoKVClient
+        from tempokv.keys import chunk_keys
+        with TempoKVClient(daemon.endpoint, name="probe", map_shared_memory=False) as c:
+            for i, p in enumerate(prompts):
+                sizes = c.lookup(chunk_keys(conn.model_id, p, CHUNK)[:3])
+                assert all(n > 0 for n in sizes), f"prompt {i}: chunks missing: {sizes}"
+        # And they restore: each prompt alone (no preemption) loads its three chunks.
+        alone = [drive(llm, [p], f"d{i}-")[0] for i, p in enumerate(prompts)]
+        assert worker.loader.failed == 0
+        assert worker.loader.loaded_tokens == len(prompts) * 3 * CHUNK
+        agree = sum(a == b for a, b in zip(alone, together))
+        print(f"preempted {conn._sched.requeued}x, {worker.saver.flushed} saves flushed; "
+              f"restored outputs equal to the cold pass's: {agree}/{len(prompts)}")
+    finally:
+        close_llm(llm)
+    saved, loaded = read_digests(digests, "save"), read_digests(digests, "load")
+    assert loaded and all(saved.get(k) == v for k, v in loaded.items()), "restored KV differs"
 
 
 def daemon_stats(daemon):
