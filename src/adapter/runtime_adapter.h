@@ -52,6 +52,13 @@ struct AdapterOptions {
   // against the profile's cost for that batch moves the cost scale by this weight (EWMA of the log
   // ratio); 0 keeps the profile as given.
   double calibration_weight = 0.2;
+  // How the TTU projection takes the outputs of the requests ahead (TtuEstimator): 0, the output
+  // predictor's conditional mean (the paper's); q in (0, 1], the conditional q-quantile. The
+  // median by default: under long-tailed outputs the mean of each request ahead projects waits
+  // longer than most turn out (a slot frees at the first of several completions, which comes
+  // sooner than the first of their means), so uses come sooner than projected and staging is
+  // late, while the median's error is balanced; with tightly bounded outputs the two agree.
+  double wait_quantile = 0.5;
   Status validate() const;
 };
 
