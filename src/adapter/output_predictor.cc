@@ -28,4 +28,19 @@ uint32_t OutputPredictor::remaining(uint32_t generated, uint32_t limit) const {
   return std::min(rem, limit - generated);
 }
 
+uint32_t OutputPredictor::remaining_quantile(uint32_t generated, uint32_t limit, double q) const {
+  if (generated >= limit) return 0;
+  scratch_.clear();
+  for (uint32_t n : recent_) {
+    if (n > generated) scratch_.push_back(n - generated);
+  }
+  if (scratch_.empty()) return remaining(generated, limit);  // the prior
+  // The order statistic at position q·(count − 1), rounded down.
+  const auto pos = std::min(scratch_.size() - 1,
+                            static_cast<size_t>(q * static_cast<double>(scratch_.size() - 1)));
+  std::nth_element(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(pos),
+                   scratch_.end());
+  return std::min(std::max<uint32_t>(1, scratch_[pos]), limit - generated);
+}
+
 }  // namespace tempokv

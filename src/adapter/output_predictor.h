@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 namespace tempokv {
 
@@ -22,12 +23,17 @@ class OutputPredictor {
   uint32_t remaining(uint32_t generated, uint32_t limit) const;
   // Predicted total output length of a request not yet started.
   uint32_t total(uint32_t limit) const { return remaining(0, limit); }
+  // The q-quantile (0 < q <= 1) of (N − n) over recent completions with N > n instead of their
+  // mean, bounded as remaining(); the prior before any such completion. With long-tailed outputs
+  // the mean sits far above most outcomes (the tail pulls it), the median does not.
+  uint32_t remaining_quantile(uint32_t generated, uint32_t limit, double q) const;
   size_t completions() const { return recent_.size(); }
 
  private:
   uint32_t window_;
   uint32_t prior_tokens_;
   std::deque<uint32_t> recent_;
+  mutable std::vector<uint32_t> scratch_;  // remaining_quantile()'s candidates
 };
 
 }  // namespace tempokv

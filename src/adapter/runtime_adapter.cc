@@ -21,6 +21,9 @@ Status AdapterOptions::validate() const {
   if (!(calibration_weight >= 0 && calibration_weight <= 1)) {
     return Status::invalid_argument("AdapterOptions.calibration_weight must be in [0, 1]");
   }
+  if (!(wait_quantile >= 0 && wait_quantile <= 1)) {
+    return Status::invalid_argument("AdapterOptions.wait_quantile must be in [0, 1]");
+  }
   return Status::ok();
 }
 
@@ -57,7 +60,7 @@ RuntimeAdapter::RuntimeAdapter(Controller& controller, const CostProfile& profil
       calibrated_(profile),
       options_(options),
       predictor_(options.predictor_window, options.prior_output_tokens),
-      estimator_(calibrated_, predictor_) {}
+      estimator_(calibrated_, predictor_, options.wait_quantile) {}
 
 Result<RuntimeAdapter::Req*> RuntimeAdapter::find(uint64_t id, const char* call) {
   auto it = requests_.find(id);

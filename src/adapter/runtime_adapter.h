@@ -52,6 +52,14 @@ struct AdapterOptions {
   // against the profile's cost for that batch moves the cost scale by this weight (EWMA of the log
   // ratio); 0 keeps the profile as given.
   double calibration_weight = 0.2;
+  // How the TTU projection takes the outputs of the requests ahead (TtuEstimator): 0, the output
+  // predictor's conditional mean (the paper's); q in (0, 1], the conditional q-quantile. Under
+  // long-tailed outputs the mean of each request ahead projects waits longer than most turn out
+  // (a slot frees at the first of several completions, sooner than the first of their means), so
+  // uses come sooner than projected; the median is not pulled by the tail. Off by default: on the
+  // trace (seed 1) the median left fewer claims late but raised C by 8 % and did not lower p95,
+  // and on fig4 it moved C up by 0.3-5 % (docs/evaluation.md, session `trace`).
+  double wait_quantile = 0;
   Status validate() const;
 };
 

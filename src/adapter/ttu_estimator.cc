@@ -65,7 +65,7 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
   std::vector<Pending> pending;  // admitted, prefill not run yet (in admission order)
   uint64_t pending_context = 0;
   for (const RunningRequest& r : snap.running) {
-    uint32_t rem = predictor_.remaining(r.generated_tokens, r.max_output_tokens);
+    uint32_t rem = remaining(r.generated_tokens, r.max_output_tokens);
     if (r.prefill_tokens_left == 0) {
       if (rem > 0) decoders.join(r.context_tokens, rem);  // rem == 0: finishing at this boundary
       continue;
@@ -94,7 +94,7 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
            kv_fits(snap.waiting[next].prompt_tokens)) {
       const WaitingRequest& w = snap.waiting[next];
       ttu[next] = t;
-      pending.push_back({w.prompt_tokens, predictor_.total(w.max_output_tokens),
+      pending.push_back({w.prompt_tokens, remaining(0, w.max_output_tokens),
                          std::max<uint32_t>(1, w.prompt_tokens - w.cached_tokens), w.cached_bytes,
                          Duration(int64_t(w.ready_in_ns))});
       pending_context += w.prompt_tokens;

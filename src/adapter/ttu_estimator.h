@@ -39,8 +39,11 @@ namespace tempokv {
 
 class TtuEstimator {
  public:
-  TtuEstimator(const CostProfile& profile, const OutputPredictor& predictor)
-      : profile_(profile), predictor_(predictor) {}
+  // wait_quantile: how the requests ahead's outputs are projected: 0 takes the predictor's
+  // conditional mean (remaining()), q in (0, 1] its conditional q-quantile (remaining_quantile()).
+  TtuEstimator(const CostProfile& profile, const OutputPredictor& predictor,
+               double wait_quantile = 0)
+      : profile_(profile), predictor_(predictor), wait_quantile_(wait_quantile) {}
 
   // ttu[i] is the TTU of snapshot.waiting[i], measured from the moment the snapshot was taken.
   // Requests not admitted by the first boundary past `horizon` get that boundary (a lower bound).
@@ -48,8 +51,15 @@ class TtuEstimator {
                                  Duration horizon = Duration::max()) const;
 
  private:
+  // Tokens still to generate by a request ahead with `generated` tokens so far.
+  uint32_t remaining(uint32_t generated, uint32_t limit) const {
+    return wait_quantile_ > 0 ? predictor_.remaining_quantile(generated, limit, wait_quantile_)
+                              : predictor_.remaining(generated, limit);
+  }
+
   const CostProfile& profile_;
   const OutputPredictor& predictor_;
+  double wait_quantile_;
 };
 
 }  // namespace tempokv

@@ -124,6 +124,12 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
   po.max_reads_in_flight = config.max_reads_in_flight;
   po.prior_read_bytes_per_s = config.prior_read_bytes_per_s;
   po.static_read_bytes_per_s = config.static_read_bytes_per_s;
+  // The simulated device's own cost of a written byte against a read one (a real deployment
+  // measures its drive's; the default 1 says writes cost as much as reads).
+  if (sim) {
+    po.write_cost =
+        storage.config().sim_read_bytes_per_s / storage.config().sim_write_bytes_per_s;
+  }
   TEMPOKV_ASSIGN_OR_RETURN(s->provider_,
                            StagingProvider::create(ex, storage.store(), *s->tier_, po));
 

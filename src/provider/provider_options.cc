@@ -34,6 +34,9 @@ Status ProviderOptions::validate() const {
   if (!(calibration_weight >= 0 && calibration_weight <= 1)) {
     return bad("calibration_weight", "in [0, 1]", std::to_string(calibration_weight));
   }
+  if (!(std::isfinite(write_cost) && write_cost >= 0)) {
+    return bad("write_cost", "finite and >= 0", std::to_string(write_cost));
+  }
   return Status::ok();
 }
 

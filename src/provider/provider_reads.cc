@@ -2,26 +2,51 @@
 // them (readiness, protection, failure).
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <string>
 
 #include "provider/staging_provider.h"
 
 namespace tempokv {
 
-double StagingProvider::served_now() const {
-  size_t n = in_flight_keys_.size();
-  if (n == 0) return served_;
-  return served_ +
-         rate_.bytes_per_s() * to_seconds(executor_.now() - fluid_last_) / static_cast<double>(n);
+uint32_t StagingProvider::device_in_flight() const {
+  return static_cast<uint32_t>(in_flight_keys_.size() +
+                               (options_.write_cost > 0 ? writes_in_flight_ : 0));
 }
 
-// Call before the number of reads in flight changes: closes the interval that ran at the old
-// number, for both the fluid model and the busy-time calibration.
+double StagingProvider::served_now() const {
+  if (in_flight_keys_.empty()) return served_;
+  return served_ + rate_.bytes_per_s() * to_seconds(executor_.now() - fluid_last_) /
+                       static_cast<double>(device_in_flight());
+}
+
+// Call before the number of reads (or seen writes) in flight changes: closes the interval that ran
+// at the old number, for both the fluid model and the busy-time calibration.
 void StagingProvider::note_in_flight_change() {
   ++state_version_;
   served_ = served_now();
   fluid_last_ = executor_.now();
-  rate_.advance(fluid_last_, static_cast<uint32_t>(in_flight_keys_.size()));
+  rate_.advance(fluid_last_, device_in_flight());
+}
+
+void StagingProvider::on_store_write(uint64_t bytes, bool started) {
+  if (!started && writes_in_flight_ == 0) return;  // issued before this provider listened
+  note_in_flight_change();
+  if (started) {
+    ++writes_in_flight_;
+    write_bytes_in_flight_ += bytes;
+    return;
+  }
+  --writes_in_flight_;
+  write_bytes_in_flight_ -= std::min(bytes, write_bytes_in_flight_);
+  // The device time the write took, in bytes read at the aggregate rate.
+  rate_.add_completed(
+      static_cast<uint64_t>(std::llround(static_cast<double>(bytes) * options_.write_cost)));
+}
+
+double StagingProvider::write_ahead_s() const {
+  if (write_bytes_in_flight_ == 0) return 0.0;
+  return static_cast<double>(write_bytes_in_flight_) * options_.write_cost / rate_.bytes_per_s();
 }
 
 void StagingProvider::pump() {

@@ -71,7 +71,7 @@ Duration StagingProvider::ttr_reference(const StagingClaim& claim) const {
   };
   double s = project_last_finish_s(std::move(in_flight), next, options_.max_reads_in_flight,
                                    rate_.bytes_per_s(), needed);
-  return Duration(std::llround(s * 1e9));
+  return Duration(std::llround((s + write_ahead_s()) * 1e9));
 }
 
 // The reads in service share the rate equally; the projection tracks `served`, the progress every
@@ -169,12 +169,13 @@ Duration StagingProvider::ttr(const StagingClaim& claim) const {
     last = continue_projection_s(heap, {snap.served, snap.t}, last, fresh_reads(fresh),
                                  options_.max_reads_in_flight, rate_.bytes_per_s(), left);
   }
-  return Duration(std::llround(last * 1e9));
+  return Duration(std::llround((last + write_ahead_s()) * 1e9));
 }
 
 Duration StagingProvider::ttr_bound(uint64_t extra_bytes) const {
   const double served = served_now();
-  double bytes = static_cast<double>(queued_bytes_ + extra_bytes);
+  double bytes = static_cast<double>(queued_bytes_ + extra_bytes) +
+                 static_cast<double>(write_bytes_in_flight_) * options_.write_cost;
   for (const Key& key : in_flight_keys_) {
     const ObjectRec& rec = objects_.at(key);
     bytes += std::max(0.0, static_cast<double>(rec.read_bytes) - (served - rec.served_at_issue));
@@ -192,6 +193,7 @@ Duration StagingProvider::drained_ttr_bound(uint64_t extra_bytes) const {
 StagingProvider::TtrBoundWalk StagingProvider::ttr_bound_walk() const {
   TtrBoundWalk w;
   const double served = served_now();
+  w.bytes_ahead_ = static_cast<double>(write_bytes_in_flight_) * options_.write_cost;
   for (const Key& key : in_flight_keys_) {
     const ObjectRec& rec = objects_.at(key);
     w.bytes_ahead_ +=
@@ -307,7 +309,7 @@ Duration StagingProvider::TtrWalk::ttr(const StagingClaim& claim) {
     last = continue_projection_s(heap, {served_, t_}, last, fresh_reads(fresh_),
                                  p_->options_.max_reads_in_flight, p_->rate_.bytes_per_s(), left);
   }
-  return Duration(std::llround(last * 1e9));
+  return Duration(std::llround((last + p_->write_ahead_s()) * 1e9));
 }
 
 Duration StagingProvider::static_ttr(const StagingClaim& claim) const {

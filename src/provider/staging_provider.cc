@@ -44,9 +44,15 @@ StagingProvider::StagingProvider(Executor& executor, Store& store, FastTier& tie
   // fixed buffers instead of pinning its pages per request.
   Backing& b = tier_.backing();
   if (b.base() != nullptr) store_.register_read_buffer(b.base(), b.size_bytes());
+  if (options_.write_cost > 0) {
+    store_.set_write_listener([this](uint64_t bytes, bool started) {
+      on_store_write(bytes, started);
+    });
+  }
 }
 
 StagingProvider::~StagingProvider() {
+  if (options_.write_cost > 0) store_.set_write_listener(nullptr);
   Backing& b = tier_.backing();
   if (b.base() != nullptr) store_.unregister_read_buffer(b.base());
 }
@@ -204,6 +210,8 @@ ProviderStats StagingProvider::stats() const {
   for (const auto& [id, c] : claims_) s.draining_claims += c.draining ? 1 : 0;
   s.ordinary_waiting = ordinary_waiting_.size();
   s.read_bytes_per_s = rate_.bytes_per_s();
+  s.store_writes_in_flight = writes_in_flight_;
+  s.store_write_bytes_in_flight = write_bytes_in_flight_;
   s.rate_samples = rate_.samples();
   return s;
 }

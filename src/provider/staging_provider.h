@@ -91,6 +91,8 @@ struct ProviderStats {
   uint64_t draining_claims = 0;  // now
   uint64_t ordinary_waiting = 0;  // now: ordinary claims waiting for room to be admitted
   double read_bytes_per_s = 0;   // the calibrated aggregate rate
+  uint64_t store_writes_in_flight = 0;  // now: the store's writes issued to the device
+  uint64_t store_write_bytes_in_flight = 0;
   uint64_t rate_samples = 0;
 };
 
@@ -133,16 +135,18 @@ class StagingProvider {
 
   // Time until every object of `claim` would be resident and protected if committed now (with
   // its use time): the state-aware projection (ttr_projection.h) in issue order. 0 when all are
-  // resident. For a committed claim: the time until its outstanding reads are done. No I/O.
+  // resident. For a committed claim: the time until its outstanding reads are done. A claim that
+  // needs any read also waits for the store's writes in flight (write_ahead_s(): the device serves
+  // the writes issued before its reads; writes issued later are not known). No I/O.
   Duration ttr(const StagingClaim& claim) const;
   // The same projection run for this claim alone over the queued reads used no later than it:
   // the definition ttr() must equal. ttr() shares the part before the queue runs out between
   // claims when the whole queue is ahead, and runs this when only part of it is.
   Duration ttr_reference(const StagingClaim& claim) const;
   // An upper bound of ttr() for any claim whose new reads total at most extra_bytes: every
-  // outstanding read and the new ones moving at the calibrated aggregate rate (reads in service
-  // always share the whole rate). O(reads in flight); lets the controller skip claims whose TTU is
-  // far beyond it without projecting them.
+  // outstanding read and write and the new reads moving at the calibrated aggregate rate (reads
+  // in service always share the whole rate). O(reads in flight); lets the controller skip claims
+  // whose TTU is far beyond it without projecting them.
   Duration ttr_bound(uint64_t extra_bytes) const;
   // ttr_bound(extra_bytes) once every outstanding read has drained: the least it can fall to
   // without new commits (while reads are in service it falls exactly as fast as time passes).
@@ -312,6 +316,15 @@ class StagingProvider {
   void on_read_done(const Key& key, Result<size_t> result);
   void note_in_flight_change();
   double served_now() const;
+  // What shares the device with the reads in the fluid model and the calibration: the reads in
+  // flight, and the store's writes in flight when writes are seen (write_cost > 0).
+  uint32_t device_in_flight() const;
+  // The store's write listener: a write was issued (started) or completed.
+  void on_store_write(uint64_t bytes, bool started);
+  // Seconds the device needs for the store's writes in flight (write_cost x their bytes at the
+  // calibrated rate): TTR adds them when the claim needs any read (the device serves the writes
+  // issued before the claim's reads). 0 without writes.
+  double write_ahead_s() const;
   // provider_ttr.cc
   const TtrSnapshot& ttr_snapshot() const;
 
@@ -330,8 +343,11 @@ class StagingProvider {
   bool last_refusal_budget_ = false;
   std::list<ClaimId> ordinary_waiting_;  // ordinary claims not yet admitted, in arrival order
   std::vector<Key> in_flight_keys_;  // reads issued, not completed
-  // Fluid model of the reads in flight (processor sharing at the calibrated rate): bytes each has
-  // received since the provider started, as of fluid_last_.
+  uint64_t writes_in_flight_ = 0;        // the store's writes issued, not completed
+  uint64_t write_bytes_in_flight_ = 0;   // and their bytes
+  // Fluid model of the reads in flight (processor sharing at the calibrated rate, with the store's
+  // writes in flight when seen): bytes each has received since the provider started, as of
+  // fluid_last_.
   double served_ = 0;
   TimePoint fluid_last_{};
   bool pumping_ = false;

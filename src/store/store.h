@@ -113,6 +113,8 @@ class Store {
   using DoneCallback = std::function<void(Status)>;
   using ReadCallback = std::function<void(Result<size_t>)>;  // payload bytes read
   using EvictionListener = std::function<void(const Key&)>;
+  // A write of `bytes` reached the SSD engine (started) or completed (!started).
+  using WriteListener = std::function<void(uint64_t bytes, bool started)>;
 
   // Opens (creating when missing) the store in options.dir and rebuilds its index by scanning.
   // Runs blocking I/O on the calling thread: call it before the loop starts serving.
@@ -153,6 +155,11 @@ class Store {
   // Told of every object that leaves the index by reclamation (not by remove or replacement),
   // in a task posted to the Executor after the objects left the index (so it may call the store).
   virtual void set_eviction_listener(EvictionListener listener) = 0;
+  // Told of every write the store issues to its SSD engine, when it is issued and when it
+  // completes, synchronously on the Executor thread (so it must not call back into the store).
+  // The staging provider uses it to see the device time the store's writes take from its reads.
+  // One listener; nullptr removes it.
+  virtual void set_write_listener(WriteListener listener) = 0;
   // Waits for writes and syncs in flight, seals nothing new; cb when the store may be destroyed.
   virtual void close(DoneCallback cb) = 0;
 };

@@ -101,6 +101,9 @@ class StoreImpl final : public Store {
   void set_eviction_listener(EvictionListener listener) override {
     listener_ = std::move(listener);
   }
+  void set_write_listener(WriteListener listener) override {
+    write_listener_ = std::move(listener);
+  }
   void close(DoneCallback cb) override;
 
  private:
@@ -198,6 +201,7 @@ class StoreImpl final : public Store {
   uint64_t ops_in_flight_ = 0;  // writes (until durable) and reads
   StoreStats stats_;
   EvictionListener listener_;
+  WriteListener write_listener_;
   int lock_fd_ = -1;
   bool closing_ = false;
   DoneCallback close_cb_;

@@ -152,8 +152,11 @@ void StoreImpl::submit(PendingWrite* w) {
   Segment& seg = *w->segment;
   uint64_t rb = w->header.record_bytes();
   auto write = [&](uint64_t offset, const void* buf, size_t len) {
-    engine_.write(seg.file, offset, buf, len,
-                  [this, w, len](Result<size_t> r) { on_piece_done(w, std::move(r), len); });
+    if (write_listener_) write_listener_(len, true);
+    engine_.write(seg.file, offset, buf, len, [this, w, len](Result<size_t> r) {
+      if (write_listener_) write_listener_(len, false);
+      on_piece_done(w, std::move(r), len);
+    });
   };
   if (options_.simulated) {
     w->pieces_left = 1;

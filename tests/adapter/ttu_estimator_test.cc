@@ -162,6 +162,31 @@ TEST(OutputPredictor, ForgetsCompletionsOutsideTheWindow) {
   EXPECT_EQ(p.total(1000), 15u);
 }
 
+TEST(OutputPredictor, AQuantileOfLongerCompletionsIsNotPulledByTheTail) {
+  OutputPredictor p(/*window=*/8, /*prior_tokens=*/16);
+  EXPECT_EQ(p.remaining_quantile(10, 100, 0.5), 6u);  // the prior before any completion
+  for (uint32_t n : {10u, 20u, 30u, 1000u}) p.record_completion(n);
+  EXPECT_EQ(p.remaining(5, 2000), 260u);                // mean of 5, 15, 25, 995
+  EXPECT_EQ(p.remaining_quantile(5, 2000, 0.5), 15u);   // their median (position 1 of 0..3)
+  EXPECT_EQ(p.remaining_quantile(5, 2000, 1.0), 995u);
+  EXPECT_EQ(p.remaining_quantile(5, 12, 0.5), 7u);      // bounded by the limit
+  EXPECT_EQ(p.remaining_quantile(2000, 3000, 0.5), 1u);  // longer than every completion
+}
+
+// One slot, running with 10 tokens generated; recent outputs 12, 14, 16 and 200 tokens. The mean
+// of what they leave (2, 4, 6, 190) projects 51 more steps; three of the four ended within 6.
+TEST(TtuEstimator, TheMedianProjectsTheWaitBehindALongTailedOutputWithoutItsTail) {
+  CostProfile profile = simple_profile();
+  OutputPredictor predictor(8, 16);
+  for (uint32_t n : {12u, 14u, 16u, 200u}) predictor.record_completion(n);
+  RuntimeSnapshot snap;
+  snap.max_active = 1;
+  snap.running.push_back({7, 5000, 10, 300, 0});
+  snap.waiting.push_back({1, 1000, 900, 100'000'000, 64});
+  EXPECT_EQ(TtuEstimator(profile, predictor).estimate(snap)[0], milliseconds(51 * 20));
+  EXPECT_EQ(TtuEstimator(profile, predictor, 0.5).estimate(snap)[0], milliseconds(4 * 20));
+}
+
 TEST(TtuEstimator, FreeSlotMeansImmediateUse) {
   CostProfile profile = simple_profile();
   OutputPredictor predictor(8, 16);

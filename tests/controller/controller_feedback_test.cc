@@ -56,6 +56,45 @@ TEST(ControllerFeedback, TempoKvStaticKeepsThePlainRule) {
   EXPECT_EQ(f.since(f.info(2).timeline.committed), milliseconds(1500 - 125));
 }
 
+// The error that makes a claim late is a use sooner than projected or a read slower than
+// projected; a use later than projected makes it early, and must not move later commits earlier.
+// Claim 1 (projected use 500 ms, TTR 125 ms) is committed at 375 ms and ready at 500 ms.
+TEST(ControllerFeedback, AUseLaterThanProjectedGrowsNoMargin) {
+  Fixture f("tempokv");
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), milliseconds(500)).is_ok());
+  f.run_to(milliseconds(900));  // used 400 ms later than projected: ready 400 ms early
+  EXPECT_EQ(f.since(f.info(1).timeline.committed), milliseconds(375));
+  ASSERT_TRUE(f.controller->request_retrieval(1, f.recorder()).is_ok());
+  EXPECT_EQ(f.controller->feedback_margin(), Duration::zero());
+}
+
+TEST(ControllerFeedback, AUseSoonerThanProjectedGrowsTheMarginByHowMuchSooner) {
+  Fixture f("tempokv");
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), milliseconds(500)).is_ok());
+  f.run_to(milliseconds(440));  // used 60 ms sooner than projected: ready 60 ms late
+  ASSERT_TRUE(f.controller->request_retrieval(1, f.recorder()).is_ok());
+  f.run_to(milliseconds(600));
+  EXPECT_EQ(f.controller->feedback_margin(), milliseconds(60));
+}
+
+// Claim 1 (one object, TTR 62.5 ms, projected use 500 ms) is committed at 437.5 ms; at 450 ms the
+// store issues two 64 MiB writes that share the device with its read (4/5 of it left), which
+// then ends at 450 + 3 × 0.8 × 62.5 = 600 ms: 100 ms later than projected, used on time.
+TEST(ControllerFeedback, AReadSlowerThanProjectedGrowsTheMarginByItsOverrun) {
+  Fixture f("tempokv", {.write_bytes_per_s = kRate});
+  ASSERT_TRUE(f.controller->report(1, manifest({1}), milliseconds(500)).is_ok());
+  f.run_to(milliseconds(450));
+  EXPECT_EQ(f.since(f.info(1).timeline.committed), milliseconds(500) - kObjTime);
+  for (uint64_t i : {101, 102}) {
+    f.stack.store->put(obj(i), {0, 256}, nullptr, kObj - 4096, [](Status) {});
+  }
+  f.run_to(milliseconds(500));
+  ASSERT_TRUE(f.controller->request_retrieval(1, f.recorder()).is_ok());
+  f.run_to(milliseconds(700));
+  EXPECT_EQ(f.since(f.info(1).timeline.ready), milliseconds(600));
+  EXPECT_EQ(f.controller->feedback_margin(), milliseconds(100));
+}
+
 // Claim 1's use is projected at 2000 ms by an update (TTR 125 ms: laxity zero at 1875 ms), but its
 // retrieval comes at 500 ms, before any timed commit: it would have been 1500 ms late at laxity
 // zero. That error counts too (the feedback is not left with only the claims estimated well

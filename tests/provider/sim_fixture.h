@@ -46,6 +46,9 @@ struct SimStackOptions {
   Duration latency{};
   double calibration_weight = 0.25;
   uint64_t small_every = 0;  // every k-th stored object is a small final chunk (0: none)
+  double write_bytes_per_s = 64 * kRate;  // the simulated SSD's write rate
+  // ProviderOptions::write_cost; unset: the device's own ratio, kRate / write_bytes_per_s.
+  std::optional<double> write_cost;
 };
 
 class SimStack {
@@ -55,7 +58,7 @@ class SimStack {
     eo.kind = SsdEngineKind::kSimulated;
     eo.sim_latency = o.latency;
     eo.sim_read_bytes_per_s = kRate;
-    eo.sim_write_bytes_per_s = 64 * kRate;
+    eo.sim_write_bytes_per_s = o.write_bytes_per_s;
     eo.sim_max_concurrency = 64;
     auto sim = std::make_unique<SimSsdEngine>(ex, eo);
     sim_ = sim.get();
@@ -86,6 +89,7 @@ class SimStack {
     po.prior_read_bytes_per_s = kRate;
     po.static_read_bytes_per_s = kRate;
     po.calibration_weight = o.calibration_weight;
+    po.write_cost = o.write_cost.value_or(kRate / o.write_bytes_per_s);
     auto p = StagingProvider::create(ex, *store, *tier, po);
     EXPECT_TRUE(p.is_ok()) << p.status().to_string();
     provider = std::move(p).value();

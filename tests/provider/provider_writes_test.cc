@@ -1,0 +1,72 @@
+// The store's writes share the SSD with staging reads (store.h's write listener): the provider's
+// TTR adds the device time of the writes already issued, and its rate is calibrated over reads
+// and writes together, so a burst of writes neither hides from the TTR nor reads as a slow device.
+#include <gtest/gtest.h>
+
+#include "provider/sim_fixture.h"
+
+namespace tempokv::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A record is its 4 KiB header and the payload: this payload makes a 64 MiB write.
+constexpr uint64_t kPayload = kObj - 4096;
+
+// Two 64 MiB writes reach the device (as fast as reads here) just before a claim of one object
+// is committed: the three share the device, so the read ends at 3 × 62.5 ms, not 62.5 ms.
+void two_writes(SimStack& s) {
+  for (uint64_t i : {101, 102}) {
+    s.store->put(obj(i), {0, 256}, nullptr, kPayload, [](Status st) { EXPECT_TRUE(st.is_ok()); });
+  }
+}
+
+TEST(ProviderWrites, TtrIncludesTheWritesTheStoreHasIssued) {
+  SimStack s({.write_bytes_per_s = kRate});
+  two_writes(s);
+  const StagingClaim c = claim_of(1, {1});
+  // The writes' device time (125 ms) before the claim's own read (62.5 ms).
+  EXPECT_EQ(s.provider->ttr(c), 3 * kObjTime);
+  EXPECT_EQ(s.provider->ttr_reference(c), 3 * kObjTime);
+  ASSERT_EQ(*s.commit(c), CommitState::kStaging);
+  s.ex.run();
+  // Processor sharing among the read and both writes ends all three at 187.5 ms.
+  EXPECT_EQ(s.ready_after(1), 3 * kObjTime);
+}
+
+TEST(ProviderWrites, WithoutWriteCostTheTtrMissesTheWrites) {
+  SimStack s({.write_bytes_per_s = kRate, .write_cost = 0.0});
+  two_writes(s);
+  const StagingClaim c = claim_of(1, {1});
+  EXPECT_EQ(s.provider->ttr(c), kObjTime);
+  ASSERT_EQ(*s.commit(c), CommitState::kStaging);
+  s.ex.run();
+  EXPECT_EQ(s.ready_after(1), 3 * kObjTime);  // 125 ms later than projected
+}
+
+TEST(ProviderWrites, TheTtrFallsAsTheWritesComplete) {
+  SimStack s({.write_bytes_per_s = kRate});
+  two_writes(s);
+  s.ex.run();  // the writes are done
+  EXPECT_EQ(s.provider->ttr(claim_of(1, {1})), kObjTime);
+}
+
+TEST(ProviderWrites, ReadsSharingTheDeviceWithWritesDoNotCalibrateASlowerRate) {
+  for (double cost : {1.0, 0.0}) {
+    SimStack s({.calibration_weight = 1.0, .write_bytes_per_s = kRate, .write_cost = cost});
+    two_writes(s);
+    ASSERT_EQ(*s.commit(claim_of(1, {1})), CommitState::kStaging);
+    s.ex.run();
+    const double rate = s.provider->stats().read_bytes_per_s;
+    if (cost > 0) {
+      // Reads and writes together moved the device's full rate.
+      EXPECT_DOUBLE_EQ(rate, kRate) << "cost " << cost;
+    } else {
+      // Reads alone: one read's bytes over the 187.5 ms it was in flight.
+      EXPECT_DOUBLE_EQ(rate, kRate / 3) << "cost " << cost;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tempokv::testing
