@@ -1,31 +1,40 @@
 #include "adapter/output_predictor.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace tempokv {
 
 OutputPredictor::OutputPredictor(uint32_t window, uint32_t prior_tokens)
-    : window_(window ? window : 1), prior_tokens_(prior_tokens ? prior_tokens : 1) {}
+    : window_(window ? window : 1), prior_tokens_(prior_tokens ? prior_tokens : 1), suffix_(1, 0) {}
 
 void OutputPredictor::record_completion(uint32_t output_tokens) {
   recent_.push_back(output_tokens);
-  if (recent_.size() > window_) recent_.pop_front();
+  sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), output_tokens), output_tokens);
+  if (recent_.size() > window_) {
+    sorted_.erase(std::lower_bound(sorted_.begin(), sorted_.end(), recent_.front()));
+    recent_.pop_front();
+  }
+  suffix_.assign(sorted_.size() + 1, 0);
+  for (size_t i = sorted_.size(); i-- > 0;) suffix_[i] = suffix_[i + 1] + sorted_[i];
 }
 
 uint32_t OutputPredictor::remaining(uint32_t generated, uint32_t limit) const {
   if (generated >= limit) return 0;
-  uint64_t sum = 0, count = 0;
-  for (uint32_t n : recent_) {
-    if (n > generated) {
-      sum += n - generated;
-      ++count;
-    }
+  const size_t first = static_cast<size_t>(
+      std::upper_bound(sorted_.begin(), sorted_.end(), generated) - sorted_.begin());
+  const uint64_t count = sorted_.size() - first;
+  uint64_t rem;
+  if (count > 0) {
+    // The mean of (N − generated) over the N > generated, each ≥ 1, rounded half away from zero:
+    // in integers, exactly what llround(double(sum) / double(count)) gave (a tie is exact in
+    // both; otherwise the quotient is at least 1 / (2 count) from one, far beyond a double's
+    // error at these magnitudes).
+    const uint64_t sum = suffix_[first] - count * generated;
+    rem = (2 * sum + count) / (2 * count);
+  } else {
+    rem = prior_tokens_ > generated ? prior_tokens_ - generated : 1;
   }
-  double mean = count ? double(sum) / double(count)
-                      : double(prior_tokens_ > generated ? prior_tokens_ - generated : 1);
-  auto rem = static_cast<uint32_t>(std::llround(std::max(1.0, mean)));
-  return std::min(rem, limit - generated);
+  return static_cast<uint32_t>(std::min<uint64_t>(rem, limit - generated));
 }
 
 }  // namespace tempokv
