@@ -95,14 +95,10 @@ void Controller::set_ttu(Rec& r, Duration ttu, TimePoint now) {
       (r.index_at <= now ? use == r.index_at : use - r.index_at <= (r.index_at - now) / 8)) {
     return;
   }
-  // A use that moved earlier than its key is keyed a sixteenth of its distance earlier still
-  // (within the eighth above), so a projection drifting earlier at every update (a runtime
-  // faster than its calibrated costs) does not move the entry at every update either.
-  const bool earlier = r.indexed && use < r.index_at && use > now;
   if (r.indexed) by_use_.erase({r.index_at, r.info.id});
-  r.index_at = earlier ? use - (use - now) / 16 : use;
+  r.index_at = use;
   r.indexed = true;
-  by_use_.emplace(r.index_at, r.info.id);
+  by_use_.emplace(use, r.info.id);
 }
 
 void Controller::account() {
