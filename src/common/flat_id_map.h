@@ -94,8 +94,8 @@ class FlatIdMap {
     for (uint32_t pos = 0; pos < ids_.size(); ++pos) slots_[slot_of(ids_[pos])] = {ids_[pos], pos};
   }
 
-  std::vector<Slot> slots_;  // a power of two, at most half full
-  int shift_;                // 64 − log2(slots_.size())
+  std::vector<Slot> slots_;    // a power of two, at most half full
+  int shift_;                  // 64 − log2(slots_.size())
   std::vector<uint64_t> ids_;  // ids_[i] is values_[i]'s id
   std::vector<V> values_;
 };

@@ -133,8 +133,8 @@ bool Controller::consider_timed(Rec& r, TimePoint now, std::optional<Duration> k
   if (r.use_at > now && known_ttr) {
     std::function<Duration()> ttr = [&] { return *known_ttr; };
     std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r.claim); };
-    lax = policy_->laxity(EligibilityInput{r.use_at - now, r.rank, ttr, static_ttr,
-                                           feedback_.margin()});
+    lax = policy_->laxity(
+        EligibilityInput{r.use_at - now, r.rank, ttr, static_ttr, feedback_.margin()});
   } else if (r.use_at > now) {
     lax = laxity(r, now);
   }
