@@ -3,6 +3,10 @@
 // completed outputs of length N > n, bounded by the request's generation limit; before any
 // completion longer than n, a configured prior. It never sees true output lengths of running
 // requests. Not thread-safe: used on the control-plane thread.
+//
+// Cost: the TTU projection asks once per running and waiting request per order update, a
+// completion comes far less often; so a completion keeps the window sorted with suffix sums
+// (O(window)) and a question is a binary search (O(log window)), the same integers as a scan.
 #pragma once
 
 #include <cstddef>
@@ -32,8 +36,9 @@ class OutputPredictor {
  private:
   uint32_t window_;
   uint32_t prior_tokens_;
-  std::deque<uint32_t> recent_;
-  mutable std::vector<uint32_t> scratch_;  // remaining_quantile()'s candidates
+  std::deque<uint32_t> recent_;   // in completion order: the oldest leaves first
+  std::vector<uint32_t> sorted_;  // the same lengths, ascending
+  std::vector<uint64_t> suffix_;  // suffix_[i] = Σ sorted_[i..]; suffix_[sorted_.size()] = 0
 };
 
 }  // namespace tempokv

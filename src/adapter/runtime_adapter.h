@@ -22,12 +22,12 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "adapter/cost_profile.h"
 #include "adapter/output_predictor.h"
 #include "adapter/ttu_estimator.h"
+#include "common/flat_id_map.h"
 #include "controller/controller.h"
 #include "tempokv/runtime_api.h"
 #include "tempokv/runtime_snapshot.h"
@@ -169,13 +169,19 @@ class RuntimeAdapter : public RuntimeApi {
   void register_reviser();
 
   Controller& controller_;
-  std::vector<Req*> scratch_waiting_;  // update_order: the waiting requests' records
+  // update_order's scratch, kept to allocate nothing per update: the waiting requests' records,
+  // the snapshot, the order without requests admitted before, the controller's updates.
+  std::vector<Req*> scratch_waiting_;
+  RuntimeSnapshot snap_;
+  std::vector<uint64_t> scratch_order_;
+  std::vector<std::pair<ClaimId, Duration>> scratch_updates_;
+  std::vector<uint8_t> scratch_lower_bound_;
   CostProfile profile_;     // as given
   CostProfile calibrated_;  // profile_ × cost_scale_: what the estimator projects with
   AdapterOptions options_;
   OutputPredictor predictor_;
   TtuEstimator estimator_;
-  std::unordered_map<uint64_t, Req> requests_;
+  FlatIdMap<Req> requests_;  // a Req* holds only until the next add or erase
   std::vector<uint64_t> running_;  // admitted, not finished
   bool iteration_open_ = false;
   TimePoint iteration_start_{};

@@ -46,7 +46,11 @@ class Decoders {
 
  private:
   using Entry = std::pair<int64_t, int64_t>;  // (completion tick, context − joining tick)
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> done_;
+  // Ordered by completion tick only: entries of one tick leave together, in any order.
+  struct LaterCompletion {
+    bool operator()(const Entry& a, const Entry& b) const { return a.first > b.first; }
+  };
+  std::priority_queue<Entry, std::vector<Entry>, LaterCompletion> done_;
   int64_t tick_ = 0;
   int64_t base_ = 0;  // Σ(context − joining tick) of the decoders
 };

@@ -48,6 +48,7 @@
 #include <set>
 #include <span>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -214,6 +215,9 @@ class Controller {
     bool ttu_bound = false;       // its TTU is a lower bound (update()'s lower_bound)
     bool refusal_budget = false;  // its last refusal was for the budget (else capacity)
     uint64_t refusal_room = 0;    // the provider's room_version of that kind then
+    // A budget refusal: bytes it lacked, and the provider's budget_freed_bytes() then.
+    uint64_t refusal_shortfall = 0;
+    uint64_t refusal_freed = 0;
     RetrievalCallback on_ready;
   };
   // Where a claim sits in the attempt order: rank, then runtime id; unranked claims last, in
@@ -247,18 +251,21 @@ class Controller {
   static AttemptKey attempt_key(const Rec& r);
   Duration laxity(Rec& r, TimePoint now);
   // Timed: laxity <= 0 -> one attempt (true when committed); else notes the wake-up.
-  bool consider_timed(Rec& r, TimePoint now);
+  // known_ttr: the claim's exact TTR now, when the caller has it (the evaluation's shared walk).
+  bool consider_timed(Rec& r, TimePoint now, std::optional<Duration> known_ttr = {});
   void note_wake(TimePoint t);
   // A claim would be eligible by its lower-bound TTU: asks its runtime's reviser for an exact
   // one (posted). False when that runtime has no reviser (the bound is then used as it is).
   bool request_revision(const Rec& r);
   // controller_claims.cc
   // Refused, and no room of the kind it lacked has been freed since (StagingProvider::
-  // room_version): an attempt would be refused again. Such a claim is not looked at (no TTR, no
-  // attempt, no wake-up) until room is freed; the evaluation after that looks again.
+  // room_version), or, short of the budget, fewer bytes than it lacked have been freed since
+  // (StagingProvider::budget_freed_bytes): an attempt would be refused again. Such a claim is not
+  // looked at (no TTR, no attempt, no wake-up) until then; the evaluation after that looks again.
   bool refusal_stands(const Rec& r) const;
   // Tries to commit; true when committed (STAGING or STAGE_READY).
-  bool try_commit(Rec& r);
+  // known_ttr: its exact TTR now when known; else the provider projects it, only if not refused.
+  bool try_commit(Rec& r, std::optional<Duration> known_ttr = {});
   void start_ordinary(Rec& r);
   void on_provider_ready(ClaimId id, Status status);
   void finish(Rec& r, const Status& failure);
@@ -296,7 +303,13 @@ class Controller {
   bool tick_armed_ = false;
   std::optional<TimePoint> next_wake_;  // earliest projected zero laxity of a planned claim
   TimerHandle wake_;
-  std::vector<std::pair<AttemptKey, ClaimId>> candidates_;  // scratch of evaluate_timed_indexed
+  struct Candidate {  // evaluate_timed_indexed: a claim to attempt, and its TTR when walked
+    AttemptKey key;
+    ClaimId id;
+    std::optional<Duration> ttr;
+    bool operator<(const Candidate& o) const { return std::tie(key, id) < std::tie(o.key, o.id); }
+  };
+  std::vector<Candidate> candidates_;  // scratch of evaluate_timed_indexed
   std::vector<ClaimId> scratch_ids_;                        // scratch of the attempt-order walk
   std::vector<Rec*> scratch_recs_;                          // scratch of update()
   std::map<uint32_t, std::function<void()>> revisers_;      // set_reviser()

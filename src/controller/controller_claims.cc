@@ -5,20 +5,25 @@
 namespace tempokv {
 
 bool Controller::refusal_stands(const Rec& r) const {
-  return r.info.refused && provider_.room_version(r.refusal_budget) == r.refusal_room;
+  if (!r.info.refused) return false;
+  if (provider_.room_version(r.refusal_budget) == r.refusal_room) return true;
+  return r.refusal_budget && provider_.budget_freed_bytes() - r.refusal_freed < r.refusal_shortfall;
 }
 
-bool Controller::try_commit(Rec& r) {
+bool Controller::try_commit(Rec& r, std::optional<Duration> known_ttr) {
   if (r.info.ordinary_only) return false;  // larger than the budget: only the ordinary path
   if (refusal_stands(r)) {  // no room has been freed since it was refused: it would be again
     ++stats_.refused_attempts;
     return false;
   }
   std::weak_ptr<int> alive = alive_;
-  const Duration ttr = provider_.ttr(r.claim);
-  auto result = provider_.commit(r.claim, [this, alive](ClaimId id, Status st) {
-    if (!alive.expired()) on_provider_ready(id, std::move(st));
-  });
+  Duration ttr = known_ttr.value_or(Duration::zero());
+  auto result = provider_.commit(
+      r.claim,
+      [this, alive](ClaimId id, Status st) {
+        if (!alive.expired()) on_provider_ready(id, std::move(st));
+      },
+      known_ttr ? nullptr : &ttr);
   if (!result.is_ok()) {
     if (result.status().code() == StatusCode::kResourceExhausted) {
       ++stats_.refused_attempts;
@@ -29,6 +34,8 @@ bool Controller::try_commit(Rec& r) {
       r.info.refused = true;
       r.refusal_budget = provider_.last_refusal_budget();
       r.refusal_room = provider_.room_version(r.refusal_budget);
+      r.refusal_shortfall = provider_.last_refusal_shortfall();
+      r.refusal_freed = provider_.budget_freed_bytes();
       return false;
     }
     // The claim cannot be staged at all (an object left the store): it ends here.

@@ -124,12 +124,20 @@ bool Controller::request_revision(const Rec& r) {
   return true;
 }
 
-bool Controller::consider_timed(Rec& r, TimePoint now) {
+bool Controller::consider_timed(Rec& r, TimePoint now, std::optional<Duration> known_ttr) {
   if (r.info.ordinary_only) return false;  // no laxity makes it committable
   if (refusal_stands(r)) return false;
   // TTR >= 0, so a claim whose use time has passed has laxity <= 0 without a projection (claims
   // left behind by refusals would otherwise cost a projection of the whole queue every time).
-  Duration lax = r.use_at <= now ? Duration::zero() : laxity(r, now);
+  Duration lax = Duration::zero();
+  if (r.use_at > now && known_ttr) {
+    std::function<Duration()> ttr = [&] { return *known_ttr; };
+    std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r.claim); };
+    lax = policy_->laxity(
+        EligibilityInput{r.use_at - now, r.rank, ttr, static_ttr, feedback_.margin()});
+  } else if (r.use_at > now) {
+    lax = laxity(r, now);
+  }
   if (lax > Duration::zero()) {
     note_wake(now + lax);  // when its laxity would reach zero if nothing else changes
     return false;
@@ -138,7 +146,7 @@ bool Controller::consider_timed(Rec& r, TimePoint now) {
   // on that; the runtime projects it exactly (the controller reevaluates on that update).
   if (r.ttu_bound && request_revision(r)) return false;
   r.attempted_in = eval_id_;  // once per evaluation: a refusal stands until something changes
-  return try_commit(r);
+  return try_commit(r, known_ttr);
 }
 
 void Controller::evaluate_timed_full() {
@@ -207,9 +215,11 @@ void Controller::evaluate_timed_indexed() {
         }
         // No commit has happened in this pass, so this is the laxity consider_timed() would
         // find: a claim not eligible now only sets the wake-up.
+        std::optional<Duration> walked;  // kept for the attempt: nothing changes before it
         std::function<Duration()> ttr = [&] {
           ++stats_.ttr_queries;
-          return exact.ttr(r.claim);
+          walked = exact.ttr(r.claim);
+          return *walked;
         };
         std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r.claim); };
         const Duration lax = policy_->laxity(
@@ -218,8 +228,10 @@ void Controller::evaluate_timed_indexed() {
           note_wake(now + lax);
           continue;
         }
+        candidates_.push_back({attempt_key(r), it->second, walked});
+        continue;
       }
-      candidates_.emplace_back(attempt_key(r), it->second);
+      candidates_.push_back({attempt_key(r), it->second, std::nullopt});
     }
     std::sort(candidates_.begin(), candidates_.end());
     // Past the window: while reads are in service the bound falls exactly as fast as time passes
@@ -233,11 +245,13 @@ void Controller::evaluate_timed_indexed() {
     if (horizon != TimePoint::max() && next != by_use_.end()) {
       note_wake(std::max(next->first - drained, now + Duration(1)));
     }
-    std::vector<std::pair<AttemptKey, ClaimId>> walk = std::move(candidates_);
-    for (const auto& [key, id] : walk) {
-      Rec* r = find(id);
+    std::vector<Candidate> walk = std::move(candidates_);
+    // Attempts stop at the first commit, and a refusal changes nothing: each TTR walked above is
+    // still the provider's ttr() when its claim is attempted.
+    for (const Candidate& c : walk) {
+      Rec* r = find(c.id);
       if (!r || r->info.state != ClaimState::kPlanned || r->attempted_in == eval_id_) continue;
-      if (consider_timed(*r, now)) {
+      if (consider_timed(*r, now, c.ttr)) {
         committed = true;
         break;
       }

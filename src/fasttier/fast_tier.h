@@ -153,6 +153,14 @@ class FastTier {
   }
   // check_protect_cost() would refuse this cost for the budget (not only for capacity).
   bool budget_short(const ProtectCost& cost) const;
+  // By how many bytes this cost exceeds the budget's room now (0: it fits the budget).
+  uint64_t budget_shortfall(const ProtectCost& cost) const;
+  // The bytes by which protected + reserved has fallen, summed since creation (never falls). A
+  // refused cost's shortfall (protected + reserved + its cost − budget) can shrink only by bytes
+  // freed since: a protection of one of its objects by someone else takes from the room what it
+  // takes from the cost, one of its objects freed adds to both, any other protection only adds.
+  // So a refusal short of the budget by S bytes stands until S more bytes have been freed.
+  uint64_t budget_freed_bytes() const { return budget_freed_bytes_; }
   // Recomputes every counter from the objects and checks the invariants above. For tests.
   Status check_invariants() const;
   // For tests: where a fill of `charge` bytes needs eviction (no free run is long enough), the
@@ -196,6 +204,7 @@ class FastTier {
   FastTierStats stats_;
   uint64_t budget_room_version_ = 0;    // room_version(true)
   uint64_t capacity_room_version_ = 0;  // room_version(false)
+  uint64_t budget_freed_bytes_ = 0;     // budget_freed_bytes()
   std::function<void(uint64_t)> budget_listener_;
 };
 

@@ -135,7 +135,8 @@ Status StagingProvider::expedite(ClaimId id, TimePoint use_at) {
   return Status::ok();
 }
 
-Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCallback on_ready) {
+Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCallback on_ready,
+                                            Duration* ttr_before) {
   TEMPOKV_ASSIGN_OR_RETURN(Validated v, validate_claim(claim));
   ProtectCost cost;
   // Room owed to admitted demand reads stays theirs, except for the reads this commit reserves.
@@ -148,9 +149,11 @@ Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCall
   cost.occupied_bytes += owed;
   if (Status st = tier_.check_protect_cost(cost); !st.is_ok()) {
     ++stats_.refusals;
-    last_refusal_budget_ = tier_.budget_short(cost);
+    last_refusal_shortfall_ = tier_.budget_shortfall(cost);
+    last_refusal_budget_ = last_refusal_shortfall_ > 0;
     return Status(st.code(), "claim " + std::to_string(claim.id) + " refused: " + st.message());
   }
+  if (ttr_before) *ttr_before = ttr(claim);  // nothing has changed yet
   const TimePoint use_at = use_time(claim);
   ClaimRec& c = claims_[claim.id];
   c.keys = std::move(v.keys);

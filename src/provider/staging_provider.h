@@ -110,7 +110,10 @@ class StagingProvider {
   // FailedPrecondition otherwise); the extra protected bytes must fit the budget and the tier
   // (ResourceExhausted naming bytes needed and available otherwise). A refusal changes nothing.
   // on_ready is called only when the result is kStaging. FailedPrecondition for a known id.
-  Result<CommitState> commit(const StagingClaim& claim, ReadyCallback on_ready);
+  // ttr_before (optional): set to ttr(claim) as it was just before the commit, computed only when
+  // the commit is not refused (a refused one costs no projection).
+  Result<CommitState> commit(const StagingClaim& claim, ReadyCallback on_ready,
+                             Duration* ttr_before = nullptr);
   // The ordinary path for a claim that is not committed: resident objects are held in place, the
   // rest read on demand into unprotected room; never uses the protected budget. Returns
   // kOrdinaryReady at once or kOrdinaryReading (then on_ready reports).
@@ -180,6 +183,10 @@ class StagingProvider {
   // capacity's also when room owed to demand reads falls): a refusal stands while it is
   // unchanged, so the controller need not attempt that claim again until then.
   bool last_refusal_budget() const { return last_refusal_budget_; }
+  // For a refusal short of the budget: by how many bytes (FastTier::budget_shortfall). It stands
+  // until budget_freed_bytes() has grown by that much (FastTier::budget_freed_bytes).
+  uint64_t last_refusal_shortfall() const { return last_refusal_shortfall_; }
+  uint64_t budget_freed_bytes() const { return tier_.budget_freed_bytes(); }
   uint64_t room_version(bool budget) const {
     return budget ? tier_.room_version(true) : tier_.room_version(false) + demand_room_version_;
   }
@@ -341,6 +348,7 @@ class StagingProvider {
   uint64_t demand_queued_bytes_ = 0;  // fast-tier charge of queued reads nobody reserves
   uint64_t demand_room_version_ = 0;  // times demand_queued_bytes_ fell (room_version)
   bool last_refusal_budget_ = false;
+  uint64_t last_refusal_shortfall_ = 0;
   std::list<ClaimId> ordinary_waiting_;  // ordinary claims not yet admitted, in arrival order
   std::vector<Key> in_flight_keys_;  // reads issued, not completed
   uint64_t writes_in_flight_ = 0;        // the store's writes issued, not completed

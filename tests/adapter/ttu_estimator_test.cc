@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <deque>
 #include <random>
 
 namespace tempokv {
@@ -185,6 +187,46 @@ TEST(TtuEstimator, TheMedianProjectsTheWaitBehindALongTailedOutputWithoutItsTail
   snap.waiting.push_back({1, 1000, 900, 100'000'000, 64});
   EXPECT_EQ(TtuEstimator(profile, predictor).estimate(snap)[0], milliseconds(51 * 20));
   EXPECT_EQ(TtuEstimator(profile, predictor, 0.5).estimate(snap)[0], milliseconds(4 * 20));
+}
+
+// The predictor as first written (a scan of the window per question): the reference the sorted
+// window with suffix sums must match exactly.
+uint32_t remaining_by_scan(const std::deque<uint32_t>& recent, uint32_t prior, uint32_t generated,
+                           uint32_t limit) {
+  if (generated >= limit) return 0;
+  uint64_t sum = 0, count = 0;
+  for (uint32_t n : recent) {
+    if (n > generated) {
+      sum += n - generated;
+      ++count;
+    }
+  }
+  double mean = count ? double(sum) / double(count)
+                      : double(prior > generated ? prior - generated : 1);
+  auto rem = static_cast<uint32_t>(std::llround(std::max(1.0, mean)));
+  return std::min(rem, limit - generated);
+}
+
+TEST(OutputPredictor, AnswersWhatAScanOfTheWindowAnswers) {
+  std::mt19937_64 rng(7);
+  for (uint32_t window : {1u, 2u, 7u, 256u}) {
+    OutputPredictor p(window, /*prior_tokens=*/40);
+    std::deque<uint32_t> recent;
+    for (int completion = 0; completion < 600; ++completion) {
+      // Long-tailed lengths with many ties, so means land on halves too.
+      const uint32_t n = 1 + static_cast<uint32_t>(rng() % 4 == 0 ? rng() % 5000 : rng() % 64);
+      p.record_completion(n);
+      recent.push_back(n);
+      if (recent.size() > window) recent.pop_front();
+      for (int q = 0; q < 20; ++q) {
+        const uint32_t generated = static_cast<uint32_t>(rng() % 300);
+        const uint32_t limit = 1 + static_cast<uint32_t>(rng() % 6000);
+        ASSERT_EQ(p.remaining(generated, limit), remaining_by_scan(recent, 40, generated, limit))
+            << "window " << window << " generated " << generated << " limit " << limit;
+      }
+      ASSERT_EQ(p.total(100000), remaining_by_scan(recent, 40, 0, 100000));
+    }
+  }
 }
 
 TEST(TtuEstimator, FreeSlotMeansImmediateUse) {

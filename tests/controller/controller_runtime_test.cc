@@ -167,6 +167,25 @@ TEST(ControllerLifecycle, RefusalsCountAsAttemptsAndAsDistinctClaims) {
   EXPECT_EQ(s.refused_attempts, 3u);  // 2 at its report, 2 and 3 at claim 3's
 }
 
+// A refusal short of the budget by two objects is not tried again (no commit asked of the
+// provider) when one object's protection ends, only once two have been freed.
+TEST(ControllerLifecycle, ARefusalShortOfTheBudgetStandsUntilThatManyBytesAreFreed) {
+  Fixture f("immediate", SimStackOptions{.budget_objects = 3});
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), seconds(1)).is_ok());
+  ASSERT_TRUE(f.controller->report(5, manifest({9}), seconds(1)).is_ok());  // the whole budget
+  f.stack.ex.run();  // both stage-ready: a cancel ends their protection at once
+  ASSERT_EQ(f.info(5).state, ClaimState::kStageReady);
+  ASSERT_TRUE(f.controller->report(2, manifest({3, 4}), seconds(1)).is_ok());
+  EXPECT_TRUE(f.info(2).refused);
+  const uint64_t refusals = f.stack.provider->stats().refusals;
+  ASSERT_TRUE(f.controller->cancel(5).is_ok());  // one object freed: still short by one
+  EXPECT_EQ(f.info(2).state, ClaimState::kPlanned);
+  EXPECT_EQ(f.stack.provider->stats().refusals, refusals);
+  ASSERT_TRUE(f.controller->cancel(1).is_ok());  // two more: it fits
+  EXPECT_NE(f.info(2).state, ClaimState::kPlanned);
+  EXPECT_EQ(f.stack.provider->stats().refusals, refusals);
+}
+
 TEST(ClaimState, EveryTransitionOutsideTheDesignTableIsIllegal) {
   using S = ClaimState;
   const S all[] = {S::kPlanned, S::kStaging, S::kStageReady, S::kTransferring, S::kOrdinary,
