@@ -247,9 +247,13 @@ void RuntimeAdapter::calibrate(Duration profile_cost, Duration actual) {
       actual <= Duration::zero()) {
     return;
   }
-  const double ratio = std::clamp(double(actual.count()) / double(profile_cost.count()),
-                                  0.25, 4.0);
-  log_scale_ += options_.calibration_weight * (std::log(ratio) - log_scale_);
+  // One measurement may move the scale at most 4x from where it is (an outlier, a stall), but
+  // repeated ones take it anywhere: a profile of another machine (cpu-small against vLLM's CPU
+  // backend) is 30-300x off, and a clamp around the profile's own cost capped the scale at 4.
+  const double log_ratio = std::log(double(actual.count()) / double(profile_cost.count()));
+  const double log4 = std::log(4.0);
+  const double step = std::clamp(log_ratio, log_scale_ - log4, log_scale_ + log4);
+  log_scale_ += options_.calibration_weight * (step - log_scale_);
   cost_scale_ = std::exp(log_scale_);
   calibrated_ = profile_.scaled(cost_scale_);
   ++iterations_calibrated_;

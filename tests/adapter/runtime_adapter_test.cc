@@ -1,6 +1,8 @@
 // The runtime adapter over the simulated stack: TTU projection feeds the controller.
 #include "adapter/runtime_adapter.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "provider/sim_fixture.h"
@@ -173,6 +175,33 @@ TEST(RuntimeAdapter, ARuntimesOwnMeasurementsCalibrateInsteadOfItsClock) {
   EXPECT_TRUE(f.adapter->stats().runtime_measures);
   EXPECT_EQ(f.adapter->stats().running, 1u);
   EXPECT_EQ(f.adapter->stats().waiting, 0u);
+}
+
+TEST(RuntimeAdapter, CalibrationReachesARuntime30TimesSlowerThanItsProfile) {
+  // vLLM's CPU backend against the cpu-small profile: its steps take 30x the profile's cost.
+  // One measurement moves the scale at most 4x, but repeated ones must get there (a clamp of
+  // each ratio to [1/4, 4] of the profile kept the scale at 4 and every TTU ~8x too short).
+  AdapterFixture f;  // 10 ms decode steps by the profile
+  ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 400}).is_ok());
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
+  std::vector<uint64_t> decoders{1};
+  for (uint32_t n = 2; n < 60; ++n) {
+    ASSERT_TRUE(f.adapter->iteration_started({}, decoders).is_ok());
+    f.adapter->iteration_measured(f.adapter->open_iteration_cost(), milliseconds(300));
+    ASSERT_TRUE(f.adapter->tokens_generated(1, n).is_ok());
+  }
+  EXPECT_NEAR(f.adapter->cost_scale(), 30.0, 0.3);
+  ASSERT_TRUE(f.adapter->add_request({2, 1000, 0, 0, 400}).is_ok());
+  std::vector<uint64_t> waiting{2};
+  ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
+  // 41 more tokens predicted (the prior of 100) at the measured 300 ms.
+  EXPECT_NEAR(to_seconds(f.adapter->last_ttu(2).value()), 41 * 0.300, 0.15);
+  // One outlier still moves it by at most the weight of a 4x ratio.
+  ASSERT_TRUE(f.adapter->iteration_started({}, decoders).is_ok());
+  const double before = f.adapter->cost_scale();
+  f.adapter->iteration_measured(f.adapter->open_iteration_cost(), std::chrono::hours(1));
+  EXPECT_NEAR(f.adapter->cost_scale(), before * std::pow(4.0, 0.2), 0.01 * before);
 }
 
 TEST(RuntimeAdapter, ARequestAheadWaitingForItsKvDelaysTheOnesBehind) {

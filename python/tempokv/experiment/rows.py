@@ -76,6 +76,10 @@ def row(run, entry, p, kv_bytes_per_token, model):
         "daemon_protected_bytes_after": s.get("tier_protected_bytes"),
         "daemon_reserved_bytes_after": s.get("tier_reserved_bytes"),
         "staging_rate_bytes_per_s": s.get("staging_rate_bytes_per_second"),
+        # The adapter's calibration at the run's end: vLLM's measured steps / the profile's
+        # (cpu-small) cost of them; what every projected TTU is scaled by.
+        "adapter_cost_scale": next((v for k, v in s.items()
+                                    if k.startswith("adapter_cost_scale")), None),
         "wall_s": entry["run_s"],
         "histograms": entry.get("histograms", {}),
         "_tokens": [q["tokens"] for q in reqs],
