@@ -24,9 +24,9 @@ CostProfile step_profile() {
 }
 
 struct AdapterFixture {
-  AdapterFixture() {
+  explicit AdapterFixture(ControllerOptions co = {}) {
     controller = std::make_unique<Controller>(stack.ex, *stack.provider,
-                                              make_commit_policy("tempokv").value());
+                                              make_commit_policy("tempokv").value(), co);
     AdapterOptions o;
     o.max_active = 1;
     o.prior_output_tokens = 100;
@@ -156,7 +156,11 @@ TEST(RuntimeAdapter, AChunkedPrefillCostsEachChunkAfterTheTokensBeforeIt) {
 }
 
 TEST(RuntimeAdapter, ARuntimesOwnMeasurementsCalibrateInsteadOfItsClock) {
-  AdapterFixture f;  // 10 ms decode steps by the profile
+  // The TTU checked below is 12 s away, beyond the TTU horizon (on by default), where a request
+  // without a hit gets no exact estimate: this test projects in full.
+  ControllerOptions full;
+  full.ttu_horizon = false;
+  AdapterFixture f(full);  // 10 ms decode steps by the profile
   ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 400}).is_ok());
   ASSERT_TRUE(f.adapter->admitted(1).is_ok());
   ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
@@ -181,7 +185,11 @@ TEST(RuntimeAdapter, CalibrationReachesARuntime30TimesSlowerThanItsProfile) {
   // vLLM's CPU backend against the cpu-small profile: its steps take 30x the profile's cost.
   // One measurement moves the scale at most 4x, but repeated ones must get there (a clamp of
   // each ratio to [1/4, 4] of the profile kept the scale at 4 and every TTU ~8x too short).
-  AdapterFixture f;  // 10 ms decode steps by the profile
+  // The TTU checked below is 12 s away, beyond the TTU horizon (on by default), where a request
+  // without a hit gets no exact estimate: this test projects in full.
+  ControllerOptions full;
+  full.ttu_horizon = false;
+  AdapterFixture f(full);  // 10 ms decode steps by the profile
   ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 400}).is_ok());
   ASSERT_TRUE(f.adapter->admitted(1).is_ok());
   ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
