@@ -156,11 +156,7 @@ TEST(RuntimeAdapter, AChunkedPrefillCostsEachChunkAfterTheTokensBeforeIt) {
 }
 
 TEST(RuntimeAdapter, ARuntimesOwnMeasurementsCalibrateInsteadOfItsClock) {
-  // The TTU checked below is 12 s away, beyond the TTU horizon (on by default), where a request
-  // without a hit gets no exact estimate: this test projects in full.
-  ControllerOptions full;
-  full.ttu_horizon = false;
-  AdapterFixture f(full);  // 10 ms decode steps by the profile
+  AdapterFixture f;  // 10 ms decode steps by the profile
   ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 400}).is_ok());
   ASSERT_TRUE(f.adapter->admitted(1).is_ok());
   ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
