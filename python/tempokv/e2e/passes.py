@@ -172,8 +172,12 @@ def main(argv=None):
         # engine serves with (vLLM reduces its torch threads to 1), and no pinning: the
         # kernel places the worker, the EngineCore and this process. (Before: pass 1 of the
         # e2e check computed 151 tokens/s with EngineCore and worker apart, 460 in-process.)
-        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # In process too (session 6): with the OpenMP threads bound to both cores and spinning, the
+    # connector's loader thread starved on a quiet machine; pass 2 waited ~15 s per request from
+    # load submit to copy start and was no faster than pass 1 (3 runs: ratio 0.99-1.19). Unbound,
+    # one thread: 29.9 -> 10.1 s, ratio 0.34 (one run, quiet machine).
+    os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     import vllm
     out = {"vllm_version": vllm.__version__, "runs": run(spec)}
     with open(a.out, "w") as f:
