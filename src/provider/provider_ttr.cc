@@ -249,10 +249,7 @@ void StagingProvider::TtrWalk::advance(TimePoint use_at) {
     const Active top = active_.back();
     active_.pop_back();
     const double n = static_cast<double>(active_.size() + 1);
-    if (top.first > served_) {
-      t_ += (top.first - served_) * n / rate;
-      served_ = top.first;
-    }
+    advance_shared(t_, served_, top.first, n, rate);
     top.second->walk_finish_s = t_;
   }
 }

@@ -38,6 +38,15 @@ struct ProjectionPoint {
 // drained, so a caller may reuse one vector without allocating); `next()` yields the waiting reads
 // in issue order (std::nullopt at the end). Returns the later of `last` and the finish time, in
 // seconds after the projection's start, of the `needed` needed reads still to finish.
+// One processor-sharing step: n reads share bytes_per_s, and the next to finish does so once
+// `served` (the progress every read in service has made) reaches finish.
+inline void advance_shared(double& t, double& served, double finish, double n,
+                           double bytes_per_s) {
+  if (finish <= served) return;
+  t += (finish - served) * n / bytes_per_s;
+  served = finish;
+}
+
 template <typename NextFn>
 double continue_projection_s(std::vector<PlannedRead>& in_service, ProjectionPoint at,
                              double last, NextFn&& next, uint32_t slots, double bytes_per_s,
@@ -67,10 +76,7 @@ double continue_projection_s(std::vector<PlannedRead>& in_service, ProjectionPoi
     const PlannedRead top = heap.back();
     heap.pop_back();
     const double n = static_cast<double>(heap.size() + 1);
-    if (top.bytes > served) {
-      t += (top.bytes - served) * n / bytes_per_s;
-      served = top.bytes;
-    }
+    advance_shared(t, served, top.bytes, n, bytes_per_s);
     if (top.needed) {
       --needed;
       last = std::max(last, t);

@@ -60,17 +60,24 @@ def wait_for(cond, what, timeout_s=60):
         time.sleep(0.05)
 
 
-def test_a_preempted_request_restores_its_prefix_again(daemon, tmp_path):
+def start_engine(daemon, tmp_path, seed, **connector):
+    """A real engine with BLOCKS KV blocks on the local test model, its connector on daemon
+    (plus the connector options given), and four cold prompts of PROMPT tokens from seed."""
     model_dir = os.environ.get("TEMPOKV_MODEL_DIR",
                                os.path.expanduser("~/.cache/tempokv/tiny-llama"))
     model_mod.build(model_dir)
-    prompts = [p[:PROMPT] for p in make_prompts(4, 7, model_mod.GEOMETRY["vocab_size"],
+    prompts = [p[:PROMPT] for p in make_prompts(4, seed, model_mod.GEOMETRY["vocab_size"],
                                                 prefix_tokens=PROMPT, group=1)]
     digests = str(tmp_path / "digests")
     spec = {"model_dir": model_dir, "max_model_len": 1024, "max_num_seqs": 4,
             "max_num_batched_tokens": 2048, "num_gpu_blocks": BLOCKS}
     llm = build_llm(spec, {"endpoint": daemon.endpoint, "chunk_tokens": CHUNK,
-                           "digest_file": digests})
+                           "digest_file": digests, **connector})
+    return llm, prompts, digests
+
+
+def test_a_preempted_request_restores_its_prefix_again(daemon, tmp_path):
+    llm, prompts, digests = start_engine(daemon, tmp_path, seed=7)
     try:
         conn = scheduler(llm).connector
         worker = worker_connector()
@@ -105,16 +112,7 @@ def test_a_preempted_requests_saves_not_yet_copied_still_reach_the_store(daemon,
     a request its saves are still queued, and its blocks are freed for the next forward pass.
     The worker copies them out before that pass (handle_preemptions); they used to be dropped
     (and, marked as saved, never saved again)."""
-    model_dir = os.environ.get("TEMPOKV_MODEL_DIR",
-                               os.path.expanduser("~/.cache/tempokv/tiny-llama"))
-    model_mod.build(model_dir)
-    prompts = [p[:PROMPT] for p in make_prompts(4, 8, model_mod.GEOMETRY["vocab_size"],
-                                                prefix_tokens=PROMPT, group=1)]
-    digests = str(tmp_path / "digests")
-    spec = {"model_dir": model_dir, "max_model_len": 1024, "max_num_seqs": 4,
-            "max_num_batched_tokens": 2048, "num_gpu_blocks": BLOCKS}
-    llm = build_llm(spec, {"endpoint": daemon.endpoint, "chunk_tokens": CHUNK,
-                           "digest_file": digests, "test_save_delay_s": 0.5})
+    llm, prompts, digests = start_engine(daemon, tmp_path, seed=8, test_save_delay_s=0.5)
     try:
         conn = scheduler(llm).connector
         worker = worker_connector()
