@@ -136,6 +136,7 @@ def run(spec):
         t = time.monotonic()
         reqs = _drive(llm, prompts, spec["max_tokens"], kill)
         entry = {"name": run["name"], "init_s": init_s, "run_s": time.monotonic() - t,
+                 "loadavg_1m": os.getloadavg()[0],
                  "requests": reqs, "connector": connector_counters(),
                  "agent_errors": _agent_errors(llm) if run["kind"] == "connector" else None,
                  "trimmed_claims": getattr(agent(llm), "trimmed_claims", None),
@@ -147,7 +148,8 @@ def run(spec):
             fc = _file_counters(run["counters_file"])
             entry["connector"] = {k: fc[k] for k in ("loaded_tokens", "load_errors",
                                                      "saved_chunks", "save_failures",
-                                                     "load_wait_s", "transfer_s") if k in fc}
+                                                     "load_wait_s", "load_ready_wait_s",
+                                                     "loader_cpu_s", "transfer_s") if k in fc}
             entry["agent_errors"] = fc.get("agent_errors")
         if run["kind"] == "connector" and not run.get("kill_daemon_pid"):
             entry.update(_daemon_stats(spec["endpoint"]))

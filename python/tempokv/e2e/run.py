@@ -135,9 +135,14 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16, async_scheduling=Fa
         "ttft_ratio_pass2_pass1": _ratio(_p50(q["ttft_s"] for q in r2["requests"]),
                                          _p50(q["ttft_s"] for q in r1["requests"])),
         "ttft_s_pass2": [_round(q["ttft_s"]) for q in r2["requests"]],
-        # Where pass 2's time went: each load's wait (worker asked -> claim ready) and copy,
-        # and what tempokvd did with pass 2's claims.
+        # Where pass 2's time went: each load's wait (worker asked -> copy start; its part
+        # until the claim was seen ready) and copy, the loader thread's CPU time (far below
+        # the waits and copies when it was starved), the machine's load, and what tempokvd did
+        # with pass 2's claims.
         "load_wait_s_pass2": r2["connector"].get("load_wait_s"),
+        "load_ready_wait_s_pass2": r2["connector"].get("load_ready_wait_s"),
+        "loader_cpu_s_pass2": r2["connector"].get("loader_cpu_s"),
+        "loadavg_1m_pass2": r2.get("loadavg_1m"),
         "transfer_s_pass2": r2["connector"].get("transfer_s"),
         "trimmed_claims_pass2": r2.get("trimmed_claims"),
         "daemon_pass2": {k: r2.get("daemon_stats", {}).get(k) for k in PASS2_DAEMON_FIELDS},

@@ -230,7 +230,8 @@ class TempoKVConnector(KVConnectorBase_V1):
                     "load_errors": ld.failed, "saved_chunks": self.saver.saved,
                     "save_failures": self.saver.failed, "saves_flushed": self.saver.flushed,
                     "saves_dropped": self.saver.dropped, "transfers": ld.transfers,
-                    "load_wait_s": ld.wait_s,
+                    "load_wait_s": ld.wait_s, "load_ready_wait_s": ld.ready_wait_s,
+                    "loader_cpu_s": ld.cpu_s,
                     "transfer_s": ld.transfer_s, "transfer_byte_s": ld.transfer_byte_s}
         return None
 

@@ -38,8 +38,11 @@ class Loader:
         self.transfer_s = 0.0
         self.transfer_byte_s = 0.0
         # Σ over copied loads of the wait from the worker's submit to the copy's start (the
-        # claim's staging as this load saw it).
+        # claim's staging as this load saw it), and of its part until the claim was seen ready
+        # (the rest is this thread getting round to the copy: other copies, or starved of CPU).
         self.wait_s = 0.0
+        self.ready_wait_s = 0.0
+        self.cpu_s = 0.0  # this thread's CPU time: far below its wall time when starved
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="tempokv-loader", daemon=True)
         self._thread.start()
@@ -90,6 +93,7 @@ class Loader:
             except queue.Empty:
                 pass
             self._poll()
+            self.cpu_s = time.thread_time()
 
     def _fail(self, spec, why):
         self.failed += 1
@@ -115,7 +119,7 @@ class Loader:
         if answer == "wait":
             self._pending[spec.rid] = entry
         else:
-            self._copy(spec, submitted)
+            self._copy(spec, submitted, time.monotonic())
 
     def _cancel(self, req_ids):
         for rid, (spec, *_) in list(self._pending.items()):
@@ -140,7 +144,7 @@ class Loader:
         for rid, (spec, deadline, state, submitted) in list(self._pending.items()):
             if state == "ready":
                 del self._pending[rid]
-                self._copy(spec, submitted)
+                self._copy(spec, submitted, now)
             elif state is not None:
                 del self._pending[rid]
                 self._fail(spec, state)
@@ -149,7 +153,7 @@ class Loader:
                 self._try_cancel(rid)
                 self._fail(spec, f"not ready within {self.load_timeout_s} s")
 
-    def _copy(self, spec, submitted):
+    def _copy(self, spec, submitted, seen_ready):
         c = self.link.client
         bpc = self.layout.blocks_per_chunk
         if self.delay_s:
@@ -185,6 +189,7 @@ class Loader:
         self.loaded_tokens += (len(spec.block_ids) - spec.first_block) * self.layout.block_size
         self.transfers += 1
         self.wait_s += t0 - submitted
+        self.ready_wait_s += seen_ready - submitted
         self.transfer_s += held_s
         self.transfer_byte_s += sum(n for _, n in spans) * held_s
         with self._lock:

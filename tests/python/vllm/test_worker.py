@@ -72,6 +72,9 @@ def test_a_saved_chunk_is_restored_bit_for_bit_into_other_blocks(daemon, kv):
     assert take_until(loader, "a2") == set()
     assert [lay.block_bytes_of(b) for b in (10, 11, 12, 13)] == want
     assert loader.loaded_tokens == 4 * BLOCK and loader.failed == 0
+    # Its time split: until seen ready, then until the copy started; the thread's CPU counted.
+    assert loader.transfers == 1 and 0 < loader.ready_wait_s <= loader.wait_s
+    assert 0 < loader.cpu_s
     sched.close(); saver.close(); loader.close()
 
 
