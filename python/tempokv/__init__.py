@@ -1,6 +1,7 @@
 """TempoKV's Python client: the wire protocol of tempokvd (docs/protocol.md, version 1).
 
-Needs only the standard library, pyzmq and msgpack (Debian: python3-zmq, python3-msgpack).
+Needs only the standard library, pyzmq and msgpack (Debian: python3-zmq, python3-msgpack),
+imported on first use of the client.
 
     from tempokv import TempoKVClient, NotFound
     with TempoKVClient("ipc:///path/to/tempokvd.sock", name="engine-0") as c:
@@ -13,7 +14,6 @@ import never shadows the builtin).
 """
 
 from . import errors
-from .client import PROTOCOL_VERSION, TempoKVClient
 from .errors import (
     Cancelled,
     Corruption,
@@ -29,3 +29,13 @@ from .errors import (
 )
 
 __all__ = ["PROTOCOL_VERSION", "TempoKVClient", "errors"] + errors.__all__
+
+
+def __getattr__(name):
+    # The client (pyzmq, msgpack) loads on first use, so the parts that need only torch
+    # (tempokv.vllm.layout, tempokv.vllm.copy_bench) run where those are not installed: the
+    # lent GPU machine's image has torch and nothing else of ours.
+    if name in ("PROTOCOL_VERSION", "TempoKVClient"):
+        from . import client
+        return getattr(client, name)
+    raise AttributeError(f"module 'tempokv' has no attribute {name!r}")
