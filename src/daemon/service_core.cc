@@ -104,6 +104,7 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   po.max_reads_in_flight = options.max_reads_in_flight;
   po.prior_read_bytes_per_s = options.prior_read_bytes_per_s;
   po.static_read_bytes_per_s = options.prior_read_bytes_per_s;
+  po.write_cost = options.write_cost;
   TEMPOKV_ASSIGN_OR_RETURN(c->provider_,
                            StagingProvider::create(executor, *c->store_, *c->tier_, po));
   ControllerOptions co;
