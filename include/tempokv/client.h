@@ -74,6 +74,7 @@ struct ClientOptions {
   std::string runtime;   // the runtime to join (tensor-parallel ranks share one); "": its own
   uint32_t max_active = 0;  // the runtime's slot limit if this hello creates it; 0: the default
   uint32_t token_budget = 0;  // tokens per step if this hello creates the runtime (Hello)
+  bool async_loads = false;   // its loads hold no slot, if this hello creates the runtime (Hello)
   uint32_t ranks = 0;  // sessions that copy each claim, if this hello creates the runtime
   std::string token;   // the runtime's token, when the daemon's server.tokens_file lists it
   Duration call_timeout = std::chrono::seconds(10);  // longest wait for one reply

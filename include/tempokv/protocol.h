@@ -51,6 +51,9 @@ struct Hello {
   // it: the adapter then projects prefills chunk by chunk beside the decoders (chunked prefill,
   // AdapterOptions::token_budget). 0: each prefill in one step.
   uint32_t token_budget = 0;
+  // The runtime loads KV asynchronously and a request whose KV loads holds no slot (vLLM's KV
+  // connectors), when this hello creates it: AdapterOptions::async_loads. false: loads hold a slot.
+  bool async_loads = false;
 };
 struct Heartbeat {};
 struct AddRequest {

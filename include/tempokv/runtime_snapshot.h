@@ -22,6 +22,10 @@ struct RunningRequest {
   // staging holds its slot but joins no iteration before then).
   uint64_t cached_bytes = 0;
   uint64_t ready_in_ns = 0;
+  // RuntimeSnapshot::async_loads only: its KV is loading (or loaded) and it holds no slot yet
+  // (vLLM's WAITING_FOR_REMOTE_KVS). ready_in_ns is then the time until that KV is on the device
+  // (0: it is); from then on it takes the first free slot, ahead of every waiting request.
+  bool loading = false;
 };
 
 // A request waiting for a slot, in the runtime's scheduling order.
@@ -35,6 +39,9 @@ struct WaitingRequest {
   // of a target whose KV is not ready holds its slot without running (its known retrieval
   // dependency, the paper's §3.1); a target's own readiness is assumed.
   uint64_t ready_in_ns = 0;
+  // RuntimeSnapshot::async_loads only: how long its KV's copy to the device takes once it is
+  // ready (the copy runs outside the iterations).
+  uint64_t load_ns = 0;
 };
 
 struct RuntimeSnapshot {
@@ -46,6 +53,15 @@ struct RuntimeSnapshot {
   // takes one, prefills share the rest a chunk each in admission order. 0: no budget, every
   // admitted prefill runs whole in one iteration (the emulated engine).
   uint32_t token_budget = 0;
+  // The runtime loads KV asynchronously, as vLLM's KV connectors do ("loads hold no slot"): at a
+  // boundary with a slot free it first admits the requests whose KV has arrived, then walks the
+  // waiting order while a slot is free and the iteration's token budget lasts, starting the load
+  // of each request with a hit (that is its use: the request then holds no slot and takes no
+  // tokens, so the walk goes on) and admitting a request without one (it takes a slot). A load's
+  // copy runs outside the iterations (RunningRequest::loading, WaitingRequest::load_ns).
+  // false: the emulated engine's rule, an admitted request holds its slot and its retrieval runs
+  // in the iteration of its prefill.
+  bool async_loads = false;
   // Time from now to the iteration boundary it describes: the runtime adapter's own estimate of
   // the end of the iteration now running (its start, its batch, its calibrated costs).
   uint64_t boundary_in_ns = 0;

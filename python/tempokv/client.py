@@ -155,7 +155,7 @@ class TempoKVClient:
     def __init__(self, endpoint, name="", runtime="", max_active=0, timeout_s=10.0,
                  map_shared_memory=True, ranks=0, lookup_timeout_s=0.25,
                  background_heartbeat=True, reconnect=True, token="",
-                 token_budget=0):
+                 token_budget=0, async_loads=False):
         if not endpoint:
             raise InvalidArgument("InvalidArgument", "endpoint is empty")
         if timeout_s <= 0:
@@ -201,6 +201,8 @@ class TempoKVClient:
                 args["max_active"] = _u32("max_active", max_active)
             if token_budget:
                 args["token_budget"] = _u32("token_budget", token_budget)
+            if async_loads:
+                args["async_loads"] = True
             if ranks:
                 args["ranks"] = _u32("ranks", ranks)
             if token:

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/percentile.h"
+
 namespace tempokv {
 namespace {
 
@@ -128,6 +130,7 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
                           now;
     snap.boundary_in_ns = static_cast<uint64_t>(std::max(Duration::zero(), left).count());
   }
+  snap.async_loads = options_.async_loads;
   uint32_t lookahead = options_.readiness_lookahead;
   for (uint64_t id : running_) {
     // As it will be at the boundary: the running iteration's prefills and decodes done.
@@ -141,7 +144,18 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
     if (prefilled && r.prefill_in_iteration) generated = std::max<uint32_t>(generated, 1);
     RunningRequest rr{id, r.info.prompt_tokens + generated, generated, r.info.max_output_tokens,
                       prefilled ? 0u : to_compute - chunks_done};
-    if (!prefilled) {
+    if (options_.async_loads) {
+      // Admitted with a claim and no chunk run yet: loading, off the slots (vLLM's
+      // WAITING_FOR_REMOTE_KVS); otherwise its KV has arrived.
+      rr.prefill_tokens_left = prefilled ? 0u : std::max<uint32_t>(1, rr.prefill_tokens_left);
+      rr.loading =
+          r.has_claim && !r.prefill_done && !r.prefill_in_iteration && r.prefilled_tokens == 0;
+      if (rr.loading) {
+        const bool ask = lookahead > 0;
+        if (ask) --lookahead;
+        rr.ready_in_ns = static_cast<uint64_t>(loaded_in(id, r, ask).count());
+      }
+    } else if (!prefilled) {
       rr.prefill_tokens_left = std::max<uint32_t>(1, rr.prefill_tokens_left);
       // Its retrieval ran with its first chunk.
       rr.cached_bytes = r.has_claim && chunks_done == 0 ? r.info.cached_bytes : 0;
@@ -175,6 +189,9 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
     if (r->has_claim && lookahead > 0) {
       --lookahead;
       w.ready_in_ns = static_cast<uint64_t>(ready_in(id).count());
+    }
+    if (r->has_claim && options_.async_loads) {
+      w.load_ns = static_cast<uint64_t>(load_time(r->info.cached_bytes).count());
     }
   }
   // Exact TTUs as far as they can matter to the controller; a lower bound beyond (a claim there
@@ -218,7 +235,10 @@ Duration RuntimeAdapter::iteration_cost(std::span<const uint64_t> prefills,
     const uint32_t done = r.info.cached_tokens + r.prefilled_tokens;
     const uint32_t left = r.info.prompt_tokens > done ? r.info.prompt_tokens - done : 0;
     const uint32_t chunk = i < prefill_tokens.size() ? prefill_tokens[i] : 0;
-    if (r.has_claim && r.prefilled_tokens == 0) cost += profile_.retrieval(r.info.cached_bytes);
+    // An async load's copy ran outside the iterations.
+    if (r.has_claim && r.prefilled_tokens == 0 && !options_.async_loads) {
+      cost += profile_.retrieval(r.info.cached_bytes);
+    }
     const uint32_t n = std::max<uint32_t>(1, chunk > 0 ? std::min(chunk, left) : left);
     cost += profile_.prefill(n, std::min(done, r.info.prompt_tokens - n));
   }
@@ -378,8 +398,50 @@ Result<RetrievalAnswer> RuntimeAdapter::request_retrieval(uint64_t id,
   return controller_.request_retrieval(id, std::move(on_ready));
 }
 
-Status RuntimeAdapter::begin_transfer(uint64_t id) { return controller_.begin_transfer(id); }
-Status RuntimeAdapter::end_transfer(uint64_t id) { return controller_.end_transfer(id); }
+Status RuntimeAdapter::begin_transfer(uint64_t id) {
+  TEMPOKV_RETURN_IF_ERROR(controller_.begin_transfer(id));
+  if (Req* r = requests_.find(id)) r->transfer_began = controller_.now();
+  return Status::ok();
+}
+
+Status RuntimeAdapter::end_transfer(uint64_t id) {
+  // A copy cut short (its claim cancelled) measures nothing.
+  std::optional<TimePoint> began;
+  uint64_t bytes = 0;
+  if (const Req* r = requests_.find(id); r && r->transfer_began && !claim_ended(id)) {
+    began = r->transfer_began;
+    bytes = r->info.cached_bytes;
+  }
+  TEMPOKV_RETURN_IF_ERROR(controller_.end_transfer(id));
+  if (began && bytes > 0) record_load(profile_.retrieval(bytes), controller_.now() - *began);
+  return Status::ok();
+}
+
+void RuntimeAdapter::record_load(Duration profile_cost, Duration actual) {
+  if (profile_cost <= Duration::zero() || actual <= Duration::zero()) return;
+  const double ratio = double(actual.count()) / double(profile_cost.count());
+  if (load_ratios_.size() < kLoadSamples) {
+    load_ratios_.push_back(ratio);
+  } else {
+    load_ratios_[load_next_] = ratio;
+    load_next_ = (load_next_ + 1) % kLoadSamples;
+  }
+  load_scale_ = percentile(load_ratios_, 0.5);  // a stalled copy (a GIL stall) moves it little
+}
+
+Duration RuntimeAdapter::load_time(uint64_t bytes) const {
+  if (load_scale_ == 0) return calibrated_.retrieval(bytes);
+  return Duration(std::llround(double(profile_.retrieval(bytes).count()) * load_scale_));
+}
+
+Duration RuntimeAdapter::loaded_in(uint64_t id, const Req& r, bool ask_ready) const {
+  if (claim_ended(id)) return Duration::zero();  // copied (or failed: the runtime computes it)
+  const Duration copy = load_time(r.info.cached_bytes);
+  if (r.transfer_began) {
+    return std::max(Duration::zero(), *r.transfer_began + copy - controller_.now());
+  }
+  return (ask_ready ? ready_in(id) : Duration::zero()) + copy;
+}
 Status RuntimeAdapter::object_transferred(uint64_t id, const Key& key) {
   return controller_.object_transferred(id, key);
 }

@@ -61,6 +61,14 @@ struct AdapterOptions {
   // trace (seed 1) the median left fewer claims late but raised C by 8 % and did not lower p95,
   // and on fig4 it moved C up by 0.3-5 % (docs/evaluation.md, session `trace`).
   double wait_quantile = 0;
+  // The runtime loads KV asynchronously and a request whose KV loads holds no slot (vLLM's KV
+  // connectors; RuntimeSnapshot::async_loads, set by a hello's async_loads). A request admitted
+  // with a claim is loading, off the slots, until its first prefill chunk runs; the copy runs
+  // outside the iterations, so it is in no iteration's cost (projected or calibrated) and is not
+  // scaled by the cost scale: it is timed from begin_transfer to end_transfer (load_scale()).
+  // false: the emulated engine's rule (an admitted request holds its slot; the retrieval runs in
+  // the iteration of its prefill, at the profile's cost times the cost scale).
+  bool async_loads = false;
   Status validate() const;
 };
 
@@ -119,6 +127,14 @@ class RuntimeAdapter : public RuntimeApi {
   // any iteration).
   double cost_scale() const { return cost_scale_; }
   uint32_t token_budget() const { return options_.token_budget; }
+  bool async_loads() const { return options_.async_loads; }
+  // Measured copy time (begin_transfer to end_transfer) / the given profile's retrieval cost of
+  // its bytes: the median of the last kLoadSamples copies; 0 before one was measured.
+  double load_scale() const { return load_scale_; }
+  // With async loads: how long the copy of `bytes` to the device takes, the profile's retrieval
+  // cost × load_scale(); before any copy was measured, × the cost scale (as a step's work).
+  Duration load_time(uint64_t bytes) const;
+  static constexpr size_t kLoadSamples = 9;
   // The given profile's cost of the iteration iteration_started opened last (zero before any).
   Duration open_iteration_cost() const { return iteration_cost_; }
   // A runtime that measures its own iterations reports one: `profile_cost` is what
@@ -152,6 +168,7 @@ class RuntimeAdapter : public RuntimeApi {
     Duration last_ttu{-1};
     // With a claim: the use time last reported for it was only a lower bound, at least this.
     std::optional<TimePoint> bound_use_at;
+    std::optional<TimePoint> transfer_began;  // begin_transfer of its claim
   };
   Result<Req*> find(uint64_t id, const char* call);
   // The given profile's cost of one iteration of these requests.
@@ -164,6 +181,10 @@ class RuntimeAdapter : public RuntimeApi {
   void iteration_ended();
   void calibrate(Duration profile_cost, Duration actual);
   Duration ready_in(uint64_t id) const;
+  // Async loads: time until an admitted request's KV is on the device (0: it is, or its claim
+  // ended). `ask_ready`: ask the controller when its KV is ready (the readiness lookahead).
+  Duration loaded_in(uint64_t id, const Req& r, bool ask_ready) const;
+  void record_load(Duration profile_cost, Duration actual);
   // The request's claim is released or cancelled (or the controller no longer knows it).
   bool claim_ended(uint64_t id) const;
   // Lets the controller revise lower-bound TTUs between order updates (Controller::set_reviser).
@@ -189,6 +210,9 @@ class RuntimeAdapter : public RuntimeApi {
   Duration iteration_cost_{0};  // the given profile's cost of the open iteration
   double cost_scale_ = 1.0;
   double log_scale_ = 0.0;
+  std::vector<double> load_ratios_;  // the last kLoadSamples measured copies / profile cost
+  size_t load_next_ = 0;             // where the next sample goes once the ring is full
+  double load_scale_ = 0.0;
   bool runtime_measures_ = false;
   uint64_t iterations_calibrated_ = 0;
   std::vector<uint64_t> last_order_;  // the last update_order's waiting requests

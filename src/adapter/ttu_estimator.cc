@@ -16,6 +16,14 @@ struct Pending {
   Duration ready_at;          // its prefill cannot run in an iteration that starts before this
 };
 
+// With async loads: a request whose KV is loading, holding no slot (in the runtime's order).
+struct Loading {
+  uint64_t context_tokens;
+  uint32_t remaining_tokens;
+  uint32_t prefill_tokens;
+  Duration loaded_at;  // its KV is on the device: it may take a free slot at a boundary from here
+};
+
 // The decoding slots as aggregates. `tick` counts decode steps so far (a prefill iteration is one
 // for the decoders in it); a slot joining at tick j with context c and r tokens to go completes at
 // tick j + r, and its context at tick k is c + (k − j). So the batch's summed context is
@@ -65,25 +73,37 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
   std::vector<Duration> ttu(n_waiting, kNever);
   if (n_waiting == 0 || snap.max_active == 0) return ttu;
 
+  const bool async = snap.async_loads;
   Decoders decoders;
   std::vector<Pending> pending;  // admitted, prefill not run yet (in admission order)
   uint64_t pending_context = 0;
+  std::vector<Loading> loading;  // async loads: KV loading, no slot held (in order)
+  uint64_t loading_context = 0;
   for (const RunningRequest& r : snap.running) {
     uint32_t rem = remaining(r.generated_tokens, r.max_output_tokens);
+    if (async && r.loading) {
+      loading.push_back({r.context_tokens, std::max<uint32_t>(rem, 1),
+                         std::max<uint32_t>(r.prefill_tokens_left, 1),
+                         Duration(int64_t(r.ready_in_ns))});
+      loading_context += r.context_tokens;
+      continue;
+    }
     if (r.prefill_tokens_left == 0) {
       if (rem > 0) decoders.join(r.context_tokens, rem);  // rem == 0: finishing at this boundary
       continue;
     }
+    // An async load's copy is not the iteration's.
     pending.push_back({r.context_tokens, std::max<uint32_t>(rem, 1), r.prefill_tokens_left,
-                       r.cached_bytes, Duration(int64_t(r.ready_in_ns))});
+                       async ? 0 : r.cached_bytes, Duration(int64_t(r.ready_in_ns))});
     pending_context += r.context_tokens;
   }
   // The runtime's KV-capacity admission rule (as the engine's): the slots' contexts and the prompt
-  // fit, or nothing holds a slot.
+  // fit, or nothing holds a slot (a loading request holds its KV blocks too).
   auto kv_fits = [&](uint32_t prompt_tokens) {
-    const uint64_t held = decoders.batch() + pending.size();
+    const uint64_t held = decoders.batch() + pending.size() + loading.size();
     if (snap.kv_capacity_tokens == 0 || held == 0) return true;
-    return decoders.context() + pending_context + prompt_tokens <= snap.kv_capacity_tokens;
+    return decoders.context() + pending_context + loading_context + prompt_tokens <=
+           snap.kv_capacity_tokens;
   };
 
   Duration t{static_cast<int64_t>(snap.boundary_in_ns)};
@@ -93,8 +113,50 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
       std::fill(ttu.begin() + static_cast<std::ptrdiff_t>(next), ttu.end(), t);
       break;
     }
+    if (async) {
+      // vLLM's schedule(): the running requests' tokens come out of the budget first; requests
+      // whose KV has arrived take the free slots (in order, skipping those still loading), then
+      // the waiting order is walked while a slot is free and tokens are left.
+      uint64_t budget = UINT64_MAX;
+      if (snap.token_budget != 0) {
+        uint64_t used = decoders.batch();
+        for (const Pending& p : pending) used += p.prefill_tokens;
+        budget = snap.token_budget > used ? snap.token_budget - used : 0;
+      }
+      auto slot_free = [&] {
+        return decoders.batch() + pending.size() < snap.max_active && budget > 0;
+      };
+      for (size_t i = 0; i < loading.size() && slot_free();) {
+        const Loading l = loading[i];
+        if (l.loaded_at > t) {
+          ++i;
+          continue;
+        }
+        pending.push_back({l.context_tokens, l.remaining_tokens, l.prefill_tokens, 0, Duration{0}});
+        pending_context += l.context_tokens;
+        loading_context -= l.context_tokens;
+        budget -= std::min<uint64_t>(l.prefill_tokens, budget);
+        loading.erase(loading.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      while (slot_free() && next < n_waiting && kv_fits(snap.waiting[next].prompt_tokens)) {
+        const WaitingRequest& w = snap.waiting[next];
+        ttu[next] = t;  // its load starts (a hit), or it is admitted (none)
+        const uint32_t prefill = std::max<uint32_t>(1, w.prompt_tokens - w.cached_tokens);
+        const uint32_t rem = remaining(0, w.max_output_tokens);
+        if (w.cached_tokens > 0) {
+          const Duration ready = std::max(t, Duration(int64_t(w.ready_in_ns)));
+          loading.push_back({w.prompt_tokens, rem, prefill, ready + Duration(int64_t(w.load_ns))});
+          loading_context += w.prompt_tokens;
+        } else {
+          pending.push_back({w.prompt_tokens, rem, prefill, 0, Duration{0}});
+          pending_context += w.prompt_tokens;
+          budget -= std::min<uint64_t>(prefill, budget);
+        }
+        ++next;
+      }
+    }
     // Admissions at this boundary: the runtime asks for each one's KV now (its TTU).
-    while (decoders.batch() + pending.size() < snap.max_active && next < n_waiting &&
+    while (!async && decoders.batch() + pending.size() < snap.max_active && next < n_waiting &&
            kv_fits(snap.waiting[next].prompt_tokens)) {
       const WaitingRequest& w = snap.waiting[next];
       ttu[next] = t;
@@ -112,6 +174,12 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
     // last chunk has run. Without one every ready prefill runs whole.
     Duration iteration{0};
     Duration blocked_until = Duration::max();  // earliest KV of a request that cannot run yet
+    if (decoders.batch() + pending.size() < snap.max_active) {
+      // A slot is free: a load that ends during the iteration takes it at the next boundary.
+      for (const Loading& l : loading) {
+        if (l.loaded_at > t) blocked_until = std::min(blocked_until, l.loaded_at);
+      }
+    }
     bool prefills = false;
     uint64_t budget = snap.token_budget == 0 ? UINT64_MAX
                       : snap.token_budget > decoders.batch() ? snap.token_budget - decoders.batch()

@@ -18,6 +18,15 @@
 // batch; the projection jumps over runs of such steps in closed form (up to the first predicted
 // completion or readiness), so its cost is linear in the number of requests, not tokens.
 //
+// Async loads (RuntimeSnapshot::async_loads, vLLM's KV connectors; vLLM 0.32's Scheduler.schedule):
+// a request whose KV loads holds no slot. At a boundary with a slot free and tokens left in the
+// budget after the running requests', the requests whose KV has arrived take free slots first, in
+// order; then the waiting order is walked while a slot is free: a request with a hit has its load
+// started there (its TTU) and stays off the slots, so one free slot starts the loads of the whole
+// queue behind it; one without a hit takes a slot. A started load is on the device at
+// max(boundary, its KV ready) + its copy (WaitingRequest::load_ns), which runs outside the
+// iterations; it then takes a slot at the first boundary with one free.
+//
 // Cost: the decoding slots are kept as aggregates (their summed context, and a heap of the decode
 // step at which each completes), so an event (an admission, a prefill iteration, a jump to the
 // next completion) costs O(log slots + requests admitted but not yet prefilled), not O(slots):

@@ -22,7 +22,8 @@ service::Hello ServiceClient::hello_request() const {
                        .max_active = options_.max_active,
                        .ranks = options_.ranks,
                        .token = options_.token,
-                       .token_budget = options_.token_budget};
+                       .token_budget = options_.token_budget,
+                       .async_loads = options_.async_loads};
   for (uint32_t v = service::kMinProtocolVersion; v <= service::kProtocolVersion; ++v) {
     hello.versions.push_back(v);
   }

@@ -55,6 +55,7 @@ struct DaemonConfig {
     uint64_t tick_ms = 50;              // period of the controller's re-evaluation
     uint32_t max_reads_in_flight = 16;  // SSD → fast tier reads outstanding at once
     double prior_read_bytes_per_s = 2e9;  // read rate assumed before one is measured
+    double write_cost = 1.0;  // device time of a written byte in read bytes (ProviderOptions)
     std::string profile = "cpu-small";    // cost profile: a name in profiles/ or a .json path
     uint32_t max_active = 4;              // slot limit a runtime's adapter assumes by default
     uint32_t prior_output_tokens = 128;   // output length assumed before one is predicted

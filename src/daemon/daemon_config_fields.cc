@@ -100,6 +100,10 @@ const Field kFields[] = {
     {"controller", "prior_read_bytes_per_s", FieldType::kNumber,
      TEMPOKV_FIELD_REF(controller.prior_read_bytes_per_s),
      "SSD read rate assumed until one is measured, bytes per second."},
+    {"controller", "write_cost", FieldType::kNumber, TEMPOKV_FIELD_REF(controller.write_cost),
+     "Device time of one byte the store writes, in bytes read (the SSD's read rate over its "
+     "write rate): the read rate is calibrated over reads and writes, and TTR waits for the "
+     "writes in flight. 0: writes are not seen."},
     {"controller", "profile", FieldType::kString, TEMPOKV_FIELD_REF(controller.profile),
      "Cost profile: a name looked up in profiles/ (\"cpu-small\"), or a path to a profile JSON "
      "(contains '/' or ends in .json)."},

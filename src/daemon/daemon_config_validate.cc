@@ -207,6 +207,10 @@ Status validate_controller(const DaemonConfig::Controller& c) {
         "controller.prior_read_bytes_per_s",
         "must be a positive, finite rate (got " + std::to_string(c.prior_read_bytes_per_s) + ")");
   }
+  if (!std::isfinite(c.write_cost) || c.write_cost < 0) {
+    return bad("controller.write_cost", "must be zero or a positive, finite number (got " +
+                                            std::to_string(c.write_cost) + ")");
+  }
   TEMPOKV_RETURN_IF_ERROR(check_profile(c.profile));
   TEMPOKV_RETURN_IF_ERROR(in_range("controller.max_active", c.max_active, 1, 65536));
   return in_range("controller.prior_output_tokens", c.prior_output_tokens, 1, 1'000'000);

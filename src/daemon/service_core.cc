@@ -104,6 +104,7 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   po.max_reads_in_flight = options.max_reads_in_flight;
   po.prior_read_bytes_per_s = options.prior_read_bytes_per_s;
   po.static_read_bytes_per_s = options.prior_read_bytes_per_s;
+  po.write_cost = options.write_cost;
   TEMPOKV_ASSIGN_OR_RETURN(c->provider_,
                            StagingProvider::create(executor, *c->store_, *c->tier_, po));
   ControllerOptions co;
@@ -146,6 +147,7 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
     ao.max_active = hello.max_active != 0 ? hello.max_active : options_.max_active;
     ao.prior_output_tokens = options_.prior_output_tokens;
     ao.token_budget = hello.token_budget;
+    ao.async_loads = hello.async_loads;
     ao.runtime_id = rt->id;
     TEMPOKV_ASSIGN_OR_RETURN(rt->adapter,
                              RuntimeAdapter::create(*controller_, options_.profile, ao));

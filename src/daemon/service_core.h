@@ -68,6 +68,7 @@ struct CoreOptions {
   Duration tick = std::chrono::milliseconds(50);
   uint32_t max_reads_in_flight = 16;
   double prior_read_bytes_per_s = 2e9;
+  double write_cost = 1.0;  // ProviderOptions::write_cost
   CostProfile profile;
   uint32_t max_active = 4;  // a runtime's slot limit unless its hello says otherwise
   uint32_t prior_output_tokens = 128;

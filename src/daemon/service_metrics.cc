@@ -147,6 +147,13 @@ std::vector<Metric> ServiceCore::metrics() const {
   per_runtime("adapter_token_budget",
               "Tokens per step the runtime's hello declared (chunked prefill); 0: whole prefills",
               kG, [](const RuntimeAdapter& a) { return double(a.token_budget()); });
+  per_runtime("adapter_async_loads",
+              "1 when the runtime's hello declared asynchronous loads (they hold no slot)", kG,
+              [](const RuntimeAdapter& a) { return a.async_loads() ? 1.0 : 0.0; });
+  per_runtime("adapter_load_scale",
+              "Measured copy time / the cost profile's retrieval cost (median of the last 9); 0: "
+              "none measured",
+              kG, [](const RuntimeAdapter& a) { return a.load_scale(); });
   per_runtime("adapter_runtime_measures", "1 when the runtime reports its own iteration times",
               kG, [](const RuntimeAdapter& a) { return a.stats().runtime_measures ? 1.0 : 0.0; });
   add("write_region_used_bytes", "Write region bytes reserved", kG, double(writes_->used_bytes()));

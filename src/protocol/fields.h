@@ -103,6 +103,11 @@ class Fields {
     if (v > UINT32_MAX) return bad(what(name) + " is " + std::to_string(v) + ", above 2^32-1");
     return static_cast<uint32_t>(v);
   }
+  Result<bool> boolean(std::string_view name) const {
+    TEMPOKV_ASSIGN_OR_RETURN(const object* o, need(name));
+    if (o->type != t::BOOLEAN) return bad(what(name) + " must be a boolean, got " + type_name(*o));
+    return o->via.boolean;
+  }
   Result<std::string> str(std::string_view name) const {
     TEMPOKV_ASSIGN_OR_RETURN(const object* o, need(name));
     if (o->type != t::STR) return bad(what(name) + " must be a string, got " + type_name(*o));

@@ -73,7 +73,8 @@ struct ArgsPacker {
   }
   void operator()(const Hello& m) {
     pk.pack_map(2 + (m.runtime.empty() ? 0 : 1) + (m.max_active == 0 ? 0 : 1) +
-                (m.token_budget == 0 ? 0 : 1) + (m.ranks == 0 ? 0 : 1) + (m.token.empty() ? 0 : 1));
+                (m.token_budget == 0 ? 0 : 1) + (m.ranks == 0 ? 0 : 1) + (m.token.empty() ? 0 : 1) +
+                (m.async_loads ? 1 : 0));
     pack_str(pk, "versions");
     pk.pack_array(static_cast<uint32_t>(m.versions.size()));
     for (uint32_t v : m.versions) pk.pack(v);
@@ -85,6 +86,7 @@ struct ArgsPacker {
     }
     if (m.max_active != 0) pack_field(pk, "max_active", m.max_active);
     if (m.token_budget != 0) pack_field(pk, "token_budget", m.token_budget);
+    if (m.async_loads) pack_field(pk, "async_loads", true);
     if (m.ranks != 0) pack_field(pk, "ranks", m.ranks);
     if (!m.token.empty()) {
       pack_str(pk, "token");

@@ -18,11 +18,10 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
   switch (index) {
     case wire::kOp<Hello>: {  // unknown fields allowed, so later clients' hellos stay readable
       TEMPOKV_ASSIGN_OR_RETURN(
-          Fields f,
-          Fields::read(args_obj, where,
-                       {"versions", "client", "runtime", "max_active", "token_budget", "ranks",
-                        "token"},
-                       true));
+          Fields f, Fields::read(args_obj, where,
+                                 {"versions", "client", "runtime", "max_active", "token_budget",
+                                  "ranks", "token", "async_loads"},
+                                 true));
       TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("versions", kMaxHelloVersions));
       Hello h;
       for (uint32_t i = 0; i < a->via.array.size; ++i) {
@@ -43,6 +42,9 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       }
       if (f.get("token_budget") != nullptr) {
         TEMPOKV_ASSIGN_OR_RETURN(h.token_budget, f.u32("token_budget"));
+      }
+      if (f.get("async_loads") != nullptr) {
+        TEMPOKV_ASSIGN_OR_RETURN(h.async_loads, f.boolean("async_loads"));
       }
       if (f.get("ranks") != nullptr) {
         TEMPOKV_ASSIGN_OR_RETURN(h.ranks, f.u32("ranks"));

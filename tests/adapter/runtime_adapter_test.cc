@@ -232,6 +232,67 @@ TEST(RuntimeAdapter, ARequestAheadWaitingForItsKvDelaysTheOnesBehind) {
   EXPECT_EQ(f.adapter->last_ttu(3).value(), milliseconds(590) + Duration(1));
 }
 
+// The same queue on a runtime whose loads hold no slot (vLLM's, AdapterOptions::async_loads):
+// when request 1 finishes at 50 ms, request 2's load starts and request 3 takes the slot at once.
+TEST(RuntimeAdapter, WithAsyncLoadsARequestAheadLoadingItsKvLeavesTheSlotToTheOnesBehind) {
+  AdapterFixture f;
+  AdapterOptions o;
+  o.max_active = 1;
+  o.prior_output_tokens = 10;
+  o.async_loads = true;
+  f.adapter = RuntimeAdapter::create(*f.controller, f.profile, o).value();
+  ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 100}).is_ok());
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
+  ASSERT_TRUE(f.adapter->tokens_generated(1, 5).is_ok());
+  ASSERT_TRUE(f.adapter->add_request({2, 1000, 999, 8 * testing::kObj, 100}).is_ok());
+  ASSERT_TRUE(f.adapter->report_hit(2, claim_of(2, {1, 2, 3, 4, 5, 6, 7, 8}).objects).is_ok());
+  ASSERT_TRUE(f.adapter->add_request({3, 1000, 0, 0, 100}).is_ok());
+  std::vector<uint64_t> waiting{2, 3};
+  ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
+  EXPECT_EQ(f.adapter->last_ttu(2).value(), milliseconds(50));
+  EXPECT_EQ(f.adapter->last_ttu(3).value(), milliseconds(50));
+  // Request 2's load started (admitted, no chunk run): it still holds no slot.
+  ASSERT_TRUE(f.adapter->admitted(2).is_ok());
+  waiting = {3};
+  ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
+  EXPECT_EQ(f.adapter->last_ttu(3).value(), milliseconds(50));
+}
+
+// On vLLM the worker copies a load outside the steps: the copy is timed from begin_transfer to
+// end_transfer against the profile's retrieval cost (the profile says 100 ms, it took 300 ms),
+// and an iteration's cost (what calibrates the steps' cost scale) leaves it out. Charged to the
+// prefill's step as in the emulated engine, it made that step's profile cost several times a
+// decode step's and pulled the scale down after every load.
+TEST(RuntimeAdapter, WithAsyncLoadsTheCopyIsTimedFromItsTransferAndNotChargedToAStep) {
+  for (bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async loads" : "loads in the step");
+    AdapterFixture f;
+    f.profile.prefill_a_s = 0.020;
+    f.profile.retrieval_bytes_per_s = double(testing::kObj) * 10;  // 100 ms per object
+    AdapterOptions o;
+    o.max_active = 1;
+    o.async_loads = async;
+    f.adapter = RuntimeAdapter::create(*f.controller, f.profile, o).value();
+    EXPECT_EQ(f.adapter->load_scale(), 0.0);
+    ASSERT_TRUE(f.adapter->add_request({1, 1000, 512, testing::kObj, 16}).is_ok());
+    ASSERT_TRUE(f.adapter->report_hit(1, claim_of(1, {1}).objects).is_ok());
+    ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+    ASSERT_EQ(*f.adapter->request_retrieval(1, nullptr), RetrievalAnswer::kWait);
+    f.stack.ex.run();
+    ASSERT_TRUE(f.adapter->begin_transfer(1).is_ok());
+    f.stack.ex.run_for(milliseconds(300));
+    ASSERT_TRUE(f.adapter->end_transfer(1).is_ok());
+    EXPECT_NEAR(f.adapter->load_scale(), 3.0, 1e-9);
+    EXPECT_NEAR(to_seconds(f.adapter->load_time(testing::kObj)), 0.300, 1e-9);
+    std::vector<uint64_t> prefills{1};
+    ASSERT_TRUE(f.adapter->iteration_started(prefills, {}).is_ok());
+    const Duration prefill = f.profile.prefill(488, 512);  // 20 ms
+    EXPECT_EQ(f.adapter->open_iteration_cost(),
+              async ? prefill : prefill + f.profile.retrieval(testing::kObj));
+  }
+}
+
 TEST(RuntimeAdapter, FinishingARequestCancelsItsUnreleasedClaim) {
   AdapterFixture f;
   ASSERT_TRUE(f.adapter->add_request({1, 1000, 512, 2 * testing::kObj, 16}).is_ok());

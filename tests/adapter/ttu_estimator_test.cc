@@ -348,6 +348,88 @@ TEST(TtuEstimator, ARunningChunkedPrefillProjectsOnlyWhatIsLeft) {
   EXPECT_EQ(est.estimate(snap)[0], milliseconds(110 + 60 + 15 * 20));
 }
 
+// Async loads (vLLM 0.32's Scheduler.schedule): one slot, busy for 6 more decode steps (120 ms).
+// When it frees, the runtime starts the loads of every waiting request with a hit at that
+// boundary: a loading request holds no slot, so the walk of the waiting order goes on. With the
+// emulated engine's rule each would wait for the one before it to finish.
+TEST(TtuEstimator, AsyncLoadsStartForTheWholeQueueAtOneFreeSlot) {
+  CostProfile profile = simple_profile();
+  OutputPredictor predictor(8, 16);
+  TtuEstimator est(profile, predictor);
+  RuntimeSnapshot snap;
+  snap.max_active = 1;
+  snap.running.push_back({7, 5000, 10, 20, 0});  // 6 more tokens: 6 steps of 20 ms
+  for (uint64_t id : {1, 2, 3}) snap.waiting.push_back({id, 1000, 900, 0, 64});
+  std::vector<Duration> ttu = est.estimate(snap);
+  EXPECT_EQ(ttu[1], milliseconds(120 + 110 + 15 * 20));  // each behind the one before it
+  snap.async_loads = true;
+  ttu = est.estimate(snap);
+  EXPECT_EQ(ttu, std::vector<Duration>(3, milliseconds(120)));
+}
+
+// A request without a hit takes the slot it is admitted to; requests whose KV has arrived take a
+// free slot before any waiting request. At 120 ms request 1's load starts and request 2 (no hit)
+// takes the slot: 510 ms of prefill and 15 steps. When 2 finishes (930 ms), 1 (loaded long
+// before) takes the slot ahead of 3: its 100-token prefill (110 ms) and 15 steps; 3's load starts
+// at 1340 ms.
+TEST(TtuEstimator, AsyncLoadsARequestWithoutAHitTakesASlotAndLoadedOnesGoFirst) {
+  CostProfile profile = simple_profile();
+  OutputPredictor predictor(8, 16);
+  TtuEstimator est(profile, predictor);
+  RuntimeSnapshot snap;
+  snap.async_loads = true;
+  snap.max_active = 1;
+  snap.running.push_back({7, 5000, 10, 20, 0});
+  snap.waiting.push_back({1, 1000, 900, 0, 64, 0, /*load_ns=*/50'000'000});
+  snap.waiting.push_back({2, 500, 0, 0, 64});
+  snap.waiting.push_back({3, 1000, 900, 0, 64, 0, 50'000'000});
+  const std::vector<Duration> ttu = est.estimate(snap);
+  EXPECT_EQ(ttu[0], milliseconds(120));
+  EXPECT_EQ(ttu[1], milliseconds(120));
+  EXPECT_EQ(ttu[2], milliseconds(120 + 510 + 300 + 110 + 300));
+}
+
+// Request 7's KV is loading (no slot held) and request 5 decodes its last 2 steps. At 40 ms the
+// slot frees: if 7's KV is on the device by then it takes the slot first (its 100-token prefill,
+// 110 ms, with no copy in the iteration though 100 MB would take 100 ms at the profile's rate:
+// the copy ran outside the iterations; then 15 steps), else request 1 (no hit) gets it.
+TEST(TtuEstimator, AsyncLoadsALoadedRequestTakesTheFreeSlotAndOneStillLoadingDoesNot) {
+  CostProfile profile = simple_profile();
+  OutputPredictor predictor(8, 16);
+  TtuEstimator est(profile, predictor);
+  RuntimeSnapshot snap;
+  snap.async_loads = true;
+  snap.max_active = 1;
+  snap.running.push_back({5, 5000, 14, 100, 0});  // 2 more steps
+  RunningRequest loading{7, 1000, 0, 64, 100, /*cached_bytes=*/100'000'000};
+  loading.loading = true;
+  loading.ready_in_ns = 30'000'000;  // on the device at 30 ms
+  snap.running.push_back(loading);
+  snap.waiting.push_back({1, 500, 0, 0, 64});
+  EXPECT_EQ(est.estimate(snap)[0], milliseconds(40 + 110 + 15 * 20));
+  snap.running[1].ready_in_ns = 100'000'000;  // at 100 ms: still loading when the slot frees
+  EXPECT_EQ(est.estimate(snap)[0], milliseconds(40));
+}
+
+// vLLM walks its waiting queue only while the step's token budget lasts after the running
+// requests' tokens: a running prefill with 3000 tokens left takes the whole 2048-token budget,
+// so no load starts at this boundary although slots are free; at the next (2058 ms) 952 of its
+// tokens are left and the walk goes on.
+TEST(TtuEstimator, AsyncLoadsStartOnlyWhileTheStepsTokenBudgetLasts) {
+  CostProfile profile = simple_profile();
+  OutputPredictor predictor(8, 16);
+  TtuEstimator est(profile, predictor);
+  RuntimeSnapshot snap;
+  snap.async_loads = true;
+  snap.max_active = 4;
+  snap.token_budget = 2048;
+  snap.running.push_back({7, 3000, 0, 64, 3000});
+  snap.waiting.push_back({1, 1000, 900, 0, 64});
+  EXPECT_EQ(est.estimate(snap)[0], milliseconds(10 + 2048));
+  snap.async_loads = false;  // the emulated engine's rule admits at any free slot
+  EXPECT_EQ(est.estimate(snap)[0], Duration::zero());
+}
+
 TEST(TtuEstimator, ZeroSlotsNeverAdmit) {
   CostProfile profile = simple_profile();
   OutputPredictor predictor(8, 16);
@@ -408,6 +490,15 @@ TEST(TtuEstimator, AggregatedProjectionEqualsTheSlotBySlotOneAndTheHorizonOnlyBo
     }
     const std::vector<Duration> expected = reference::slot_by_slot(profile, predictor, snap);
     ASSERT_EQ(est.estimate(snap), expected);
+    {
+      // Without hits or loads, async loads change nothing (no token budget: no walk limit).
+      RuntimeSnapshot plain = snap;
+      for (RunningRequest& r : plain.running) r.cached_bytes = r.ready_in_ns = 0;
+      for (WaitingRequest& w : plain.waiting) w.cached_tokens = w.cached_bytes = w.ready_in_ns = 0;
+      const std::vector<Duration> sync = reference::slot_by_slot(profile, predictor, plain);
+      plain.async_loads = true;
+      ASSERT_EQ(est.estimate(plain), sync);
+    }
     const Duration horizon(static_cast<int64_t>(pick(5'000'000'000)));
     const std::vector<Duration> bounded = est.estimate(snap, horizon);
     for (size_t i = 0; i < expected.size(); ++i) {

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/daemon.h"
+
 namespace tempokv::service {
 namespace {
 
@@ -84,6 +86,7 @@ huge_pages = true
 [controller]
 policy = "queue-4"
 prior_read_bytes_per_s = 3
+write_cost = 0
 )",
                                                "cfg.toml");
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
@@ -97,6 +100,7 @@ prior_read_bytes_per_s = 3
   EXPECT_TRUE(r->tier.huge_pages);
   EXPECT_EQ(r->controller.policy, "queue-4");
   EXPECT_EQ(r->controller.prior_read_bytes_per_s, 3.0);  // an integer is a number too
+  EXPECT_EQ(r->controller.write_cost, 0.0);              // writes not seen
   EXPECT_EQ(r->tier.capacity_bytes, DaemonConfig{}.tier.capacity_bytes);  // absent: default
   EXPECT_TRUE(r->validate().is_ok()) << r->validate().to_string();
 }
@@ -184,6 +188,8 @@ TEST(DaemonConfig, ValidateNamesTheOffendingField) {
       {"controller.max_reads_in_flight=0", "controller.max_reads_in_flight "},
       {"controller.prior_read_bytes_per_s=0", "controller.prior_read_bytes_per_s "},
       {"controller.prior_read_bytes_per_s=inf", "controller.prior_read_bytes_per_s "},
+      {"controller.write_cost=-0.5", "controller.write_cost "},
+      {"controller.write_cost=inf", "controller.write_cost "},
       {"controller.profile=", "controller.profile "},
       {"controller.profile=cpu small", "controller.profile "},
       {"controller.max_active=0", "controller.max_active "},
@@ -337,6 +343,7 @@ TEST(DaemonConfig, ToTomlRoundTripsEveryField) {
   c.controller.tick_ms = 9;
   c.controller.max_reads_in_flight = 5;
   c.controller.prior_read_bytes_per_s = 0.1;
+  c.controller.write_cost = 2.5;
   c.controller.profile = "h100-llama-3.1-8b";
   c.controller.max_active = 2;
   c.controller.prior_output_tokens = 1;
@@ -349,6 +356,7 @@ TEST(DaemonConfig, ToTomlRoundTripsEveryField) {
   EXPECT_EQ(back->server.max_sessions, c.server.max_sessions);
   EXPECT_EQ(back->store.capacity_bytes, c.store.capacity_bytes);
   EXPECT_EQ(back->controller.prior_read_bytes_per_s, 0.1);
+  EXPECT_EQ(back->controller.write_cost, 2.5);
   EXPECT_TRUE(back->tier.huge_pages);
 
   for (double rate : {2e9, 1.0, 123456.789, 1e300}) {
@@ -358,6 +366,17 @@ TEST(DaemonConfig, ToTomlRoundTripsEveryField) {
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     EXPECT_EQ(r->controller.prior_read_bytes_per_s, rate);
   }
+}
+
+// The config file's write cost is the one the daemon's staging provider gets (it was fixed at
+// ProviderOptions' default, 1.0, before it was a field).
+TEST(DaemonConfig, WriteCostReachesTheDaemonsOptions) {
+  DaemonConfig c;
+  EXPECT_EQ(c.controller.write_cost, 1.0);
+  ASSERT_TRUE(apply_override(c, "controller.write_cost=0.25").is_ok());
+  Result<CoreOptions> o = core_options(c, std::string(TEMPOKV_SOURCE_DIR) + "/profiles", 7);
+  ASSERT_TRUE(o.is_ok()) << o.status().to_string();
+  EXPECT_EQ(o->write_cost, 0.25);
 }
 
 TEST(DaemonConfig, DocsReferenceTableMatchesTheFieldList) {

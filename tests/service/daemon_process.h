@@ -65,9 +65,11 @@ class DaemonProcess {
 
   Result<std::unique_ptr<ServiceClient>> connect(std::string runtime = "",
                                                  std::string name = "test",
-                                                 uint32_t token_budget = 0) const {
+                                                 uint32_t token_budget = 0,
+                                                 bool async_loads = false) const {
     ClientOptions o;
     o.token_budget = token_budget;
+    o.async_loads = async_loads;
     o.endpoint = endpoint();
     o.name = std::move(name);
     o.runtime = std::move(runtime);

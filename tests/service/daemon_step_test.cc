@@ -119,5 +119,18 @@ TEST_F(DaemonTest, AHellosTokenBudgetProjectsTheRuntimesPrefillsChunkByChunk) {
   EXPECT_EQ(stat_of(**rank1, "adapter_token_budget" + rt(**rank1)), 512);
 }
 
+// vLLM's connector declares its loads asynchronous (they hold no slot); a runtime created by
+// another hello keeps the emulated engine's rule.
+TEST_F(DaemonTest, AHellosAsyncLoadsReachTheRuntimesAdapter) {
+  auto vllm = daemon_->connect("vllm-engine", "vllm-scheduler", 2048, true);
+  ASSERT_TRUE(vllm.is_ok()) << vllm.status().to_string();
+  auto plain = client();
+  ASSERT_TRUE(plain);
+  auto rt = [](ServiceClient& c) { return "_" + std::to_string(c.hello().runtime_id); };
+  EXPECT_EQ(stat_of(**vllm, "adapter_async_loads" + rt(**vllm)), 1);
+  EXPECT_EQ(stat_of(*plain, "adapter_async_loads" + rt(*plain)), 0);
+  EXPECT_EQ(stat_of(**vllm, "adapter_load_scale" + rt(**vllm)), 0);  // no copy measured yet
+}
+
 }  // namespace
 }  // namespace tempokv::testing

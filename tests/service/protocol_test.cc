@@ -20,7 +20,7 @@ std::vector<Request> one_of_every_op() {
                    .cached_bytes = 123456789012ULL,
                    .max_output_tokens = 256};
   std::vector<Op> ops = {
-      Hello{{1, 2}, "vllm-rank0", "engine-a", 8, 2, "", 2048},
+      Hello{{1, 2}, "vllm-rank0", "engine-a", 8, 2, "", 2048, true},
       Heartbeat{},
       AddRequest{info},
       ReportHit{7, {{Key{1, 2}, 4096}, {Key{1, UINT64_MAX}, 1}}},
@@ -82,6 +82,7 @@ TEST(ProtocolTest, DecodedFieldsKeepTheirValues) {
   EXPECT_EQ(hello.max_active, 8u);
   EXPECT_EQ(hello.ranks, 2u);
   EXPECT_EQ(hello.token_budget, 2048u);
+  EXPECT_TRUE(hello.async_loads);
   const auto add = std::get<AddRequest>(decoded(2));
   EXPECT_EQ(add.request.cached_bytes, 123456789012ULL);
   EXPECT_EQ(add.request.max_output_tokens, 256u);

@@ -80,6 +80,13 @@ def row(run, entry, p, kv_bytes_per_token, model):
         # (cpu-small) cost of them; what every projected TTU is scaled by.
         "adapter_cost_scale": next((v for k, v in s.items()
                                     if k.startswith("adapter_cost_scale")), None),
+        # The engine's hello declared asynchronous loads (they hold no slot), and the worker's
+        # measured copies / the profile's retrieval cost of them (0: none measured); the largest
+        # over the daemon's runtimes (the driver's probes have their own, idle ones).
+        "adapter_async_loads": max((v for k, v in s.items()
+                                    if k.startswith("adapter_async_loads")), default=None),
+        "adapter_load_scale": max((v for k, v in s.items()
+                                   if k.startswith("adapter_load_scale")), default=None),
         "wall_s": entry["run_s"],
         "histograms": entry.get("histograms", {}),
         "_tokens": [q["tokens"] for q in reqs],

@@ -39,9 +39,10 @@ class Lookup:
 
 class SchedulerAgent:
     def __init__(self, endpoint, runtime, max_active, timeout_s=2.0, retry_s=1.0,
-                 max_queue=100000, token="", token_budget=0):
+                 max_queue=100000, token="", token_budget=0, async_loads=False):
         self.endpoint, self.runtime, self.max_active = endpoint, runtime, max_active
         self.token_budget = token_budget  # tokens per step (chunked prefill), 0: whole prefills
+        self.async_loads = async_loads  # a request whose KV loads holds no slot (vLLM's loads)
         self.token = token
         self.timeout_s, self.retry_s = timeout_s, retry_s
         self._q = queue.Queue(max_queue)
@@ -151,6 +152,7 @@ class SchedulerAgent:
             self._client = TempoKVClient(self.endpoint, name="vllm-scheduler",
                                          runtime=self.runtime, max_active=self.max_active,
                                          token_budget=self.token_budget,
+                                         async_loads=self.async_loads,
                                          token=self.token,
                                          timeout_s=self.timeout_s, map_shared_memory=False)
             self._reporter = StepReporter(self._client)

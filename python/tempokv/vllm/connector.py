@@ -88,13 +88,21 @@ class TempoKVConnector(KVConnectorBase_V1):
                                            self._tp_rank(role))
         self.model_id = model_id(self.model_name)
         self._sched = self._worker = None
+        sc = vllm_config.scheduler_config
+        # The runtime's settings go in every hello of this engine, the scheduler's and the
+        # workers': whichever reaches tempokvd first creates the runtime. Loads are always
+        # asynchronous (get_num_new_matched_tokens answers True): vLLM's Scheduler keeps a
+        # request whose KV loads off max_num_seqs until it has arrived.
+        self.runtime_settings = dict(max_active=sc.max_num_seqs, token_budget=_token_budget(sc),
+                                     async_loads=True)
         if role == KVConnectorRole.SCHEDULER:
             from .agent import SchedulerAgent
             from .scheduler_side import ConnectorScheduler
             self.agent = SchedulerAgent(self.endpoint, self.runtime,
-                                        vllm_config.scheduler_config.max_num_seqs,
+                                        self.runtime_settings["max_active"],
                                         timeout_s=self.timeout_s, token=self.token,
-                                        token_budget=_token_budget(vllm_config.scheduler_config))
+                                        token_budget=self.runtime_settings["token_budget"],
+                                        async_loads=self.runtime_settings["async_loads"])
             self._sched = ConnectorScheduler(self.agent, self.model_id, self.chunk_tokens,
                                              self.block_size)
         self.loader = self.saver = self.layout = None
@@ -154,7 +162,7 @@ class TempoKVConnector(KVConnectorBase_V1):
                  self.layout.object_bytes, self.chunk_tokens)
         digests = Digests(self.digest_file) if self.digest_file else None
         link = lambda name: Link(self.endpoint, self.runtime, name, self.timeout_s,  # noqa: E731
-                                 token=self.token)
+                                 token=self.token, settings=self.runtime_settings)
         load_link = link("vllm-worker-load")
         if self.layout.device.type == "cuda":
             from .layout import register_host

@@ -251,6 +251,42 @@ def test_steps_that_schedule_nothing_while_a_load_waits_hand_over_no_snapshot(mo
     conn.shutdown()
 
 
+def test_one_free_slot_starts_the_loads_of_every_waiting_request_with_a_hit(model_dir, daemon):
+    # What tempokvd's TTU projection assumes of vLLM (its hello says async_loads): a request
+    # whose KV loads (WAITING_FOR_REMOTE_KVS) holds no max_num_seqs slot, so when one slot frees
+    # schedule() starts the loads of the whole waiting queue; a loaded request then takes the
+    # next free slot, the others keep loading without one.
+    s = make_scheduler(model_dir, daemon.endpoint)  # max_num_seqs = 4
+    conn = s.connector
+    for i in range(4):  # no hit; r0 ends after 2 tokens, the others run on
+        s.add_request(request(f"r{i}", list(range(1000 * (i + 1), 1000 * (i + 1) + 40)),
+                              max_tokens=2 if i == 0 else 50))
+    hits = []
+    for i in range(3):
+        tokens = list(range(100 * i + 7, 100 * i + 7 + 2 * CHUNK + 5))
+        store_chunks(daemon.endpoint, chunk_keys(conn.model_id, tokens, CHUNK)[:2])
+        s.add_request(request(f"h{i}", tokens, max_tokens=2))
+        hits.append(f"h{i}")
+    conn.agent.flush()
+    out = step(s)  # four prefills fill the slots: no load starts
+    assert sorted(out.num_scheduled_tokens) == ["r0", "r1", "r2", "r3"]
+    assert out.kv_connector_metadata.loads == []
+    assert all(s.requests[h].status == RequestStatus.WAITING for h in hits)
+    step(s)  # r0's second token: it finishes, one slot frees
+    assert s.requests["r0"].is_finished() and len(s.running) == 3  # (its saves hold blocks)
+    out = s.schedule()  # one free slot: all three loads start, none takes a slot
+    assert sorted(ld.req_id for ld in out.kv_connector_metadata.loads) == hits
+    assert all(s.requests[h].status == RequestStatus.WAITING_FOR_REMOTE_KVS for h in hits)
+    assert len(s.running) == 3
+    reqs = [s.requests[r] for r in out.num_scheduled_tokens]
+    s.update_from_output(out, output(reqs, finished_recving={"h1"}))
+    out = s.schedule()  # h1's KV arrived: it takes the free slot; h0 and h2 keep loading
+    assert "h1" in out.num_scheduled_tokens and len(s.running) == 4
+    assert s.requests["h0"].status == RequestStatus.WAITING_FOR_REMOTE_KVS
+    assert s.requests["h2"].status == RequestStatus.WAITING_FOR_REMOTE_KVS
+    conn.shutdown()
+
+
 def test_a_new_daemon_instance_gets_the_chunks_saved_to_the_last_one_saved_again(model_dir,
                                                                                  daemon):
     # The scheduler side saves a chunk once per engine. After a restart (or another daemon on

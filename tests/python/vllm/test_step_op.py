@@ -60,6 +60,8 @@ def test_one_step_message_per_scheduler_step_and_the_adapter_follows(model_dir, 
     # vLLM chunks prefills: the hello gave tempokvd its token budget for the TTU projection.
     assert s.scheduler_config.enable_chunked_prefill
     assert a["token_budget"] == s.scheduler_config.max_num_batched_tokens > 0
+    # Its loads are asynchronous: a loading request holds no max_num_seqs slot in vLLM.
+    assert a["async_loads"] == 1
 
     schedules = 0
     running_seen = 0

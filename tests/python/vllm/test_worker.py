@@ -206,3 +206,19 @@ def test_the_loader_and_saver_links_reach_a_new_daemon_on_the_same_endpoint(daem
     wait(lambda: saver.saved == 1, "a put to the new daemon")
     assert saver.failed == 0
     saver.close(); loader.close()
+
+
+def test_a_worker_link_that_says_hello_first_creates_the_runtime_with_the_engines_settings(
+        daemon):
+    # vLLM's workers may reach tempokvd before its scheduler (a restart, a slow agent): their
+    # hello creates the runtime then, and must declare the engine's slot limit, token budget and
+    # asynchronous loads as the scheduler's would.
+    settings = dict(max_active=3, token_budget=512, async_loads=True)
+    link = _Link(daemon.endpoint, "settings-engine", "load", 5.0, settings=settings)
+    assert link.reach() is not None
+    rt = link.client.runtime_id
+    with TempoKVClient(daemon.endpoint, name="probe", map_shared_memory=False) as probe:
+        s = probe.stats()
+    assert s[f"adapter_token_budget_{rt}"] == 512
+    assert s[f"adapter_async_loads_{rt}"] == 1
+    link.drop()
