@@ -155,16 +155,22 @@ class TempoKVClient:
     def __init__(self, endpoint, name="", runtime="", max_active=0, timeout_s=10.0,
                  map_shared_memory=True, ranks=0, lookup_timeout_s=0.25,
                  background_heartbeat=True, reconnect=True, token="",
-                 token_budget=0, async_loads=False):
+                 token_budget=0, async_loads=False, put_timeout_s=30.0):
         if not endpoint:
             raise InvalidArgument("InvalidArgument", "endpoint is empty")
         if timeout_s <= 0:
             raise InvalidArgument("InvalidArgument", "timeout_s must be positive")
         if lookup_timeout_s <= 0:
             raise InvalidArgument("InvalidArgument", "lookup_timeout_s must be positive")
+        if put_timeout_s <= 0:
+            raise InvalidArgument("InvalidArgument", "put_timeout_s must be positive")
         self.endpoint = endpoint
         self.timeout_s = float(timeout_s)
         self.lookup_timeout_s = float(lookup_timeout_s)
+        # A put returns once durable: its reply waits for the daemon's write and sync, which a
+        # busy disk can hold for seconds, so it gets a timeout of its own (the other calls'
+        # short one is for a daemon that is down, which the heartbeat notices anyway).
+        self.put_timeout_s = float(put_timeout_s)
         self.reconnect = bool(reconnect)
         self.recoveries = 0  # hellos said again after the daemon lost the session
         self.late_errors = 0  # error replies nobody waited for (a step's, a timed-out call's)
@@ -548,7 +554,7 @@ class TempoKVClient:
             raise
         # The daemon frees the reservation whatever the put's outcome: no abort_write after it.
         self._call("put", {"key": wire_key, "first_token": first_token, "end_token": end_token,
-                           "offset": offset, "bytes": nbytes})
+                           "offset": offset, "bytes": nbytes}, self.put_timeout_s)
 
     def reserve_write(self, nbytes):
         """Reserves ``nbytes`` in the write region; returns the offset. For callers that fill the
@@ -565,7 +571,8 @@ class TempoKVClient:
         Returns once durable; the reservation is freed whatever the outcome."""
         self._call("put", {"key": _key("key", key), "first_token": _u32("first_token", first_token),
                            "end_token": _u32("end_token", end_token),
-                           "offset": _u64("offset", offset), "bytes": _u64("bytes", nbytes)})
+                           "offset": _u64("offset", offset), "bytes": _u64("bytes", nbytes)},
+                   self.put_timeout_s)
 
     def abort_write(self, offset):
         self._call("abort_write", {"offset": _u64("offset", offset)})
@@ -828,7 +835,7 @@ class TempoKVClient:
                     claim.objects = []
                     claim.lost = lost
 
-    def _call(self, op, args):
+    def _call(self, op, args, timeout_s=None):
         """One call, recovering a lost session first, or when the reply says it is lost (then
         asking again). Returns the reply's ``result`` map or raises."""
         self._check_open(op)
@@ -836,7 +843,7 @@ class TempoKVClient:
         if may_recover and self._session_lost:
             self._recover()
         try:
-            return self._exchange(op, args)
+            return self._exchange(op, args, timeout_s=timeout_s)
         except FailedPrecondition as e:
             if not (may_recover and _session_gone(e)):
                 raise
@@ -845,7 +852,7 @@ class TempoKVClient:
             raise Unavailable("Unavailable", f"{op}: tempokvd lost this client's session and its "
                                              "write reservations; a new session is open, "
                                              "reserve again")
-        return self._exchange(op, args)
+        return self._exchange(op, args, timeout_s=timeout_s)
 
     @staticmethod
     def _heartbeat_main(ref, stop):

@@ -288,6 +288,36 @@ class ClientTest(fx.DaemonTestCase):
         self.assertIn("hello", cm.exception.message)
         self.assertIn("not reachable", cm.exception.message)
 
+    def test_a_put_waits_for_durability_longer_than_other_calls(self):
+        # The daemon stopped (SIGSTOP) for 1.5 s while a put waits: a put outlasts the 0.5 s
+        # call timeout (put_timeout_s) and its object is stored; with put_timeout_s at the
+        # calls' 0.5 s the same stall fails the put.
+        import threading
+
+        def stall(seconds):
+            os.kill(self.daemon.proc.pid, signal.SIGSTOP)
+            time.sleep(seconds)
+            os.kill(self.daemon.proc.pid, signal.SIGCONT)
+
+        patient = self.client(name="patient", timeout_s=0.5, put_timeout_s=10)
+        hasty = self.client(name="hasty", timeout_s=0.5, put_timeout_s=0.5)
+        data = payload(7, 8192)
+        for c, key, ok in ((patient, (MODEL, 71), True), (hasty, (MODEL, 72), False)):
+            offset = c.reserve_write(len(data))  # answered before the stall, as in put()
+            c.write_region[offset:offset + len(data)] = data
+            t = threading.Timer(0.0, stall, (1.5,))
+            t.start()
+            time.sleep(0.2)  # stopped now: the put's reply waits for SIGCONT
+            start = time.monotonic()
+            if ok:
+                c.put_reserved(key, 0, 16, offset, len(data))
+                self.assertGreater(time.monotonic() - start, 0.5)
+            else:
+                with self.assertRaises(Unavailable):
+                    c.put_reserved(key, 0, 16, offset, len(data))
+            t.join()
+        self.wait_for("the stalled puts to finish", lambda: patient.lookup([(MODEL, 71)]) == [8192])
+
     def test_bye_ends_the_session(self):
         c = self.client()
         objs = self.put_objects(c, [8192])

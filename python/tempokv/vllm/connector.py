@@ -12,7 +12,8 @@ Load it with::
 by this engine's scheduler and workers; default derived from the endpoint and the engine),
 ``token`` or ``token_file`` (the runtime's token where tempokvd's ``server.tokens_file`` lists it),
 ``chunk_tokens`` (default 256, a multiple of vLLM's block size), ``timeout_s`` (per call, default
-2), ``load_timeout_s`` (a claim not ready by then is recomputed, default 60), ``digest_file``
+2), ``load_timeout_s`` (a claim not ready by then is recomputed, default 60), ``put_timeout_s``
+(a save's wait for durability, on the saver thread only, default 30), ``digest_file``
 (test only: digests of saved and loaded blocks), ``test_load_delay_s`` (test only: hold each
 ready claim that long before copying it), ``test_save_delay_s`` (test only: each save waits
 that long before its copy), ``counters_file`` (tests only: each side appends its
@@ -64,6 +65,7 @@ class TempoKVConnector(KVConnectorBase_V1):
         self.chunk_tokens = int(extra.get("chunk_tokens", 256))
         self.timeout_s = float(extra.get("timeout_s", 2.0))
         self.load_timeout_s = float(extra.get("load_timeout_s", 60.0))
+        self.put_timeout_s = float(extra.get("put_timeout_s", 30.0))
         self.digest_file = extra.get("digest_file")
         self.test_load_delay_s = float(extra.get("test_load_delay_s", 0))  # e2e's daemon kill
         self.test_save_delay_s = float(extra.get("test_save_delay_s", 0))  # saves still queued
@@ -162,7 +164,8 @@ class TempoKVConnector(KVConnectorBase_V1):
                  self.layout.object_bytes, self.chunk_tokens)
         digests = Digests(self.digest_file) if self.digest_file else None
         link = lambda name: Link(self.endpoint, self.runtime, name, self.timeout_s,  # noqa: E731
-                                 token=self.token, settings=self.runtime_settings)
+                                 token=self.token, settings=self.runtime_settings,
+                                 put_timeout_s=self.put_timeout_s)
         load_link = link("vllm-worker-load")
         if self.layout.device.type == "cuda":
             from .layout import register_host

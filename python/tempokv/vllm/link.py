@@ -26,11 +26,12 @@ log = logging.getLogger("tempokv.vllm")
 class Link:
     """A lazily (re)connected client for one thread."""
 
-    def __init__(self, endpoint, runtime, name, timeout_s, retry_s=1.0, token="", settings=None):
+    def __init__(self, endpoint, runtime, name, timeout_s, retry_s=1.0, token="", settings=None,
+                 put_timeout_s=30.0):
         # settings: the runtime's hello settings (max_active, token_budget, async_loads), in
         # case this link's hello creates the runtime.
         self.args = dict(name=name, runtime=runtime, timeout_s=timeout_s, token=token,
-                         **(settings or {}))
+                         put_timeout_s=put_timeout_s, **(settings or {}))
         self.endpoint, self.retry_s = endpoint, retry_s
         self.client = None
         self._tier = self._write = None
