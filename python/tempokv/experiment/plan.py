@@ -56,6 +56,15 @@ def store_key(seed, ratio, p):
     return f"s{seed}-r{int(ratio * 100)}-{h}"
 
 
+def run_order(policies, seed, ratio, rate):
+    """The policies of one (seed, ratio, rate) in an order drawn from them: on a shared machine
+    whose load drifts over a run, a fixed order (TempoKV always last) would confound a policy
+    with the time it ran at. The same arguments give the same order."""
+    order = list(policies)
+    random.Random(f"order-{seed}-{ratio:g}-{rate:g}").shuffle(order)
+    return order
+
+
 def build(scenario, policies, seeds, p, cache_dir):
     """Returns (prompt_sets, stores to precompute, runs)."""
     prompt_sets, stores, runs = {}, [], []
@@ -77,7 +86,7 @@ def build(scenario, policies, seeds, p, cache_dir):
                                             for x, k in zip(ps, ks) if k > 0]})
             rates = [1.0 / p["interval_s"]] if scenario == "fig4-policies" else p["fig6_rates"]
             for rate in rates:
-                for pol in policies:
+                for pol in run_order(policies, seed, ratio, rate):
                     name = f"{scenario}-s{seed}-r{int(ratio * 100)}-q{rate:g}-{pol}"
                     runs.append({"name": name, "scenario": scenario, "seed": seed,
                                  "ratio": ratio, "rate": rate, "interval_s": 1.0 / rate,
