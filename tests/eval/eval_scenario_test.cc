@@ -61,6 +61,31 @@ TEST(EvalScenario, JsonRowsCarryTheCommonAndFigureFields) {
   EXPECT_NE(requests_csv(*r).find("fig1-lead,commit-at-lead"), std::string::npos);
 }
 
+// The per-request CSV ends with what the controller expected at commit, so a run's commit leads
+// can be taken apart per claim (retrieval request against projected use, TTR at commit).
+TEST(EvalScenario, RequestsCsvEndsWithTheRetrievalRequestAndTheCommitsProjection) {
+  EvalResult result;
+  result.rows.push_back(EvalRow{});
+  RunRecords run;
+  run.start = TimePoint{} + std::chrono::seconds(10);
+  RequestRecord rec;
+  rec.arrival = run.start;
+  rec.committed = run.start + std::chrono::milliseconds(900);
+  rec.retrieval_requested = run.start + std::chrono::milliseconds(1250);
+  rec.projected_use_at_commit = run.start + std::chrono::milliseconds(1500);
+  rec.ttr_at_commit = std::chrono::milliseconds(400);
+  run.records.push_back(rec);
+  result.runs.push_back(run);
+  const std::string csv = requests_csv(result);
+  const std::string header = csv.substr(0, csv.find('\n'));
+  EXPECT_TRUE(header.ends_with(",retrieval_requested_s,projected_use_at_commit_s,ttr_at_commit_s"))
+      << header;
+  EXPECT_TRUE(csv.ends_with(",1.250000,1.500000,0.400000\n")) << csv;
+  rec = RequestRecord{};  // no claim: the three fields are empty
+  result.runs[0].records = {rec};
+  EXPECT_TRUE(requests_csv(result).ends_with(",,,\n"));
+}
+
 TEST(EvalScenario, Fig2RowsHaveTheMarginFields) {
   EvalOptions o = sim_options("fig2-rank");
   o.policies = {"tempokv"};
