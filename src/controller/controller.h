@@ -213,11 +213,10 @@ class Controller {
     bool estimated = false;  // a TTU update (not only the report's) has reached it
     bool feedback_noted = false;  // its timing error went to feedback_
     bool ttu_bound = false;       // its TTU is a lower bound (update()'s lower_bound)
-    bool refusal_budget = false;  // its last refusal was for the budget (else capacity)
-    uint64_t refusal_room = 0;    // the provider's room_version of that kind then
-    // A budget refusal: bytes it lacked, and the provider's budget_freed_bytes() then.
-    uint64_t refusal_shortfall = 0;
-    uint64_t refusal_freed = 0;
+    // Its last refusal: the bytes it lacked of the budget's and of the capacity's room, and the
+    // provider's budget_freed_bytes() and capacity_freed_bytes() then.
+    uint64_t refusal_budget_short = 0, refusal_capacity_short = 0;
+    uint64_t refusal_budget_freed = 0, refusal_capacity_freed = 0;
     RetrievalCallback on_ready;
   };
   // Where a claim sits in the attempt order: rank, then runtime id; unranked claims last, in
@@ -258,10 +257,10 @@ class Controller {
   // one (posted). False when that runtime has no reviser (the bound is then used as it is).
   bool request_revision(const Rec& r);
   // controller_claims.cc
-  // Refused, and no room of the kind it lacked has been freed since (StagingProvider::
-  // room_version), or, short of the budget, fewer bytes than it lacked have been freed since
-  // (StagingProvider::budget_freed_bytes): an attempt would be refused again. Such a claim is not
-  // looked at (no TTR, no attempt, no wake-up) until then; the evaluation after that looks again.
+  // Refused, and fewer bytes than it lacked of the budget's room have been freed since, or fewer
+  // than it lacked of the capacity's (StagingProvider::last_refusal_budget_shortfall and
+  // capacity_freed_bytes): an attempt would be refused again. Such a claim is not looked at (no
+  // TTR, no attempt, no wake-up) until then; the evaluation after that looks again.
   bool refusal_stands(const Rec& r) const;
   // Tries to commit; true when committed (STAGING or STAGE_READY).
   // known_ttr: its exact TTR now when known; else the provider projects it, only if not refused.

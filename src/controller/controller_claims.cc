@@ -6,13 +6,13 @@ namespace tempokv {
 
 bool Controller::refusal_stands(const Rec& r) const {
   if (!r.info.refused) return false;
-  if (provider_.room_version(r.refusal_budget) == r.refusal_room) return true;
-  return r.refusal_budget && provider_.budget_freed_bytes() - r.refusal_freed < r.refusal_shortfall;
+  return provider_.budget_freed_bytes() - r.refusal_budget_freed < r.refusal_budget_short ||
+         provider_.capacity_freed_bytes() - r.refusal_capacity_freed < r.refusal_capacity_short;
 }
 
 bool Controller::try_commit(Rec& r, std::optional<Duration> known_ttr) {
   if (r.info.ordinary_only) return false;  // larger than the budget: only the ordinary path
-  if (refusal_stands(r)) {  // no room has been freed since it was refused: it would be again
+  if (refusal_stands(r)) {  // too little room freed since its refusal: it would be refused again
     ++stats_.refused_attempts;
     return false;
   }
@@ -32,10 +32,10 @@ bool Controller::try_commit(Rec& r, std::optional<Duration> known_ttr) {
         ++refused_planned_;  // it is still planned: unindex() takes it back
       }
       r.info.refused = true;
-      r.refusal_budget = provider_.last_refusal_budget();
-      r.refusal_room = provider_.room_version(r.refusal_budget);
-      r.refusal_shortfall = provider_.last_refusal_shortfall();
-      r.refusal_freed = provider_.budget_freed_bytes();
+      r.refusal_budget_short = provider_.last_refusal_budget_shortfall();
+      r.refusal_capacity_short = provider_.last_refusal_capacity_shortfall();
+      r.refusal_budget_freed = provider_.budget_freed_bytes();
+      r.refusal_capacity_freed = provider_.capacity_freed_bytes();
       return false;
     }
     // The claim cannot be staged at all (an object left the store): it ends here.

@@ -81,11 +81,9 @@ void FastTier::update(const Key& key, FastObject& o, Fn&& fn) {
     objects_.erase(Key(key));  // key may alias the map's own key: erase by a copy
   }
   const uint64_t budgeted_after = stats_.protected_bytes + stats_.reserved_bytes;
-  if (budgeted_after < budgeted_before) {
-    ++budget_room_version_;
-    budget_freed_bytes_ += budgeted_before - budgeted_after;
-  }
-  if (budgeted_after + stats_.pinned_bytes < occupied_before) ++capacity_room_version_;
+  if (budgeted_after < budgeted_before) budget_freed_bytes_ += budgeted_before - budgeted_after;
+  const uint64_t occupied_after = budgeted_after + stats_.pinned_bytes;
+  if (occupied_after < occupied_before) capacity_freed_bytes_ += occupied_before - occupied_after;
   if (budget_listener_ && budgeted_after != budgeted_before) budget_listener_(budgeted_after);
 }
 
@@ -128,6 +126,12 @@ bool FastTier::budget_short(const ProtectCost& cost) const { return budget_short
 uint64_t FastTier::budget_shortfall(const ProtectCost& cost) const {
   const uint64_t need = stats_.protected_bytes + stats_.reserved_bytes + cost.budget_bytes;
   return need > options_.protected_budget_bytes ? need - options_.protected_budget_bytes : 0;
+}
+
+uint64_t FastTier::capacity_shortfall(const ProtectCost& cost) const {
+  const uint64_t need =
+      stats_.protected_bytes + stats_.reserved_bytes + stats_.pinned_bytes + cost.occupied_bytes;
+  return need > options_.capacity_bytes ? need - options_.capacity_bytes : 0;
 }
 
 Status FastTier::check_protect_cost(const ProtectCost& cost) const {

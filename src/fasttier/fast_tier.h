@@ -144,23 +144,23 @@ class FastTier {
   }
 
   FastTierStats stats() const;
-  // Change whenever room for protecting more may have grown: protected + reserved bytes fell
-  // (the budget's room), or protected + reserved + pinned bytes fell (the capacity's). Nothing
-  // else lets a refused cost through (a protection by someone else takes at least as much room
-  // as it saves), so a refusal stands while the version of its kind is unchanged.
-  uint64_t room_version(bool budget) const {
-    return budget ? budget_room_version_ : capacity_room_version_;
-  }
   // check_protect_cost() would refuse this cost for the budget (not only for capacity).
   bool budget_short(const ProtectCost& cost) const;
   // By how many bytes this cost exceeds the budget's room now (0: it fits the budget).
   uint64_t budget_shortfall(const ProtectCost& cost) const;
+  // By how many bytes this cost exceeds the capacity's room now: protected + reserved + pinned +
+  // cost.occupied_bytes − capacity (0: it fits the capacity).
+  uint64_t capacity_shortfall(const ProtectCost& cost) const;
   // The bytes by which protected + reserved has fallen, summed since creation (never falls). A
   // refused cost's shortfall (protected + reserved + its cost − budget) can shrink only by bytes
   // freed since: a protection of one of its objects by someone else takes from the room what it
   // takes from the cost, one of its objects freed adds to both, any other protection only adds.
   // So a refusal short of the budget by S bytes stands until S more bytes have been freed.
   uint64_t budget_freed_bytes() const { return budget_freed_bytes_; }
+  // The same for the capacity: the bytes by which protected + reserved + pinned has fallen,
+  // summed since creation. A refused cost's capacity shortfall can shrink only by bytes freed
+  // since (the same argument, with pinned objects counted beside the budgeted ones).
+  uint64_t capacity_freed_bytes() const { return capacity_freed_bytes_; }
   // Recomputes every counter from the objects and checks the invariants above. For tests.
   Status check_invariants() const;
   // For tests: where a fill of `charge` bytes needs eviction (no free run is long enough), the
@@ -202,9 +202,8 @@ class FastTier {
   std::unordered_map<Key, FastObject> objects_;
   std::map<uint64_t, Key> by_offset_;  // objects holding memory (filling or resident), by offset
   FastTierStats stats_;
-  uint64_t budget_room_version_ = 0;    // room_version(true)
-  uint64_t capacity_room_version_ = 0;  // room_version(false)
-  uint64_t budget_freed_bytes_ = 0;     // budget_freed_bytes()
+  uint64_t budget_freed_bytes_ = 0;    // budget_freed_bytes()
+  uint64_t capacity_freed_bytes_ = 0;  // capacity_freed_bytes()
   std::function<void(uint64_t)> budget_listener_;
 };
 

@@ -74,8 +74,7 @@ void StagingProvider::pump() {
         ++it;  // no room yet: it waits in place
         continue;
       }
-      demand_queued_bytes_ -= demand_charge(rec);
-      ++demand_room_version_;
+      demand_queued_bytes_ -= demand_charge(rec);  // now pinned by its fill: nothing freed
       rec.read = ReadState::kInFlight;
       chosen.push_back(key);
       queued_bytes_ -= rec.read_bytes;

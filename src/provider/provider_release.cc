@@ -120,10 +120,11 @@ void StagingProvider::drop_member(const Key& key, ClaimId id, bool ordinary) {
     ++claims_[id].draining_reads;
     return;
   }
-  demand_queued_bytes_ -= demand_charge(rec);
-  ++demand_room_version_;
+  const uint64_t owed_before = demand_charge(rec);
   members.erase(m);
-  demand_queued_bytes_ += demand_charge(rec);
+  const uint64_t owed_after = demand_charge(rec);
+  demand_queued_bytes_ = demand_queued_bytes_ - owed_before + owed_after;
+  if (owed_after < owed_before) demand_freed_bytes_ += owed_before - owed_after;
   if (!ordinary) {
     if (tier_.resident(key)) {
       tier_.unprotect(key);
@@ -142,8 +143,9 @@ void StagingProvider::maybe_forget(const Key& key) {
   if (!rec.owners.empty() || !rec.waiters.empty()) return;
   if (rec.read == ReadState::kInFlight) return;
   if (rec.read == ReadState::kQueued) {
-    demand_queued_bytes_ -= demand_charge(rec);
-    ++demand_room_version_;
+    const uint64_t owed = demand_charge(rec);
+    demand_queued_bytes_ -= owed;
+    demand_freed_bytes_ += owed;
     queued_bytes_ -= rec.read_bytes;
     queue_.erase(rec.queue_pos);
     ++state_version_;

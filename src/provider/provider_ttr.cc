@@ -136,8 +136,12 @@ Duration StagingProvider::ttr(const StagingClaim& claim) const {
   uint64_t in_service = 0;  // needed reads still in service where the queue runs out
   double covered_s = 0;     // latest finish of needed reads that end before that
   bool needed = false;
-  std::vector<double> fresh;  // bytes of reads the claim would add, in manifest order
-  std::unordered_set<Key> fresh_keys;
+  // Bytes of the reads the claim would add, in manifest order, and their keys (reused scratch:
+  // no allocation per call; the runtime adapter asks this for the requests ahead at every step).
+  std::vector<double>& fresh = ttr_fresh_;
+  std::vector<Key>& fresh_keys = ttr_fresh_keys_;
+  fresh.clear();
+  fresh_keys.clear();
   for (const ManifestEntry& e : claim.objects) {
     if (tier_.resident(e.key)) continue;
     auto it = objects_.find(e.key);
@@ -153,9 +157,15 @@ Duration StagingProvider::ttr(const StagingClaim& claim) const {
       }
       continue;
     }
-    if (fresh_keys.insert(e.key).second) {
-      fresh.push_back(static_cast<double>(round_up(e.bytes, kBlockBytes)));
-      needed = true;
+    fresh.push_back(static_cast<double>(round_up(e.bytes, kBlockBytes)));
+    fresh_keys.push_back(e.key);
+    needed = true;
+  }
+  if (fresh_keys.size() > 1) {
+    // A key twice in the manifest is read once (ttr_reference's set); rare, so answered there.
+    std::sort(fresh_keys.begin(), fresh_keys.end());
+    if (std::adjacent_find(fresh_keys.begin(), fresh_keys.end()) != fresh_keys.end()) {
+      return ttr_reference(claim);
     }
   }
   if (!needed) return Duration::zero();
@@ -163,8 +173,8 @@ Duration StagingProvider::ttr(const StagingClaim& claim) const {
   uint64_t left = in_service + fresh.size();
   if (left > 0) {
     // From where the queue runs out: the reads still in service and the claim's new reads.
-    std::vector<PlannedRead> heap;
-    heap.reserve(snap.active.size() + fresh.size());
+    std::vector<PlannedRead>& heap = ttr_heap_;
+    heap.clear();
     for (const auto& [finish, rec] : snap.active) heap.push_back({finish, rec->mark == epoch});
     last = continue_projection_s(heap, {snap.served, snap.t}, last, fresh_reads(fresh),
                                  options_.max_reads_in_flight, rate_.bytes_per_s(), left);
@@ -257,6 +267,12 @@ void StagingProvider::TtrWalk::advance(TimePoint use_at) {
 Duration StagingProvider::TtrWalk::ttr(const StagingClaim& claim) {
   const TimePoint use_at = p_->use_time(claim);
   if (last_use_ && use_at < *last_use_) return p_->ttr(claim);
+  // A claim whose objects are all resident needs no read (0, as ttr_reference() answers), and the
+  // projection need not advance for it: the next claim's call advances as far as it needs.
+  if (std::all_of(claim.objects.begin(), claim.objects.end(),
+                  [this](const ManifestEntry& e) { return p_->tier_.resident(e.key); })) {
+    return Duration::zero();
+  }
   last_use_ = use_at;
   advance(use_at);
   const uint64_t epoch = ++p_->ttr_epoch_;

@@ -149,8 +149,9 @@ Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCall
   cost.occupied_bytes += owed;
   if (Status st = tier_.check_protect_cost(cost); !st.is_ok()) {
     ++stats_.refusals;
-    last_refusal_shortfall_ = tier_.budget_shortfall(cost);
-    last_refusal_budget_ = last_refusal_shortfall_ > 0;
+    last_refusal_budget_shortfall_ = tier_.budget_shortfall(cost);
+    // cost.occupied_bytes counts the room owed to demand reads (owed, above).
+    last_refusal_capacity_shortfall_ = tier_.capacity_shortfall(cost);
     return Status(st.code(), "claim " + std::to_string(claim.id) + " refused: " + st.message());
   }
   if (ttr_before) *ttr_before = ttr(claim);  // nothing has changed yet

@@ -178,17 +178,22 @@ class StagingProvider {
   // An upper bound of static_ttr() for any claim whose non-resident bytes total at most bytes.
   Duration static_ttr_bound(uint64_t bytes) const;
 
-  // Whether the last refused commit was short of the budget (else of fast-tier capacity), and a
-  // version that changes whenever room of that kind may have grown (FastTier::room_version; the
-  // capacity's also when room owed to demand reads falls): a refusal stands while it is
-  // unchanged, so the controller need not attempt that claim again until then.
-  bool last_refusal_budget() const { return last_refusal_budget_; }
-  // For a refusal short of the budget: by how many bytes (FastTier::budget_shortfall). It stands
-  // until budget_freed_bytes() has grown by that much (FastTier::budget_freed_bytes).
-  uint64_t last_refusal_shortfall() const { return last_refusal_shortfall_; }
+  // The last refused commit: by how many bytes it was short of the budget's room
+  // (FastTier::budget_shortfall) and of the capacity's room (protected + reserved + pinned + the
+  // room owed to demand reads + what it would add, less the capacity); at least one is > 0. The
+  // same claim is refused again until budget_freed_bytes() has grown by its budget shortfall and
+  // capacity_freed_bytes() by its capacity shortfall: nothing else shrinks them (FastTier::
+  // budget_freed_bytes; a protection, reservation, pin or demand read of one of its own objects
+  // by someone else takes from the room what it takes from the cost). So the controller need not
+  // attempt it again before then. A refusal changes nothing, so both stay exact.
+  uint64_t last_refusal_budget_shortfall() const { return last_refusal_budget_shortfall_; }
+  uint64_t last_refusal_capacity_shortfall() const { return last_refusal_capacity_shortfall_; }
   uint64_t budget_freed_bytes() const { return tier_.budget_freed_bytes(); }
-  uint64_t room_version(bool budget) const {
-    return budget ? tier_.room_version(true) : tier_.room_version(false) + demand_room_version_;
+  // FastTier::capacity_freed_bytes plus the bytes by which the room owed to queued demand reads
+  // fell other than into the tier's own counts (a demand read issued into a fill, or reserved by
+  // a commit, moves its bytes within the sum and frees nothing).
+  uint64_t capacity_freed_bytes() const {
+    return tier_.capacity_freed_bytes() + demand_freed_bytes_;
   }
   std::optional<ClaimPhase> phase(ClaimId id) const;
   ProviderStats stats() const;
@@ -346,9 +351,9 @@ class StagingProvider {
   uint64_t queue_seq_ = 0;
   uint64_t queued_bytes_ = 0;        // read_bytes of every read in queue_
   uint64_t demand_queued_bytes_ = 0;  // fast-tier charge of queued reads nobody reserves
-  uint64_t demand_room_version_ = 0;  // times demand_queued_bytes_ fell (room_version)
-  bool last_refusal_budget_ = false;
-  uint64_t last_refusal_shortfall_ = 0;
+  uint64_t demand_freed_bytes_ = 0;   // capacity_freed_bytes()'s share
+  uint64_t last_refusal_budget_shortfall_ = 0;
+  uint64_t last_refusal_capacity_shortfall_ = 0;
   std::list<ClaimId> ordinary_waiting_;  // ordinary claims not yet admitted, in arrival order
   std::vector<Key> in_flight_keys_;  // reads issued, not completed
   uint64_t writes_in_flight_ = 0;        // the store's writes issued, not completed
@@ -364,6 +369,9 @@ class StagingProvider {
   mutable uint64_t walk_seq_ = 0;  // TtrWalk ids
   uint64_t state_version_ = 1;  // bumped whenever the queue or the reads in flight change
   mutable TtrSnapshot snap_;
+  mutable std::vector<double> ttr_fresh_;       // ttr()'s scratch
+  mutable std::vector<Key> ttr_fresh_keys_;
+  mutable std::vector<PlannedRead> ttr_heap_;
   std::vector<std::pair<ReadyCallback, std::pair<ClaimId, Status>>> callbacks_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // store callbacks check it
   ProviderStats stats_;

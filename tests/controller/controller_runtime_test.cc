@@ -15,6 +15,7 @@ using std::chrono::seconds;
 using testing::Fixture;
 using testing::kObj;
 using testing::manifest;
+using testing::obj;
 using testing::SimStackOptions;
 
 std::vector<std::pair<ClaimId, Duration>> ttus(std::vector<ClaimId> ids, Duration ttu) {
@@ -183,6 +184,35 @@ TEST(ControllerLifecycle, ARefusalShortOfTheBudgetStandsUntilThatManyBytesAreFre
   EXPECT_EQ(f.stack.provider->stats().refusals, refusals);
   ASSERT_TRUE(f.controller->cancel(1).is_ok());  // two more: it fits
   EXPECT_NE(f.info(2).state, ClaimState::kPlanned);
+  EXPECT_EQ(f.stack.provider->stats().refusals, refusals);
+}
+
+// The capacity version: a claim refused for want of fast-tier room (objects pinned by an ordinary
+// copy, not the budget) by two objects is not tried again when one object is unpinned, only once
+// two have been. The old rule (any room freed) tried it at the first object and was refused.
+TEST(ControllerLifecycle, ARefusalShortOfTheCapacityStandsUntilThatManyBytesAreFreed) {
+  ControllerOptions co;
+  co.progressive_release = true;  // each copied object's hold ends on its own
+  Fixture f("immediate", SimStackOptions{.capacity_objects = 3, .budget_objects = 2}, co);
+  // Larger than the budget: the ordinary path, whose copy holds (pins) all three objects.
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2, 3}), seconds(1)).is_ok());
+  f.retrieve(1, seconds(10));
+  f.stack.ex.run_until(f.at(seconds(1)));
+  ASSERT_EQ(f.info(1).state, ClaimState::kOrdinary);
+  ASSERT_EQ(f.stack.tier->stats().pinned_bytes, 3 * kObj);
+  // Fits the budget (2 objects), not the capacity: 3 pinned + 2 > 3, short by two objects.
+  ASSERT_TRUE(f.controller->report(2, manifest({4, 5}), seconds(1)).is_ok());
+  ASSERT_TRUE(f.info(2).refused);
+  EXPECT_EQ(f.stack.provider->last_refusal_budget_shortfall(), 0u);
+  EXPECT_EQ(f.stack.provider->last_refusal_capacity_shortfall(), 2 * kObj);
+  const uint64_t refusals = f.stack.provider->stats().refusals;
+  const uint64_t freed = f.stack.provider->capacity_freed_bytes();
+  ASSERT_TRUE(f.controller->object_transferred(1, obj(1)).is_ok());  // one object unpinned
+  EXPECT_EQ(f.stack.provider->capacity_freed_bytes() - freed, kObj);
+  EXPECT_EQ(f.info(2).state, ClaimState::kPlanned);
+  EXPECT_EQ(f.stack.provider->stats().refusals, refusals);  // not attempted
+  ASSERT_TRUE(f.controller->object_transferred(1, obj(2)).is_ok());  // two: it fits
+  EXPECT_EQ(f.info(2).state, ClaimState::kStaging);
   EXPECT_EQ(f.stack.provider->stats().refusals, refusals);
 }
 
