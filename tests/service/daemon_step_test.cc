@@ -110,7 +110,10 @@ TEST_F(DaemonTest, AHellosTokenBudgetProjectsTheRuntimesPrefillsChunkByChunk) {
   ASSERT_TRUE(chunked.is_ok()) << chunked.status().to_string();
   auto whole = client();
   ASSERT_TRUE(whole);
-  auto rt = [](ServiceClient& c) { return "_" + std::to_string(c.hello().runtime_id); };
+  auto rt = [](ServiceClient& c) {
+    std::string suffix = "_";  // not "_" + std::string: GCC 12 -O3 warns -Wrestrict (a false alarm)
+    return suffix += std::to_string(c.hello().runtime_id);
+  };
   EXPECT_EQ(stat_of(**chunked, "adapter_token_budget" + rt(**chunked)), 512);
   EXPECT_EQ(stat_of(*whole, "adapter_token_budget" + rt(*whole)), 0);
   // A second rank joining the runtime does not change it (the first hello created it).
@@ -126,7 +129,10 @@ TEST_F(DaemonTest, AHellosAsyncLoadsReachTheRuntimesAdapter) {
   ASSERT_TRUE(vllm.is_ok()) << vllm.status().to_string();
   auto plain = client();
   ASSERT_TRUE(plain);
-  auto rt = [](ServiceClient& c) { return "_" + std::to_string(c.hello().runtime_id); };
+  auto rt = [](ServiceClient& c) {
+    std::string suffix = "_";  // not "_" + std::string: GCC 12 -O3 warns -Wrestrict (a false alarm)
+    return suffix += std::to_string(c.hello().runtime_id);
+  };
   EXPECT_EQ(stat_of(**vllm, "adapter_async_loads" + rt(**vllm)), 1);
   EXPECT_EQ(stat_of(*plain, "adapter_async_loads" + rt(*plain)), 0);
   EXPECT_EQ(stat_of(**vllm, "adapter_load_scale" + rt(**vllm)), 0);  // no copy measured yet
