@@ -77,6 +77,12 @@ class DaemonTest : public ::testing::Test {
     auto s = c.stats();
     return s.is_ok() ? stat(*s, name) : std::nan("");
   }
+  // A per-runtime gauge of c's runtime: name_<runtime id>.
+  static double runtime_stat(ServiceClient& c, std::string name) {
+    name += '_';  // not "_" + std::to_string(...): GCC 12 -O3 warns -Wrestrict (a false alarm)
+    name += std::to_string(c.hello().runtime_id);
+    return stat_of(c, name);
+  }
  protected:
   // Checks the claim's spans against what was put.
   static void expect_bytes(ServiceClient& c, uint64_t id, const std::vector<ManifestEntry>& m) {

@@ -51,7 +51,6 @@ TEST_F(DaemonTest, StepsDriveARequestThroughItsLifeWithoutWaitingForReplies) {
 TEST_F(DaemonTest, AnOrderListingRequestsThatEndedLeavesThemOut) {
   auto c = client();
   ASSERT_TRUE(c);
-  const std::string rt = "_" + std::to_string(c->hello().runtime_id);
   auto m = put_objects(*c, 700, 1);
   ASSERT_TRUE(c->add_request(RequestInfo{1, 1024, 256, kObject, 8}).is_ok());
   ASSERT_TRUE(c->report_hit(1, m).is_ok());
@@ -66,7 +65,7 @@ TEST_F(DaemonTest, AnOrderListingRequestsThatEndedLeavesThemOut) {
   ASSERT_TRUE(c->step(Step{.waiting = {3, 2, 1, 4}}).is_ok());
   ASSERT_TRUE(c->heartbeat().is_ok());
   EXPECT_EQ(c->late_errors(), 0u) << c->last_late_error().to_string();
-  EXPECT_EQ(stat_of(*c, "adapter_waiting_requests" + rt), 1);
+  EXPECT_EQ(runtime_stat(*c, "adapter_waiting_requests"), 1);
   // An id the runtime never had is still an error.
   EXPECT_EQ(c->update_order(std::vector<uint64_t>{4, 99}).code(), StatusCode::kNotFound);
 }
@@ -74,7 +73,6 @@ TEST_F(DaemonTest, AnOrderListingRequestsThatEndedLeavesThemOut) {
 TEST_F(DaemonTest, ARuntimesMeasuredStepTimesCalibrateItsAdapterAndArrivalTimesDoNot) {
   auto c = client();
   ASSERT_TRUE(c);
-  const std::string rt = "_" + std::to_string(c->hello().runtime_id);
   const RequestInfo r1{1, 4096, 0, 0, 16}, r2{2, 4096, 0, 0, 16};
   // Step 1 queues both and declares (measured, empty) that the runtime measures its steps.
   ASSERT_TRUE(c->step(Step{.queued = {r1, r2}, .waiting = {1, 2}, .measures = true}).is_ok());
@@ -82,8 +80,8 @@ TEST_F(DaemonTest, ARuntimesMeasuredStepTimesCalibrateItsAdapterAndArrivalTimesD
   ASSERT_TRUE(
       c->step(Step{.prefills = {{1, 2048}}, .waiting = {}, .admitted = {2}, .measures = true})
           .is_ok());
-  EXPECT_EQ(stat_of(*c, "adapter_running_requests" + rt), 2);
-  EXPECT_EQ(stat_of(*c, "adapter_waiting_requests" + rt), 0);
+  EXPECT_EQ(runtime_stat(*c, "adapter_running_requests"), 2);
+  EXPECT_EQ(runtime_stat(*c, "adapter_waiting_requests"), 0);
   // Step 3 (an asynchronous scheduler's: it measures step 2's iteration one step late): an
   // hour, far above any profile's cost of a chunk: the ratio is clamped at 4 and the scale
   // moves by the calibration weight (0.2) of its log. A measurement of a step the daemon
@@ -97,12 +95,12 @@ TEST_F(DaemonTest, ARuntimesMeasuredStepTimesCalibrateItsAdapterAndArrivalTimesD
                            .measures = true})
                   .is_ok());
   EXPECT_EQ(c->late_errors(), 0u) << c->last_late_error().to_string();
-  EXPECT_EQ(stat_of(*c, "adapter_iterations_calibrated_total" + rt), 1);
-  EXPECT_EQ(stat_of(*c, "adapter_runtime_measures" + rt), 1);
+  EXPECT_EQ(runtime_stat(*c, "adapter_iterations_calibrated_total"), 1);
+  EXPECT_EQ(runtime_stat(*c, "adapter_runtime_measures"), 1);
   // Not moved by the milliseconds between the steps' arrivals (the prefill_done of step 4).
-  EXPECT_NEAR(stat_of(*c, "adapter_cost_scale" + rt), std::pow(4.0, 0.2), 1e-6);
+  EXPECT_NEAR(runtime_stat(*c, "adapter_cost_scale"), std::pow(4.0, 0.2), 1e-6);
   ASSERT_TRUE(c->step(Step{.finished = {{1, 2}, {2, 0}}}).is_ok());
-  EXPECT_EQ(stat_of(*c, "adapter_running_requests" + rt), 0);
+  EXPECT_EQ(runtime_stat(*c, "adapter_running_requests"), 0);
 }
 
 TEST_F(DaemonTest, AHellosTokenBudgetProjectsTheRuntimesPrefillsChunkByChunk) {
@@ -110,16 +108,12 @@ TEST_F(DaemonTest, AHellosTokenBudgetProjectsTheRuntimesPrefillsChunkByChunk) {
   ASSERT_TRUE(chunked.is_ok()) << chunked.status().to_string();
   auto whole = client();
   ASSERT_TRUE(whole);
-  auto rt = [](ServiceClient& c) {
-    std::string suffix = "_";  // not "_" + std::string: GCC 12 -O3 warns -Wrestrict (a false alarm)
-    return suffix += std::to_string(c.hello().runtime_id);
-  };
-  EXPECT_EQ(stat_of(**chunked, "adapter_token_budget" + rt(**chunked)), 512);
-  EXPECT_EQ(stat_of(*whole, "adapter_token_budget" + rt(*whole)), 0);
+  EXPECT_EQ(runtime_stat(**chunked, "adapter_token_budget"), 512);
+  EXPECT_EQ(runtime_stat(*whole, "adapter_token_budget"), 0);
   // A second rank joining the runtime does not change it (the first hello created it).
   auto rank1 = daemon_->connect("chunked", "vllm-rank1", 4096);
   ASSERT_TRUE(rank1.is_ok()) << rank1.status().to_string();
-  EXPECT_EQ(stat_of(**rank1, "adapter_token_budget" + rt(**rank1)), 512);
+  EXPECT_EQ(runtime_stat(**rank1, "adapter_token_budget"), 512);
 }
 
 // vLLM's connector declares its loads asynchronous (they hold no slot); a runtime created by
@@ -129,13 +123,9 @@ TEST_F(DaemonTest, AHellosAsyncLoadsReachTheRuntimesAdapter) {
   ASSERT_TRUE(vllm.is_ok()) << vllm.status().to_string();
   auto plain = client();
   ASSERT_TRUE(plain);
-  auto rt = [](ServiceClient& c) {
-    std::string suffix = "_";  // not "_" + std::string: GCC 12 -O3 warns -Wrestrict (a false alarm)
-    return suffix += std::to_string(c.hello().runtime_id);
-  };
-  EXPECT_EQ(stat_of(**vllm, "adapter_async_loads" + rt(**vllm)), 1);
-  EXPECT_EQ(stat_of(*plain, "adapter_async_loads" + rt(*plain)), 0);
-  EXPECT_EQ(stat_of(**vllm, "adapter_load_scale" + rt(**vllm)), 0);  // no copy measured yet
+  EXPECT_EQ(runtime_stat(**vllm, "adapter_async_loads"), 1);
+  EXPECT_EQ(runtime_stat(*plain, "adapter_async_loads"), 0);
+  EXPECT_EQ(runtime_stat(**vllm, "adapter_load_scale"), 0);  // no copy measured yet
 }
 
 }  // namespace
