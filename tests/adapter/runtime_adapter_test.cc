@@ -208,14 +208,14 @@ TEST(RuntimeAdapter, CalibrationReachesARuntime30TimesSlowerThanItsProfile) {
   EXPECT_NEAR(f.adapter->cost_scale(), before * std::pow(4.0, 0.2), 0.01 * before);
 }
 
-TEST(RuntimeAdapter, ARequestAheadWaitingForItsKvDelaysTheOnesBehind) {
-  AdapterFixture f;  // one slot
+// One slot. Request 1 runs, 5 more steps predicted (50 ms). Request 2 is next; its KV takes
+// 500 ms to stage (8 objects, 2 reads at a time, 62.5 ms each). Request 3 waits behind it.
+void queue_behind_a_request_with_a_hit(AdapterFixture& f, bool async_loads) {
   AdapterOptions o;
   o.max_active = 1;
   o.prior_output_tokens = 10;
+  o.async_loads = async_loads;
   f.adapter = RuntimeAdapter::create(*f.controller, f.profile, o).value();
-  // Request 1 runs, 5 more steps predicted (50 ms). Request 2 is next; its KV takes 500 ms to
-  // stage (8 objects, 2 reads at a time, 62.5 ms each). Request 3 waits behind it.
   ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 100}).is_ok());
   ASSERT_TRUE(f.adapter->admitted(1).is_ok());
   ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
@@ -223,8 +223,13 @@ TEST(RuntimeAdapter, ARequestAheadWaitingForItsKvDelaysTheOnesBehind) {
   ASSERT_TRUE(f.adapter->add_request({2, 1000, 999, 8 * testing::kObj, 100}).is_ok());
   ASSERT_TRUE(f.adapter->report_hit(2, claim_of(2, {1, 2, 3, 4, 5, 6, 7, 8}).objects).is_ok());
   ASSERT_TRUE(f.adapter->add_request({3, 1000, 0, 0, 100}).is_ok());
-  std::vector<uint64_t> waiting{2, 3};
-  ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
+  ASSERT_TRUE(f.adapter->update_order(std::vector<uint64_t>{2, 3}).is_ok());
+}
+
+TEST(RuntimeAdapter, ARequestAheadWaitingForItsKvDelaysTheOnesBehind) {
+  AdapterFixture f;
+  queue_behind_a_request_with_a_hit(f, false);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   EXPECT_EQ(f.adapter->last_ttu(2).value(), milliseconds(50));
   // Request 2 holds the slot from 50 ms but runs only once its KV is ready at 500 ms: its first
   // token then, 9 more steps, and request 3 is admitted at 590 ms (140 ms if 2's KV were ready),
@@ -236,25 +241,13 @@ TEST(RuntimeAdapter, ARequestAheadWaitingForItsKvDelaysTheOnesBehind) {
 // when request 1 finishes at 50 ms, request 2's load starts and request 3 takes the slot at once.
 TEST(RuntimeAdapter, WithAsyncLoadsARequestAheadLoadingItsKvLeavesTheSlotToTheOnesBehind) {
   AdapterFixture f;
-  AdapterOptions o;
-  o.max_active = 1;
-  o.prior_output_tokens = 10;
-  o.async_loads = true;
-  f.adapter = RuntimeAdapter::create(*f.controller, f.profile, o).value();
-  ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 100}).is_ok());
-  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
-  ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
-  ASSERT_TRUE(f.adapter->tokens_generated(1, 5).is_ok());
-  ASSERT_TRUE(f.adapter->add_request({2, 1000, 999, 8 * testing::kObj, 100}).is_ok());
-  ASSERT_TRUE(f.adapter->report_hit(2, claim_of(2, {1, 2, 3, 4, 5, 6, 7, 8}).objects).is_ok());
-  ASSERT_TRUE(f.adapter->add_request({3, 1000, 0, 0, 100}).is_ok());
-  std::vector<uint64_t> waiting{2, 3};
-  ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
+  queue_behind_a_request_with_a_hit(f, true);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   EXPECT_EQ(f.adapter->last_ttu(2).value(), milliseconds(50));
   EXPECT_EQ(f.adapter->last_ttu(3).value(), milliseconds(50));
   // Request 2's load started (admitted, no chunk run): it still holds no slot.
   ASSERT_TRUE(f.adapter->admitted(2).is_ok());
-  waiting = {3};
+  std::vector<uint64_t> waiting{3};
   ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
   EXPECT_EQ(f.adapter->last_ttu(3).value(), milliseconds(50));
 }
