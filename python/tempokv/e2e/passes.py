@@ -85,6 +85,20 @@ def _file_counters(path):
     return out
 
 
+MOMENTS = ("submitted", "taken", "connected", "requested", "ready_seen", "copy_started",
+           "copy_ended")
+
+
+def _load_timeline(t0):
+    """The in-process worker's loads, each as its moments in seconds from ``t0`` (the prompts'
+    submission), in MOMENTS order (None: not reached); [] when the worker is elsewhere."""
+    c = worker_connector()
+    if c is None or c.loader is None:
+        return []
+    return [[m["req_id"]] + [None if m.get(k) is None else round(m[k] - t0, 3) for k in MOMENTS]
+            for m in c.loader.timeline]
+
+
 def _agent_errors(llm):
     """Failed calls of the scheduler side's agent (None when the scheduler is not in-process)."""
     a = agent(llm)
@@ -136,6 +150,7 @@ def run(spec):
         t = time.monotonic()
         reqs = _drive(llm, prompts, spec["max_tokens"], kill)
         entry = {"name": run["name"], "init_s": init_s, "run_s": time.monotonic() - t,
+                 "load_timeline": _load_timeline(t),
                  "loadavg_1m": os.getloadavg()[0],
                  "requests": reqs, "connector": connector_counters(),
                  "agent_errors": _agent_errors(llm) if run["kind"] == "connector" else None,

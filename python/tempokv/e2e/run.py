@@ -146,6 +146,9 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16, async_scheduling=Fa
         "transfer_s_pass2": r2["connector"].get("transfer_s"),
         "trimmed_claims_pass2": r2.get("trimmed_claims"),
         "daemon_pass2": {k: r2.get("daemon_stats", {}).get(k) for k in PASS2_DAEMON_FIELDS},
+        # Each load of pass 2: [request, then seconds from the prompts' submission when it was
+        # submitted, taken up by the loader, connected, requested, seen ready, copied].
+        "load_timeline_pass2": r2.get("load_timeline"),
         "load_errors": r2["connector"].get("load_errors"),
         "agent_errors_pass1": r1.get("agent_errors"),
         "agent_errors_pass2": r2.get("agent_errors"),

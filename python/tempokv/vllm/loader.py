@@ -18,6 +18,8 @@ from ..errors import TempoKVError
 
 __all__ = ["Loader"]
 
+TIMELINE_MAX = 1024
+
 log = logging.getLogger("tempokv.vllm")
 
 
@@ -30,6 +32,7 @@ class Loader:
         self._lock = threading.Lock()
         self._finished, self._errors = set(), set()
         self._pending = {}  # rid -> [spec, deadline, state]; state None | "ready" | error
+        self._moments = {}  # rid -> its timeline entry, until copied or failed
         self.loaded_tokens = 0
         self.failed = 0
         # Loads copied, and their claims' footprint held while copied: Σ bytes × seconds from
@@ -43,6 +46,11 @@ class Loader:
         self.wait_s = 0.0
         self.ready_wait_s = 0.0
         self.cpu_s = 0.0  # this thread's CPU time: far below its wall time when starved
+        # Per load, its moments (time.monotonic()): submitted by the worker, taken up by this
+        # thread, connected (the link's client in hand), retrieval requested, seen ready, copy
+        # started and ended (the last three absent when it failed first). Bounded: the first
+        # TIMELINE_MAX loads (a diagnosis of a run, not a log).
+        self.timeline = []
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="tempokv-loader", daemon=True)
         self._thread.start()
@@ -97,13 +105,19 @@ class Loader:
 
     def _fail(self, spec, why):
         self.failed += 1
+        self._moments.pop(spec.rid, None)
         log.warning("tempokv: load of %s failed (%s): vLLM recomputes it", spec.req_id, why)
         with self._lock:
             self._errors.update(spec.block_ids[spec.first_block:])
             self._finished.add(spec.req_id)
 
     def _start(self, spec, submitted):
+        moments = {"req_id": spec.req_id, "submitted": submitted, "taken": time.monotonic()}
+        if len(self.timeline) < TIMELINE_MAX:
+            self.timeline.append(moments)
+        self._moments[spec.rid] = moments
         c = self.link.get()
+        moments["connected"] = time.monotonic()
         if c is None:
             return self._fail(spec, "tempokvd unreachable")
         entry = [spec, time.monotonic() + self.load_timeout_s, None, submitted]
@@ -116,6 +130,7 @@ class Loader:
         except TempoKVError as e:
             self._broken(e)
             return self._fail(spec, e)
+        moments["requested"] = time.monotonic()
         if answer == "wait":
             self._pending[spec.rid] = entry
         else:
@@ -158,8 +173,11 @@ class Loader:
         bpc = self.layout.blocks_per_chunk
         if self.delay_s:
             time.sleep(self.delay_s)
+        moments = self._moments.pop(spec.rid, {})
+        moments["ready_seen"] = seen_ready
         try:
             t0 = time.monotonic()
+            moments["copy_started"] = t0
             c.begin_transfer(spec.rid)
             spans = c.objects(spec.rid)
             if len(spans) != len(spec.keys):
@@ -175,6 +193,7 @@ class Loader:
             # daemon may have reused the spans while we copied.
             c.end_transfer(spec.rid)
             held_s = time.monotonic() - t0
+            moments["copy_ended"] = t0 + held_s
         except (TempoKVError, ValueError, RuntimeError) as e:
             if getattr(e, "code", "") == "Unavailable":
                 self._broken(e)  # nobody to cancel with: the daemon ends the claim itself

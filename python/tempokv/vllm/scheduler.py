@@ -21,6 +21,8 @@ from .reporter import MAX_WAITING, Snapshot
 
 __all__ = ["TempoKVScheduler", "TempoKVAsyncScheduler"]
 
+IDLE_YIELD_S = 0.001  # as vLLM's EngineCore busy loop after a step that executed nothing
+
 
 class _Snapshots:
     """The mixin: wraps schedule() and update_from_output() of a vLLM scheduler class.
@@ -42,6 +44,7 @@ class _Snapshots:
         self._last_posted = None  # (waiting, running) of the last snapshot handed over
         self.last_step_s = 0.0
         self.step_estimate_s = 0.0
+        self.idle_yields = 0  # idle steps after which schedule() slept (_idle_yield)
 
     def schedule(self, *args, **kwargs):
         out = super().schedule(*args, **kwargs)
@@ -62,8 +65,23 @@ class _Snapshots:
                 self._measured = []
         else:
             self._measured = []
+        if (out.total_num_scheduled_tokens == 0 and not self.running
+                and len(getattr(self, "kv_holding_waiting", ())) > 0):
+            self._idle_yield()
         self._scheduled[id(out)] = (iteration, time.monotonic())
         return out
+
+    def _idle_yield(self):
+        """Nothing runs and every request waits for its KV: the engine would step again at once,
+        and an engine thread spinning in Python takes the GIL back from the connector's loader
+        thread after each of its copies' torch calls (each releases it, and getting it back
+        waits out the holder's 5 ms switch interval), so one load's copy took seconds and
+        pass 2 of the e2e check was no faster than recompute (measured: 8.5 s for a copy of
+        0.1 s). vLLM's own EngineCore loop sleeps 1 ms after such a step; engines stepped
+        in-process (``LLM`` with VLLM_ENABLE_V1_MULTIPROCESSING=0, the checks' drivers) do
+        not, so the scheduler yields here too (1 ms more per idle step in EngineCore)."""
+        self.idle_yields += 1
+        time.sleep(IDLE_YIELD_S)
 
     def update_from_output(self, scheduler_output, *args, **kwargs):
         now = time.monotonic()

@@ -241,13 +241,15 @@ def test_steps_that_schedule_nothing_while_a_load_waits_hand_over_no_snapshot(mo
     out = s.schedule()  # the load starts: the queues changed, a snapshot goes
     assert s.requests["a"].status == RequestStatus.WAITING_FOR_REMOTE_KVS and len(posted) == 1
     s.update_from_output(out, output([]))
+    assert s.idle_yields == 1  # nothing runs, the request waits for its KV: yield the GIL
     for _ in range(20):  # nothing to schedule, nothing changes
         s.update_from_output(s.schedule(), output([]))
-    assert len(posted) == 1
+    assert len(posted) == 1 and s.idle_yields == 21
     s.add_request(request("b", list(range(5000, 5040))))  # the waiting queue changes: one more
     conn.agent.flush()
     out = s.schedule()
     assert len(posted) == 2 and posted[-1].iteration > 0  # b's prefill is scheduled
+    assert s.idle_yields == 21  # a step that runs something does not yield
     conn.shutdown()
 
 

@@ -75,6 +75,11 @@ def test_a_saved_chunk_is_restored_bit_for_bit_into_other_blocks(daemon, kv):
     # Its time split: until seen ready, then until the copy started; the thread's CPU counted.
     assert loader.transfers == 1 and 0 < loader.ready_wait_s <= loader.wait_s
     assert 0 < loader.cpu_s
+    # Its moments, in the order they happen.
+    (m,) = loader.timeline
+    moments = [m[k] for k in ("submitted", "taken", "connected", "requested", "ready_seen",
+                              "copy_started", "copy_ended")]
+    assert m["req_id"] == "a2" and moments == sorted(moments)
     sched.close(); saver.close(); loader.close()
 
 
@@ -86,6 +91,10 @@ def test_a_claim_the_daemon_does_not_know_fails_its_blocks_without_writing_them(
     assert take_until(loader, "x") == {5}  # block 4 was vLLM's own: not reported, not touched
     assert [lay.block_bytes_of(b) for b in range(NUM_BLOCKS)] == before
     assert loader.failed == 1
+    # It got as far as the request, which the daemon refused: no later moment.
+    (m,) = loader.timeline
+    assert m["req_id"] == "x" and "connected" in m
+    assert not {"requested", "ready_seen", "copy_started"} & set(m)
     loader.close()
 
 
