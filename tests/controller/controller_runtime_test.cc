@@ -227,6 +227,8 @@ TEST(ControllerLifecycle, ARefusedClaimSetAsideUntilRoomIsFreedKeepsTheTtuItGotM
   // Used now: eligible at once, refused for capacity (short by two objects) and set aside.
   ASSERT_TRUE(f.controller->report(2, manifest({4, 5}), Duration::zero()).is_ok());
   ASSERT_TRUE(f.info(2).refused);
+  // The next pass finds its refusal standing and sets it aside.
+  ASSERT_TRUE(f.controller->update_estimates({}).is_ok());
   const uint64_t refusals = f.stack.provider->stats().refusals;
   const uint64_t queries = f.controller->stats().ttr_queries;
   // A new TTU while it waits: used 5 s from now.
