@@ -90,7 +90,7 @@ void Controller::set_ttu(Rec& r, Duration ttu, TimePoint now) {
   r.use_at = use;
   if (r.info.state != ClaimState::kPlanned) return;
   if (!r.requested) r.claim.use_at = use;  // its reads, if committed, go in use order
-  if (r.park != Rec::Park::kNo) return;  // indexed at its use time when unparked
+  if (r.park != Rec::Park::kNo) return;    // indexed at its use time when unparked
   // The index key may lag the use time by up to an eighth of the key's distance from now, never
   // exceed it: a queue whose projection drifts a little at every update then costs no index
   // change per claim, and the window walk still finds every claim used inside the window.

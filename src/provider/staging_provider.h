@@ -379,7 +379,7 @@ class StagingProvider {
   mutable std::vector<Key> ttr_fresh_keys_;
   mutable std::vector<PlannedRead> ttr_heap_;
   std::vector<std::pair<ReadyCallback, std::pair<ClaimId, Status>>> callbacks_;
-  Validated validated_;  // commit()'s scratch
+  Validated validated_;                                    // commit()'s scratch
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // store callbacks check it
   ProviderStats stats_;
 };

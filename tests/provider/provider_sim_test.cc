@@ -218,8 +218,9 @@ TEST(ProviderSim, ARefusalWithoutItsTextHasTheSameCodeAndShortfallsAndChangesNot
   ASSERT_EQ(full.status().code(), StatusCode::kResourceExhausted);
   const uint64_t budget_short = s.provider->last_refusal_budget_shortfall();
   EXPECT_EQ(budget_short, kObj);  // needs two more objects, one fits
-  auto bare = s.provider->commit(claim_of(2, {3, 4, 5}), [](ClaimId, Status) {}, nullptr,
-                                 StagingProvider::RefusalText::kCodeOnly);
+  auto bare = s.provider->commit(
+      claim_of(2, {3, 4, 5}), [](ClaimId, Status) {}, nullptr,
+      StagingProvider::RefusalText::kCodeOnly);
   ASSERT_EQ(bare.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(bare.status().message(), "refused");
   EXPECT_EQ(s.provider->last_refusal_budget_shortfall(), budget_short);
@@ -227,8 +228,9 @@ TEST(ProviderSim, ARefusalWithoutItsTextHasTheSameCodeAndShortfallsAndChangesNot
   EXPECT_EQ(s.provider->stats().refusals, 2u);
   EXPECT_EQ(s.provider->phase(2), std::nullopt);
   // A key twice in the manifest counts once, as before.
-  auto twice = s.provider->commit(claim_of(3, {4, 4}), [](ClaimId, Status) {}, nullptr,
-                                  StagingProvider::RefusalText::kCodeOnly);
+  auto twice = s.provider->commit(
+      claim_of(3, {4, 4}), [](ClaimId, Status) {}, nullptr,
+      StagingProvider::RefusalText::kCodeOnly);
   ASSERT_TRUE(twice.is_ok()) << twice.status().to_string();
   EXPECT_EQ(s.tier->stats().reserved_bytes, 4 * kObj);
 }
