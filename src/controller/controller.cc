@@ -77,6 +77,7 @@ void Controller::unindex(Rec& r) {
   if (r.rank == kUnranked) unranked_.erase(r.seq);
   if (r.indexed) by_use_.erase({r.index_at, r.info.id});
   r.indexed = false;
+  unpark(r);
   planned_footprints_.erase(planned_footprints_.find(r.info.footprint_bytes));
 }
 
@@ -84,10 +85,12 @@ void Controller::set_ttu(Rec& r, Duration ttu, TimePoint now) {
   const TimePoint use = now + ttu;
   r.ttu = ttu;
   r.ttu_at = now;
-  if (use == r.use_at && r.indexed == (r.info.state == ClaimState::kPlanned)) return;
+  const bool placed = r.indexed || r.park != Rec::Park::kNo;
+  if (use == r.use_at && placed == (r.info.state == ClaimState::kPlanned)) return;
   r.use_at = use;
   if (r.info.state != ClaimState::kPlanned) return;
   if (!r.requested) r.claim.use_at = use;  // its reads, if committed, go in use order
+  if (r.park != Rec::Park::kNo) return;    // indexed at its use time when unparked
   // The index key may lag the use time by up to an eighth of the key's distance from now, never
   // exceed it: a queue whose projection drifts a little at every update then costs no index
   // change per claim, and the window walk still finds every claim used inside the window.

@@ -29,7 +29,9 @@
 // of the index within that window is looked at; there, a claim's own bound (bytes in flight,
 // queued for use no later than it, and its own, at the calibrated rate: one walk of the queue per
 // pass) settles most claims without a projection, and only those it cannot place beyond zero
-// laxity get an exact TTR. The rest is not looked at. Queue-K looks at
+// laxity get an exact TTR. A claim whose last refusal stands (refusal_stands()) leaves the index
+// until the bytes it lacked have been freed (park()), so a deep window of refused claims is not
+// stepped over at every event. The rest is not looked at. Queue-K looks at
 // the first K of each runtime's order, Demand at nothing, Immediate at every planned claim.
 // ControllerOptions::full_scan evaluates every planned claim exactly instead: the reference the
 // index is tested against (same decisions).
@@ -204,6 +206,10 @@ class Controller {
     // Its key in by_use_ while planned (indexed): at most use_at, lagging it by a little (set_ttu).
     TimePoint index_at{};
     bool indexed = false;
+    // Out of by_use_ while its last refusal stands (park()): in parked_budget_ or
+    // parked_capacity_ under park_at, the freed-byte count it waits for.
+    enum class Park : uint8_t { kNo, kBudget, kCapacity } park = Park::kNo;
+    uint64_t park_at = 0;
     uint64_t seq = 0;          // report order
     uint32_t runtime = 0;      // the runtime whose order last listed it
     uint32_t rank = kUnranked;  // position in that order
@@ -262,6 +268,14 @@ class Controller {
   // capacity_freed_bytes): an attempt would be refused again. Such a claim is not looked at (no
   // TTR, no attempt, no wake-up) until then; the evaluation after that looks again.
   bool refusal_stands(const Rec& r) const;
+  // A planned claim in by_use_ whose refusal stands leaves it for the parked sets until enough
+  // bytes have been freed (evaluate_timed_indexed; its TTU is still kept up to date).
+  // unpark_freed() puts back every claim whose refusal no longer stands: then, and only then,
+  // refusal_stands() turns false, so the window walk sees exactly the claims it would have looked
+  // at, without stepping over the refused ones at every event.
+  void park(Rec& r);
+  void unpark_freed();
+  void unpark(Rec& r);
   // Tries to commit; true when committed (STAGING or STAGE_READY).
   // known_ttr: its exact TTR now when known; else the provider projects it, only if not refused.
   bool try_commit(Rec& r, std::optional<Duration> known_ttr = {});
@@ -290,6 +304,9 @@ class Controller {
   std::map<uint64_t, ClaimId> unranked_;            // in no runtime's order, by report order
   // By index_at: a lower bound of the use time, close to it (set_ttu).
   std::set<std::pair<TimePoint, ClaimId>> by_use_;
+  // Planned claims whose refusal stands, by the budget_freed_bytes() it waits for, and (once
+  // that is reached) by the capacity_freed_bytes() it waits for (park()).
+  std::set<std::pair<uint64_t, ClaimId>> parked_budget_, parked_capacity_;
   std::multiset<uint64_t> planned_footprints_;      // for the largest one
   uint64_t planned_ = 0;
   uint64_t refused_planned_ = 0;  // planned claims refused at least once: they may fit later

@@ -10,6 +10,50 @@ bool Controller::refusal_stands(const Rec& r) const {
          provider_.capacity_freed_bytes() - r.refusal_capacity_freed < r.refusal_capacity_short;
 }
 
+void Controller::park(Rec& r) {
+  by_use_.erase({r.index_at, r.info.id});
+  r.indexed = false;
+  const uint64_t budget_at = r.refusal_budget_freed + r.refusal_budget_short;
+  if (provider_.budget_freed_bytes() < budget_at) {
+    r.park = Rec::Park::kBudget;
+    r.park_at = budget_at;
+    parked_budget_.emplace(budget_at, r.info.id);
+  } else {
+    r.park = Rec::Park::kCapacity;
+    r.park_at = r.refusal_capacity_freed + r.refusal_capacity_short;
+    parked_capacity_.emplace(r.park_at, r.info.id);
+  }
+}
+
+void Controller::unpark(Rec& r) {
+  if (r.park == Rec::Park::kBudget) parked_budget_.erase({r.park_at, r.info.id});
+  if (r.park == Rec::Park::kCapacity) parked_capacity_.erase({r.park_at, r.info.id});
+  r.park = Rec::Park::kNo;
+}
+
+void Controller::unpark_freed() {
+  const uint64_t budget_freed = provider_.budget_freed_bytes();
+  while (!parked_budget_.empty() && parked_budget_.begin()->first <= budget_freed) {
+    Rec& r = claims_.at(parked_budget_.begin()->second);
+    unpark(r);
+    if (refusal_stands(r)) {
+      park(r);  // now waits for the capacity
+      continue;
+    }
+    r.index_at = r.use_at;
+    r.indexed = true;
+    by_use_.emplace(r.use_at, r.info.id);
+  }
+  const uint64_t capacity_freed = provider_.capacity_freed_bytes();
+  while (!parked_capacity_.empty() && parked_capacity_.begin()->first <= capacity_freed) {
+    Rec& r = claims_.at(parked_capacity_.begin()->second);
+    unpark(r);
+    r.index_at = r.use_at;
+    r.indexed = true;
+    by_use_.emplace(r.use_at, r.info.id);
+  }
+}
+
 bool Controller::try_commit(Rec& r, std::optional<Duration> known_ttr) {
   if (r.info.ordinary_only) return false;  // larger than the budget: only the ordinary path
   if (refusal_stands(r)) {  // too little room freed since its refusal: it would be refused again
@@ -23,7 +67,7 @@ bool Controller::try_commit(Rec& r, std::optional<Duration> known_ttr) {
       [this, alive](ClaimId id, Status st) {
         if (!alive.expired()) on_provider_ready(id, std::move(st));
       },
-      known_ttr ? nullptr : &ttr);
+      known_ttr ? nullptr : &ttr, StagingProvider::RefusalText::kCodeOnly);
   if (!result.is_ok()) {
     if (result.status().code() == StatusCode::kResourceExhausted) {
       ++stats_.refused_attempts;

@@ -176,6 +176,7 @@ void Controller::evaluate_timed_indexed() {
   while (committed && planned_ > 0) {
     committed = false;
     next_wake_.reset();
+    unpark_freed();
     // The window: a claim used later than now + bound has laxity > 0 whatever its exact TTR.
     const Duration bound = policy_->ttr_bound(TtrBoundInput{ttr_bound, static_bound, feedback_.margin()});
     const TimePoint horizon =
@@ -195,9 +196,15 @@ void Controller::evaluate_timed_indexed() {
     // Claims the bound cannot settle get their exact TTR from one projection of the queue shared
     // by all of them (they come in use order), not a projection each.
     StagingProvider::TtrWalk exact = provider_.ttr_walk();
-    for (auto it = by_use_.begin(); it != by_use_.end() && it->first <= horizon; ++it) {
+    for (auto it = by_use_.begin(), following = it; it != by_use_.end() && it->first <= horizon;
+         it = following) {
+      ++following;  // park() erases it
       Rec& r = claims_.at(it->second);
-      if (r.attempted_in == eval_id_ || r.info.ordinary_only || refusal_stands(r)) continue;
+      if (r.attempted_in == eval_id_ || r.info.ordinary_only) continue;
+      if (refusal_stands(r)) {
+        park(r);
+        continue;
+      }
       if (r.use_at > horizon) {
         note_wake(std::max(r.use_at - drained, now + Duration(1)));
         continue;

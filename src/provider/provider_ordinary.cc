@@ -41,7 +41,8 @@ bool StagingProvider::ordinary_fits(uint64_t extra_bytes) const {
 
 Result<ClaimPhase> StagingProvider::start_ordinary(const StagingClaim& claim,
                                                    ReadyCallback on_ready) {
-  TEMPOKV_ASSIGN_OR_RETURN(Validated v, validate_claim(claim));
+  Validated v;
+  TEMPOKV_RETURN_IF_ERROR(validate_claim(claim, v));
   ClaimRec c;
   c.ordinary = true;
   c.keys = std::move(v.keys);

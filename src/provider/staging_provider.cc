@@ -57,15 +57,23 @@ StagingProvider::~StagingProvider() {
   if (b.base() != nullptr) store_.unregister_read_buffer(b.base());
 }
 
-Result<StagingProvider::Validated> StagingProvider::validate_claim(const StagingClaim& claim) {
+Status StagingProvider::validate_claim(const StagingClaim& claim, Validated& v) {
   if (claims_.count(claim.id) != 0) {
     return Status::failed_precondition("claim " + std::to_string(claim.id) +
                                        " is already committed or on the ordinary path");
   }
-  Validated v;
+  v.keys.clear();
+  v.payload_bytes.clear();
+  // A key twice in the manifest counts once. Manifests are short: a linear search of the keys
+  // kept so far costs less than a set (this runs for every commit attempt, refused ones too).
+  constexpr size_t kLinearDedup = 64;
   std::unordered_set<Key> seen;
   for (const ManifestEntry& e : claim.objects) {
-    if (!seen.insert(e.key).second) continue;
+    if (claim.objects.size() <= kLinearDedup) {
+      if (std::find(v.keys.begin(), v.keys.end(), e.key) != v.keys.end()) continue;
+    } else if (!seen.insert(e.key).second) {
+      continue;
+    }
     std::optional<ObjectInfo> info = store_.lookup(e.key);
     if (!info) {
       ++stats_.invalid;
@@ -82,7 +90,7 @@ Result<StagingProvider::Validated> StagingProvider::validate_claim(const Staging
     v.keys.push_back(e.key);
     v.payload_bytes.push_back(e.bytes);
   }
-  return v;
+  return Status::ok();
 }
 
 StagingProvider::ObjectRec& StagingProvider::object(const Key& key, uint64_t payload_bytes) {
@@ -136,8 +144,9 @@ Status StagingProvider::expedite(ClaimId id, TimePoint use_at) {
 }
 
 Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCallback on_ready,
-                                            Duration* ttr_before) {
-  TEMPOKV_ASSIGN_OR_RETURN(Validated v, validate_claim(claim));
+                                            Duration* ttr_before, RefusalText refusal_text) {
+  Validated& v = validated_;
+  TEMPOKV_RETURN_IF_ERROR(validate_claim(claim, v));
   ProtectCost cost;
   // Room owed to admitted demand reads stays theirs, except for the reads this commit reserves.
   uint64_t owed = demand_queued_bytes_;
@@ -147,17 +156,22 @@ Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCall
     if (it != objects_.end()) owed -= demand_charge(it->second);
   }
   cost.occupied_bytes += owed;
-  if (Status st = tier_.check_protect_cost(cost); !st.is_ok()) {
+  // Refused exactly when check_protect_cost() would refuse: short of the budget's room or of the
+  // capacity's (cost.occupied_bytes counts the room owed to demand reads, above).
+  const uint64_t budget_short = tier_.budget_shortfall(cost);
+  const uint64_t capacity_short = tier_.capacity_shortfall(cost);
+  if (budget_short > 0 || capacity_short > 0) {
     ++stats_.refusals;
-    last_refusal_budget_shortfall_ = tier_.budget_shortfall(cost);
-    // cost.occupied_bytes counts the room owed to demand reads (owed, above).
-    last_refusal_capacity_shortfall_ = tier_.capacity_shortfall(cost);
+    last_refusal_budget_shortfall_ = budget_short;
+    last_refusal_capacity_shortfall_ = capacity_short;
+    if (refusal_text == RefusalText::kCodeOnly) return Status::resource_exhausted("refused");
+    Status st = tier_.check_protect_cost(cost);
     return Status(st.code(), "claim " + std::to_string(claim.id) + " refused: " + st.message());
   }
   if (ttr_before) *ttr_before = ttr(claim);  // nothing has changed yet
   const TimePoint use_at = use_time(claim);
   ClaimRec& c = claims_[claim.id];
-  c.keys = std::move(v.keys);
+  c.keys = v.keys;
   for (size_t i = 0; i < c.keys.size(); ++i) {
     const Key& key = c.keys[i];
     ObjectRec& rec = object(key, v.payload_bytes[i]);

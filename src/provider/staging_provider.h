@@ -112,8 +112,13 @@ class StagingProvider {
   // on_ready is called only when the result is kStaging. FailedPrecondition for a known id.
   // ttr_before (optional): set to ttr(claim) as it was just before the commit, computed only when
   // the commit is not refused (a refused one costs no projection).
+  // refusal_text: kCodeOnly makes a refusal a bare ResourceExhausted ("refused") with nothing
+  // formatted, for a caller that reads only the code and last_refusal_*_shortfall() (the
+  // controller, which may be refused many times per event); kFull names the bytes.
+  enum class RefusalText : uint8_t { kFull, kCodeOnly };
   Result<CommitState> commit(const StagingClaim& claim, ReadyCallback on_ready,
-                             Duration* ttr_before = nullptr);
+                             Duration* ttr_before = nullptr,
+                             RefusalText refusal_text = RefusalText::kFull);
   // The ordinary path for a claim that is not committed: resident objects are held in place, the
   // rest read on demand into unprotected room; never uses the protected budget. Returns
   // kOrdinaryReady at once or kOrdinaryReading (then on_ready reports).
@@ -298,7 +303,8 @@ class StagingProvider {
   StagingProvider(Executor& executor, Store& store, FastTier& tier, const ProviderOptions& options);
 
   // staging_provider.cc
-  Result<Validated> validate_claim(const StagingClaim& claim);
+  // Fills v (cleared first; a reused scratch allocates nothing once grown).
+  Status validate_claim(const StagingClaim& claim, Validated& v);
   ObjectRec& object(const Key& key, uint64_t payload_bytes);
   // Queues the object's read for use at use_at, or moves its queued read up to it.
   void enqueue(const Key& key, ObjectRec& rec, TimePoint use_at);
@@ -373,6 +379,7 @@ class StagingProvider {
   mutable std::vector<Key> ttr_fresh_keys_;
   mutable std::vector<PlannedRead> ttr_heap_;
   std::vector<std::pair<ReadyCallback, std::pair<ClaimId, Status>>> callbacks_;
+  Validated validated_;                                    // commit()'s scratch
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // store callbacks check it
   ProviderStats stats_;
 };

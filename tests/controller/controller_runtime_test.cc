@@ -216,6 +216,37 @@ TEST(ControllerLifecycle, ARefusalShortOfTheCapacityStandsUntilThatManyBytesAreF
   EXPECT_EQ(f.stack.provider->stats().refusals, refusals);
 }
 
+TEST(ControllerLifecycle, ARefusedClaimSetAsideUntilRoomIsFreedKeepsTheTtuItGotMeanwhile) {
+  ControllerOptions co;
+  co.progressive_release = true;  // each copied object's hold ends on its own
+  Fixture f("tempokv", SimStackOptions{.capacity_objects = 3, .budget_objects = 2}, co);
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2, 3}), seconds(1)).is_ok());
+  f.retrieve(1, seconds(10));  // larger than the budget: ordinary, all three pinned
+  f.run_to(seconds(1));
+  ASSERT_EQ(f.stack.tier->stats().pinned_bytes, 3 * kObj);
+  // Used now: eligible at once, refused for capacity (short by two objects) and set aside.
+  ASSERT_TRUE(f.controller->report(2, manifest({4, 5}), Duration::zero()).is_ok());
+  ASSERT_TRUE(f.info(2).refused);
+  // The next pass finds its refusal standing and sets it aside.
+  ASSERT_TRUE(f.controller->update_estimates({}).is_ok());
+  const uint64_t refusals = f.stack.provider->stats().refusals;
+  const uint64_t queries = f.controller->stats().ttr_queries;
+  // A new TTU while it waits: used 5 s from now.
+  std::pair<ClaimId, Duration> later{2, seconds(5)};
+  ASSERT_TRUE(f.controller->update_estimates({&later, 1}).is_ok());
+  ASSERT_TRUE(f.controller->object_transferred(1, obj(1)).is_ok());  // one object: not enough
+  f.run_to(seconds(2));  // ticks and evaluations in between look at nothing
+  EXPECT_EQ(f.controller->stats().ttr_queries, queries);
+  ASSERT_TRUE(f.controller->object_transferred(1, obj(2)).is_ok());  // two: it would fit
+  EXPECT_EQ(f.stack.provider->stats().refusals, refusals);
+  // Back in the index with the new TTU: not eligible before its laxity reaches zero, 6 s less
+  // its TTR (two fresh reads sharing 1 GiB/s: 125 ms).
+  EXPECT_EQ(f.info(2).state, ClaimState::kPlanned);
+  f.run_to(seconds(7));
+  EXPECT_EQ(f.since(f.info(2).timeline.committed), milliseconds(5875));
+  EXPECT_EQ(f.stack.provider->stats().refusals, refusals);
+}
+
 TEST(ClaimState, EveryTransitionOutsideTheDesignTableIsIllegal) {
   using S = ClaimState;
   const S all[] = {S::kPlanned, S::kStaging, S::kStageReady, S::kTransferring, S::kOrdinary,

@@ -211,6 +211,30 @@ TEST(ProviderSim, ReadErrorFailsEveryClaimSharingTheObject) {
   EXPECT_TRUE(s.ready.at(4).second.is_ok());
 }
 
+TEST(ProviderSim, ARefusalWithoutItsTextHasTheSameCodeAndShortfallsAndChangesNothing) {
+  SimStack s({.budget_objects = 4});
+  ASSERT_TRUE(s.commit(claim_of(1, {1, 2, 3})).is_ok());
+  auto full = s.provider->commit(claim_of(2, {3, 4, 5}), [](ClaimId, Status) {});
+  ASSERT_EQ(full.status().code(), StatusCode::kResourceExhausted);
+  const uint64_t budget_short = s.provider->last_refusal_budget_shortfall();
+  EXPECT_EQ(budget_short, kObj);  // needs two more objects, one fits
+  auto bare = s.provider->commit(
+      claim_of(2, {3, 4, 5}), [](ClaimId, Status) {}, nullptr,
+      StagingProvider::RefusalText::kCodeOnly);
+  ASSERT_EQ(bare.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(bare.status().message(), "refused");
+  EXPECT_EQ(s.provider->last_refusal_budget_shortfall(), budget_short);
+  EXPECT_EQ(s.provider->last_refusal_capacity_shortfall(), 0u);
+  EXPECT_EQ(s.provider->stats().refusals, 2u);
+  EXPECT_EQ(s.provider->phase(2), std::nullopt);
+  // A key twice in the manifest counts once, as before.
+  auto twice = s.provider->commit(
+      claim_of(3, {4, 4}), [](ClaimId, Status) {}, nullptr,
+      StagingProvider::RefusalText::kCodeOnly);
+  ASSERT_TRUE(twice.is_ok()) << twice.status().to_string();
+  EXPECT_EQ(s.tier->stats().reserved_bytes, 4 * kObj);
+}
+
 TEST(ProviderSim, CommitOfAnObjectMissingFromTheStoreIsRefused) {
   SimStack s({.stored_objects = 2});
   auto r = s.commit(claim_of(1, {1, 3}));
