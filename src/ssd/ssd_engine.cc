@@ -33,6 +33,9 @@ Status SsdEngineOptions::validate() const {
   if (threads < 1 || threads > 1024) {
     return out_of_range("threads", "in [1, 1024]", std::to_string(threads));
   }
+  if (hook_threads > 64) {
+    return out_of_range("hook_threads", "in [0, 64]", std::to_string(hook_threads));
+  }
   if (sim_latency < Duration::zero()) {
     return out_of_range("sim_latency", "zero or positive",
                         std::to_string(sim_latency.count()) + " ns");

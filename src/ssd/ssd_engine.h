@@ -12,9 +12,14 @@
 // * A callback receives the bytes transferred. Real engines retry short transfers internally, so a
 //   result smaller than the length asked for means end of file (or an injected fault); callers
 //   treat it as an error for the extent.
-// * `on_io_thread` (optional) runs on the engine's completion thread, before the callback is
-//   posted, with the bytes transferred; use it for per-byte work (checksums) that must not run on
-//   the control plane. A non-OK Status it returns replaces the result.
+// * `on_io_thread` (optional) runs on one of the engine's threads (never the Executor's), after
+//   the transfer completed and before the callback is posted, with the bytes transferred; use it
+//   for per-byte work (checksums) that must not run on the control plane. A non-OK Status it
+//   returns replaces the result. Hooks of different requests may run at the same time on
+//   different threads (io_uring: options.hook_threads), so a hook touches only its own request's
+//   bytes or thread-safe state.
+// * Callbacks of different requests are posted in no particular order (a hooked read may be
+//   posted after a request that completed later).
 // * read/write/sync and add_file/remove_file are thread-safe. remove_file requires that no I/O on
 //   that file is in flight. The engine must outlive every callback it will post; destroying it
 //   waits for in-flight I/O.
@@ -83,6 +88,9 @@ struct SsdEngineOptions {
   bool direct = true;            // O_DIRECT alignment rules (thread pool may run buffered)
   uint32_t queue_depth = 256;    // io_uring submission queue entries
   uint32_t threads = 4;          // thread pool workers
+  // io_uring: threads that run IoThreadHooks (checksums) of completed reads, so that hashing one
+  // object never delays reaping and resubmitting the others; 0 runs them on the completion thread.
+  uint32_t hook_threads = 2;
   bool register_buffers = true;  // io_uring: use fixed buffers where memlock allows
   // Simulated engine: each request takes latency, then moves its bytes sharing an aggregate
   // bandwidth with the others in service; at most max_concurrency are in service at once.

@@ -82,6 +82,7 @@ Result<std::unique_ptr<UringEngine>> UringEngine::create(Executor& executor,
                                         "); using plain reads and writes");
     }
   }
+  engine->hooks_ = std::make_unique<HookPool>(options.hook_threads);
   engine->completer_ = std::thread([e = engine.get()] { e->completion_loop(); });
   return engine;
 }
@@ -106,6 +107,7 @@ UringEngine::~UringEngine() {
     }
   }
   completer_.join();
+  hooks_.reset();  // idle: every hook ran before outstanding_ reached 0
   io_uring_queue_exit(&ring_);
 }
 
@@ -333,6 +335,14 @@ void UringEngine::handle_cqe(Request* req, int res, std::vector<Request*>& retry
 }
 
 void UringEngine::finish(Request* req) {
+  if (req->hook && req->error.is_ok()) {
+    hooks_->run([this, req] { complete(req); });
+  } else {
+    complete(req);
+  }
+}
+
+void UringEngine::complete(Request* req) {
   Result<size_t> result = req->error.is_ok() ? Result<size_t>(req->done) : req->error;
   if (result.is_ok() && req->hook) {
     Status st = req->hook(req->done);

@@ -9,11 +9,15 @@
 // free room, so a full ring never fails a request. A submit the kernel refuses for the moment
 // (EAGAIN, EBUSY) is retried by the completion thread, never by sleeping on the caller's thread.
 // A completion thread reaps CQEs, resubmits the
-// remainder of short transfers (and requests that got EAGAIN/EINTR), runs the IoThreadHook, and
-// posts the callback to the Executor. Sync is IORING_OP_FSYNC with IORING_FSYNC_DATASYNC.
+// remainder of short transfers (and requests that got EAGAIN/EINTR) and posts the callback to the
+// Executor. A read with an IoThreadHook (the store's checksum) goes from there to a HookPool of
+// options.hook_threads threads, which runs the hook and then posts the callback, so hashing a
+// large object never keeps the completion thread from reaping and resubmitting the others (with
+// 0 hook threads the completion thread runs it, as before). Sync is IORING_OP_FSYNC with
+// IORING_FSYNC_DATASYNC.
 //
 // Thread safety: every public method is thread-safe. The destructor waits for every submitted
-// request to complete (callbacks posted), then stops the completion thread.
+// request to complete (hook run, callback posted), then stops the completion and hook threads.
 #pragma once
 
 #include <liburing.h>
@@ -28,6 +32,7 @@
 
 #include "ssd/file_table.h"
 #include "ssd/fixed_buffer_table.h"
+#include "ssd/hook_pool.h"
 #include "ssd/io_args.h"
 #include "ssd/ssd_engine.h"
 
@@ -78,7 +83,11 @@ class UringEngine final : public SsdEngine {
   // Decides what a CQE means for its request: done (appended to `done`) or to be resubmitted.
   // Called with mu_ held.
   void handle_cqe(Request* req, int res, std::vector<Request*>& retry, std::vector<Request*>& done);
+  // Hands a request whose transfer is over to the hook pool when it has a hook to run, else
+  // completes it at once.
   void finish(Request* req);
+  // Runs the hook (if the transfer succeeded), counts the request and posts its callback.
+  void complete(Request* req);
 
   Executor& executor_;
   const SsdEngineOptions options_;
@@ -99,6 +108,7 @@ class UringEngine final : public SsdEngine {
   std::function<int(io_uring*)> submit_fn_;  // io_uring_submit unless a test replaced it
   SsdEngineStats stats_;
   std::thread completer_;
+  std::unique_ptr<HookPool> hooks_;  // made before completer_ starts, reset after it stops
 };
 
 }  // namespace tempokv

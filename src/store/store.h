@@ -4,7 +4,8 @@
 // files of 4 KiB-aligned, self-describing records (docs/on-disk-format.md). The index is in memory
 // and rebuilt at open by scanning; torn or corrupt records are skipped and counted, never served.
 // get() reads a payload straight into the caller's aligned buffer (O_DIRECT, no copy) and verifies
-// its XXH3-128 checksum off the control plane; a mismatch is Corruption.
+// its XXH3-128 checksum off the control plane (on the engine's hook threads, several objects at
+// once, never on the thread that reaps and resubmits reads); a mismatch is Corruption.
 //
 // Durability: put() completes only after its record is written and an fdatasync of its segment
 // covering it has completed (syncs are batched per segment: puts whose writes finish while a sync
@@ -64,7 +65,8 @@ struct StoreOptions {
   bool reclaim_at_open = false;           // cut a store found above capacity_bytes (oldest first)
   bool spare_segment = true;              // create the next segment ahead when capacity allows
   // Tests: runs on the store's own threads before each piece of work done there ("prepare" a
-  // large put, "create" or "publish" a segment), so a test can hold that work up.
+  // large put, "create" or "publish" a segment), and on the engine's hook thread before a get's
+  // checksum ("verify"), so a test can hold that work up.
   std::function<void(std::string_view what)> on_io_thread_for_testing;
   Status validate() const;
 };

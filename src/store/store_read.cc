@@ -1,5 +1,5 @@
-// The read side: get (straight into the caller's aligned buffer, checksum verified on the
-// engine's I/O thread; a mismatch drops the object, quarantine.cc), lookup, list and stats.
+// The read side: get (straight into the caller's aligned buffer, checksum verified on one of the
+// engine's hook threads; a mismatch drops the object, quarantine.cc), lookup, list and stats.
 #include <algorithm>
 #include <cstdio>
 
@@ -39,8 +39,11 @@ void StoreImpl::get(const Key& key, void* dst, size_t dst_bytes, ReadCallback cb
   ++ops_in_flight_;
   IoThreadHook verify;
   if (options_.verify_reads && !no_bytes && !options_.simulated) {
-    verify = [dst, e, key](size_t bytes) -> Status {
+    // Runs on one of the engine's hook threads, several gets' at once (SsdEngineOptions::
+    // hook_threads): it reads only dst and copies of its own, and options_ is fixed since open.
+    verify = [this, dst, e, key](size_t bytes) -> Status {
       if (bytes < e.payload_bytes) return Status::ok();  // reported as a short read below
+      if (options_.on_io_thread_for_testing) options_.on_io_thread_for_testing("verify");
       if (checksum128(dst, e.payload_bytes) == e.checksum) return Status::ok();
       return Status::corruption("payload checksum mismatch for key " + key.to_string() +
                                 " in segment " + std::to_string(e.segment) + " at offset " +

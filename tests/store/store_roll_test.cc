@@ -10,49 +10,10 @@
 #include <mutex>
 #include <string>
 
-#include "store/store_test_util.h"
+#include "store/store_gate.h"
 
 namespace tempokv::testing {
 namespace {
-
-// Counts the store's off-loop work by kind, and holds work of one kind until opened.
-class Gate {
- public:
-  void hold(std::string what) {
-    std::lock_guard<std::mutex> lock(mu_);
-    held_ = std::move(what);
-  }
-  void open() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      held_.clear();
-    }
-    cv_.notify_all();
-  }
-  // Runs on the store's threads.
-  void arrive(std::string_view what) {
-    std::unique_lock<std::mutex> lock(mu_);
-    ++count_[std::string(what)];
-    if (what == held_) ++waiting_;
-    cv_.wait_for(lock, std::chrono::seconds(20), [&] { return held_ != what; });
-    if (what == held_) --waiting_;
-  }
-  int count(const std::string& what) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return count_[what];
-  }
-  bool someone_waiting() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return waiting_ > 0;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::string held_;
-  int waiting_ = 0;
-  std::map<std::string, int> count_;
-};
 
 class StoreRollTest : public ::testing::Test {
  protected:
@@ -63,22 +24,7 @@ class StoreRollTest : public ::testing::Test {
     o.on_io_thread_for_testing = [this](std::string_view what) { gate_.arrive(what); };
     ASSERT_TRUE(h_.start(o).is_ok());
   }
-  // Runs the loop until pred, with a 1 ms timer ticking: pred may turn true on another thread (a
-  // file created, the gate reached) with no event on the loop to notice it.
-  bool run_ticking(const std::function<bool()>& pred) {
-    bool stop = false;
-    std::function<void()> tick = [&] {
-      if (!stop) h_.ex.after(std::chrono::milliseconds(1), tick);
-    };
-    h_.ex.after(std::chrono::milliseconds(1), tick);
-    bool ok = run_until(h_.ex, pred);
-    stop = true;
-    // Let the last tick fire (it is due first) so that no timer outlives `tick`.
-    std::optional<bool> drained;
-    h_.ex.after(std::chrono::milliseconds(2), [&] { drained = true; });
-    run_until(h_.ex, [&] { return drained.has_value(); });
-    return ok;
-  }
+  bool run_ticking(const std::function<bool()>& pred) { return testing::run_ticking(h_.ex, pred); }
   size_t spare_files() const {
     size_t n = 0;
     for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {

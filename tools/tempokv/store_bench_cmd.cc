@@ -217,9 +217,11 @@ int run_bench(const BenchConfig& cfg) {
   const uint64_t verified = cfg.objects - bad_objects.size();
   const uint64_t failed = bad_objects.size();
 
-  std::printf("store bench: %llu objects x %s, queue depth %u, engine %s (%s), %s buffers\n",
+  std::printf("store bench: %llu objects x %s, queue depth %u, engine %s (%s, %u hook threads), "
+              "%s buffers\n",
               static_cast<unsigned long long>(cfg.objects), format_bytes(bytes).c_str(),
               cfg.queue_depth, cfg.store.engine.c_str(), std::string(s.engine().name()).c_str(),
+              cfg.store.hook_threads,
               bufs.front().huge_pages() ? "hugetlb" : (cfg.small_pages ? "4 KiB-page" : "THP"));
   if (!todo.empty()) {
     std::printf("  wrote %zu objects in %.2f s (%.2f GB/s, durable)\n", todo.size(), write_s,
@@ -253,7 +255,8 @@ int run_bench(const BenchConfig& cfg) {
                         {"fio_best_gbps", fio_best_gbps},
                         {"fio_best_depth", fio_best_depth},
                         {"ratio_vs_best", ratio_vs_best},
-                        {"checksums_verified", !cfg.no_verify}};
+                        {"checksums_verified", !cfg.no_verify},
+                        {"hook_threads", cfg.store.hook_threads}};
     std::ofstream out(cfg.json);
     out << j.dump(2) << "\n";
     if (!out) return fail(Status::io_error("cannot write --json " + cfg.json));
@@ -286,6 +289,10 @@ void add_store_bench_command(CLI::App* store, int* exit_code) {
   cmd->add_flag("--no-verify", cfg->no_verify,
                 "Diagnostic: read without checking payload checksums (tempokvd always checks), "
                 "to show what the checksum costs against fio");
+  cmd->add_option("--hook-threads", cfg->store.hook_threads,
+                  "Threads that verify completed reads (0: the engine's completion thread, "
+                  "which also reaps and resubmits reads: the old behaviour)")
+      ->capture_default_str();
   cmd->callback([cfg, exit_code] {
     cfg->store.verify_reads = !cfg->no_verify;
     *exit_code = run_bench(*cfg);

@@ -24,6 +24,7 @@ struct StoreCliOptions {
   bool reclaim = false;    // --reclaim: a store above --capacity loses its oldest segments
   bool read_only = false;  // inspection: shared lock, no writes, no reclamation
   bool verify_reads = true;  // store bench --no-verify only
+  uint32_t hook_threads = SsdEngineOptions{}.hook_threads;  // store bench --hook-threads only
 
   // Registers --dir and --engine on a subcommand, and for a writer (put, bench) --segment-bytes,
   // --capacity and --reclaim. Inspection commands take no sizes: they never write or reclaim.
@@ -74,6 +75,7 @@ class StoreSession {
     eo.kind = kind;
     eo.queue_depth = std::max<uint32_t>(64, queue_depth * 4);
     eo.threads = std::max<uint32_t>(4, queue_depth);
+    eo.hook_threads = cli.hook_threads;
     TEMPOKV_ASSIGN_OR_RETURN(engine_, make_ssd_engine(ex_, eo));
     TEMPOKV_ASSIGN_OR_RETURN(StoreOptions o, cli.store_options(max_object_bytes));
     TEMPOKV_ASSIGN_OR_RETURN(store_, Store::open(ex_, *engine_, o));
