@@ -620,8 +620,8 @@ class TempoKVClient:
     # Notifications.
 
     def pending(self):
-        self._check_fork()
         """Whether :meth:`poll` has something to deliver now (queued or on the socket)."""
+        self._check_fork()
         with self._lock:
             if self._notifications:
                 return True
@@ -979,9 +979,9 @@ class TempoKVClient:
         return msg if isinstance(msg, dict) else None
 
     def _drain(self, timeout_s):
-        self._check_fork()
         """Queues the notifications that arrive within timeout_s (stops at the first one after
         waiting); stray replies are dropped."""
+        self._check_fork()
         with self._lock:
             self._drain_locked(timeout_s)
 
