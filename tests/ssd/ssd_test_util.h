@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 
+#include "executor/loop_util.h"
 #include "executor/real_executor.h"
 
 namespace tempokv::testing {
@@ -69,14 +70,6 @@ inline bool matches_pattern(const void* buf, uint64_t file_offset, size_t len) {
     if (p[i] != pattern_byte(file_offset + i)) return false;
   }
   return true;
-}
-
-// Runs the loop until pred() or 30 s; a hang then fails the test instead of blocking it.
-inline bool run_until(RealExecutor& ex, const std::function<bool()>& pred) {
-  TimerHandle guard = ex.after(std::chrono::seconds(30), [&ex] { ex.stop(); });
-  bool ok = ex.run_until(pred);
-  guard.cancel();
-  return ok;
 }
 
 }  // namespace tempokv::testing

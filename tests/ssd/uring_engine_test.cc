@@ -22,6 +22,7 @@ namespace {
 
 using testing::fill_pattern;
 using testing::matches_pattern;
+using testing::run_ticking;
 using testing::run_until;
 using testing::TempFile;
 
@@ -210,22 +211,6 @@ class Latch {
   bool open_ = false;
   int waiting_ = 0;
 };
-
-// Runs the loop until pred, ticking every millisecond so that a pred made true by another thread
-// is noticed.
-bool run_ticking(RealExecutor& ex, const std::function<bool()>& pred) {
-  bool stop = false;
-  std::function<void()> tick = [&] {
-    if (!stop) ex.after(std::chrono::milliseconds(1), tick);
-  };
-  ex.after(std::chrono::milliseconds(1), tick);
-  bool ok = run_until(ex, pred);
-  stop = true;
-  std::optional<bool> drained;
-  ex.after(std::chrono::milliseconds(2), [&] { drained = true; });
-  run_until(ex, [&] { return drained.has_value(); });
-  return ok;
-}
 
 TEST_F(UringEngineTest, ReadWhoseHookIsSlowDoesNotHoldUpTheOthers) {
   // The first read's hook (a checksum of a large object, say) is held; the reads behind it are

@@ -59,21 +59,4 @@ class Gate {
   std::map<std::string, int> count_;
 };
 
-// Runs the loop until pred, with a 1 ms timer ticking: pred may turn true on another thread (a
-// file created, the gate reached) with no event on the loop to notice it.
-inline bool run_ticking(RealExecutor& ex, const std::function<bool()>& pred) {
-  bool stop = false;
-  std::function<void()> tick = [&] {
-    if (!stop) ex.after(std::chrono::milliseconds(1), tick);
-  };
-  ex.after(std::chrono::milliseconds(1), tick);
-  bool ok = run_until(ex, pred);
-  stop = true;
-  // Let the last tick fire (it is due first) so that no timer outlives `tick`.
-  std::optional<bool> drained;
-  ex.after(std::chrono::milliseconds(2), [&] { drained = true; });
-  run_until(ex, [&] { return drained.has_value(); });
-  return ok;
-}
-
 }  // namespace tempokv::testing

@@ -21,6 +21,7 @@
 
 #include "common/aligned_buffer.h"
 #include "common/units.h"
+#include "executor/loop_util.h"
 #include "executor/real_executor.h"
 #include "ssd/fault_injecting_engine.h"
 #include "ssd/ssd_engine.h"
@@ -82,14 +83,6 @@ inline std::vector<uint8_t> payload(uint64_t seed, size_t bytes) {
   return v;
 }
 inline Key test_key(uint64_t i) { return Key{0x7e57, i}; }
-
-// Runs the loop until pred() or 30 s.
-inline bool run_until(RealExecutor& ex, const std::function<bool()>& pred) {
-  TimerHandle guard = ex.after(std::chrono::seconds(30), [&ex] { ex.stop(); });
-  bool ok = ex.run_until(pred);
-  guard.cancel();
-  return ok;
-}
 
 // A store on real files: executor, engine and store together, with blocking helpers.
 struct StoreHarness {
