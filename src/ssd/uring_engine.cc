@@ -82,7 +82,7 @@ Result<std::unique_ptr<UringEngine>> UringEngine::create(Executor& executor,
                                         "); using plain reads and writes");
     }
   }
-  engine->hooks_ = std::make_unique<HookPool>(options.hook_threads);
+  engine->hooks_ = std::make_unique<JobThreads>(options.hook_threads);
   engine->completer_ = std::thread([e = engine.get()] { e->completion_loop(); });
   return engine;
 }

@@ -10,7 +10,7 @@
 // (EAGAIN, EBUSY) is retried by the completion thread, never by sleeping on the caller's thread.
 // A completion thread reaps CQEs, resubmits the
 // remainder of short transfers (and requests that got EAGAIN/EINTR) and posts the callback to the
-// Executor. A read with an IoThreadHook (the store's checksum) goes from there to a HookPool of
+// Executor. A read with an IoThreadHook (the store's checksum) goes from there to a JobThreads of
 // options.hook_threads threads, which runs the hook and then posts the callback, so hashing a
 // large object never keeps the completion thread from reaping and resubmitting the others (with
 // 0 hook threads the completion thread runs it, as before). Sync is IORING_OP_FSYNC with
@@ -32,7 +32,7 @@
 
 #include "ssd/file_table.h"
 #include "ssd/fixed_buffer_table.h"
-#include "ssd/hook_pool.h"
+#include "common/job_threads.h"
 #include "ssd/io_args.h"
 #include "ssd/ssd_engine.h"
 
@@ -108,7 +108,7 @@ class UringEngine final : public SsdEngine {
   std::function<int(io_uring*)> submit_fn_;  // io_uring_submit unless a test replaced it
   SsdEngineStats stats_;
   std::thread completer_;
-  std::unique_ptr<HookPool> hooks_;  // made before completer_ starts, reset after it stops
+  std::unique_ptr<JobThreads> hooks_;  // made before completer_ starts, reset after it stops
 };
 
 }  // namespace tempokv

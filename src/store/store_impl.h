@@ -1,7 +1,7 @@
 // StoreImpl: the one implementation of Store (store.h is the contract). Split by concern:
 //   store_open.cc    open, recovery from a scan, close, teardown
 //   store_write.cc   put/remove, record placement, group commit, sealing (puts of 64 KiB or more
-//                    are hashed, and copied when unaligned, on the WriteWorker's thread)
+//                    are hashed, and copied when unaligned, on the write worker (JobThreads))
 //   roll.cc          the next segment, created ahead on the creator thread, never on the loop
 //   store_read.cc    get, lookup, list, stats
 //   reclaim.cc       capacity and oldest-first segment reclamation
@@ -26,10 +26,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/job_threads.h"
 #include "store/format.h"
 #include "store/segment.h"
 #include "store/store.h"
-#include "store/write_worker.h"
 
 namespace tempokv::store {
 
@@ -59,7 +59,7 @@ struct PendingWrite {
   int pieces_left = 0;  // engine writes not yet completed
   Status status;
   bool placed = false;     // segment and offset assigned
-  bool prepared = false;   // checksum and buffers ready (prepare_payload; WriteWorker when large)
+  bool prepared = false;   // checksum and buffers ready (prepare_payload; worker_ when large)
   bool zero_copy = false;  // the payload goes out from the caller's memory
   bool abandoned = false;  // failed while the worker prepared it: the worker's continuation frees it
   AlignedBytes head;  // the header block, or the whole record when the payload was copied
@@ -208,9 +208,9 @@ class StoreImpl final : public Store {
   // Continuations that the store's threads post to the Executor check it first: a store destroyed
   // without close (a test's crash) ignores them instead of touching freed memory.
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
-  WriteWorker unlinker_;  // deletes reclaimed segment files
-  WriteWorker creator_;   // creates (fallocate, header, syncs) and publishes the next segment
-  WriteWorker worker_;    // last: destroyed (joined) first
+  JobThreads unlinker_;  // deletes reclaimed segment files
+  JobThreads creator_;    // creates (fallocate, header, syncs) and publishes the next segment
+  JobThreads worker_;     // last: destroyed (joined) first
 };
 
 }  // namespace tempokv::store

@@ -1,7 +1,7 @@
 // The write path: put/remove place a record in the active segment in call order, write it
 // (zero-copy when the caller's payload is 4 KiB-aligned), and complete it after the segment's next
 // fdatasync (group commit). A full segment is sealed once its writes are synced. Payloads of
-// 64 KiB or more are hashed (and copied when unaligned) on the WriteWorker's thread while they
+// 64 KiB or more are hashed (and copied when unaligned) on the write worker's thread while they
 // wait for placement and submission; a write waits in waiting_ while the next segment is made.
 #include <cstring>
 

@@ -1,28 +1,32 @@
-#include "store/write_worker.h"
+#include "common/job_threads.h"
 
 #include <utility>
 
-namespace tempokv::store {
+namespace tempokv {
 
-WriteWorker::~WriteWorker() {
+JobThreads::~JobThreads() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_one();
-  if (thread_.joinable()) thread_.join();
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();  // started under mu_; none starts any more
 }
 
-void WriteWorker::run(std::function<void()> job) {
+void JobThreads::run(std::function<void()> job) {
+  if (max_threads_ == 0) {
+    job();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.push_back(std::move(job));
-    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    if (threads_.size() < max_threads_) threads_.emplace_back([this] { loop(); });
   }
   cv_.notify_one();
 }
 
-void WriteWorker::loop() {
+void JobThreads::loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
@@ -35,4 +39,4 @@ void WriteWorker::loop() {
   }
 }
 
-}  // namespace tempokv::store
+}  // namespace tempokv
