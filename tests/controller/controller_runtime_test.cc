@@ -187,6 +187,16 @@ TEST(ControllerLifecycle, ARefusalShortOfTheBudgetStandsUntilThatManyBytesAreFre
   EXPECT_EQ(f.stack.provider->stats().refusals, refusals);
 }
 
+// Claim 1, larger than the budget (two objects), goes down the ordinary path at 1 s, and its copy
+// holds (pins) all three objects of the three-object tier.
+void pin_the_tier_with_an_ordinary_copy(Fixture& f) {
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2, 3}), seconds(1)).is_ok());
+  f.retrieve(1, seconds(10));
+  f.run_to(seconds(1));
+  ASSERT_EQ(f.info(1).state, ClaimState::kOrdinary);
+  ASSERT_EQ(f.stack.tier->stats().pinned_bytes, 3 * kObj);
+}
+
 // The capacity version: a claim refused for want of fast-tier room (objects pinned by an ordinary
 // copy, not the budget) by two objects is not tried again when one object is unpinned, only once
 // two have been. The old rule (any room freed) tried it at the first object and was refused.
@@ -194,12 +204,7 @@ TEST(ControllerLifecycle, ARefusalShortOfTheCapacityStandsUntilThatManyBytesAreF
   ControllerOptions co;
   co.progressive_release = true;  // each copied object's hold ends on its own
   Fixture f("immediate", SimStackOptions{.capacity_objects = 3, .budget_objects = 2}, co);
-  // Larger than the budget: the ordinary path, whose copy holds (pins) all three objects.
-  ASSERT_TRUE(f.controller->report(1, manifest({1, 2, 3}), seconds(1)).is_ok());
-  f.retrieve(1, seconds(10));
-  f.stack.ex.run_until(f.at(seconds(1)));
-  ASSERT_EQ(f.info(1).state, ClaimState::kOrdinary);
-  ASSERT_EQ(f.stack.tier->stats().pinned_bytes, 3 * kObj);
+  ASSERT_NO_FATAL_FAILURE(pin_the_tier_with_an_ordinary_copy(f));
   // Fits the budget (2 objects), not the capacity: 3 pinned + 2 > 3, short by two objects.
   ASSERT_TRUE(f.controller->report(2, manifest({4, 5}), seconds(1)).is_ok());
   ASSERT_TRUE(f.info(2).refused);
@@ -220,10 +225,7 @@ TEST(ControllerLifecycle, ARefusedClaimSetAsideUntilRoomIsFreedKeepsTheTtuItGotM
   ControllerOptions co;
   co.progressive_release = true;  // each copied object's hold ends on its own
   Fixture f("tempokv", SimStackOptions{.capacity_objects = 3, .budget_objects = 2}, co);
-  ASSERT_TRUE(f.controller->report(1, manifest({1, 2, 3}), seconds(1)).is_ok());
-  f.retrieve(1, seconds(10));  // larger than the budget: ordinary, all three pinned
-  f.run_to(seconds(1));
-  ASSERT_EQ(f.stack.tier->stats().pinned_bytes, 3 * kObj);
+  ASSERT_NO_FATAL_FAILURE(pin_the_tier_with_an_ordinary_copy(f));
   // Used now: eligible at once, refused for capacity (short by two objects) and set aside.
   ASSERT_TRUE(f.controller->report(2, manifest({4, 5}), Duration::zero()).is_ok());
   ASSERT_TRUE(f.info(2).refused);
