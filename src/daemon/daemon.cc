@@ -209,6 +209,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const Daem
     TEMPOKV_ASSIGN_OR_RETURN(d->metrics_,
                              MetricsHttpServer::start(executor, config.server.metrics_address,
                                                       [core] { return core->metrics_text(); }));
+    TEMPOKV_RETURN_IF_ERROR(d->metrics_->add_page(
+        "/claims", {"application/json", [core] { return core->ended_claims_json(); }}));
   }
   d->server_->attach(*d->core_);
   return d;

@@ -37,6 +37,15 @@ Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::start(RealExecutor
   return server;
 }
 
+Status MetricsHttpServer::add_page(std::string path, Page page) {
+  if (!path.starts_with('/') || path == "/metrics" || pages_.contains(path) || !page.render) {
+    return Status::invalid_argument("MetricsHttpServer: cannot add page '" + path +
+                                    "' (a new path starting with '/', with a render function)");
+  }
+  pages_.emplace(std::move(path), std::move(page));
+  return Status::ok();
+}
+
 Status MetricsHttpServer::listen_on(std::string_view address) {
   Result<HostPort> hp = parse_host_port(address);
   if (!hp.is_ok()) return Status::invalid_argument("metrics address " + hp.status().message());

@@ -1,5 +1,6 @@
 // MetricsHttpServer: the smallest HTTP/1.1 server that lets Prometheus scrape tempokvd.
-// `GET /metrics` answers 200 with render()'s text (Content-Type text/plain; version=0.0.4);
+// `GET /metrics` answers 200 with render()'s text (Content-Type text/plain; version=0.0.4), and
+// each extra Page added before the loop runs answers its own path (tempokvd's `/claims`, JSON);
 // other paths 404, other methods 405, a malformed request line 400, a request head above
 // max_request_bytes 431. Every answer carries Connection: close and the connection ends after it.
 //
@@ -35,6 +36,10 @@ struct MetricsHttpOptions {
 class MetricsHttpServer {
  public:
   using Render = std::function<std::string()>;
+  struct Page {
+    std::string content_type;
+    Render render;
+  };
 
   // Binds "host:port" (port 0: any free port; "[::1]:p" for IPv6) with SO_REUSEADDR and starts
   // accepting. InvalidArgument for a malformed address, the bind/listen errno otherwise.
@@ -44,6 +49,10 @@ class MetricsHttpServer {
   ~MetricsHttpServer();
   MetricsHttpServer(const MetricsHttpServer&) = delete;
   MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
+
+  // Serves `path` ("/name") beside /metrics. InvalidArgument for a path not starting with '/',
+  // /metrics itself, a path already served or an empty render.
+  Status add_page(std::string path, Page page);
 
   uint16_t port() const { return port_; }  // the bound port, also when 0 was asked for
   size_t open_connections() const { return conns_.size(); }
@@ -77,6 +86,7 @@ class MetricsHttpServer {
 
   RealExecutor& executor_;
   Render render_;
+  std::unordered_map<std::string, Page> pages_;  // the extra paths
   MetricsHttpOptions options_;
   int listen_fd_ = -1;
   uint16_t port_ = 0;

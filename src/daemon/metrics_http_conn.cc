@@ -125,8 +125,15 @@ std::string MetricsHttpServer::answer(std::string_view head) {
   if (method != "GET" && method != "HEAD") {
     return error_response(405, "Method Not Allowed", "Allow: GET, HEAD\r\n");
   }
-  if (target.substr(0, target.find('?')) != "/metrics") return error_response(404, "Not Found");
-  std::string response = http_response(200, "OK", kMetricsContentType, render_());
+  const std::string path(target.substr(0, target.find('?')));
+  std::string response;
+  if (path == "/metrics") {
+    response = http_response(200, "OK", kMetricsContentType, render_());
+  } else if (auto it = pages_.find(path); it != pages_.end()) {
+    response = http_response(200, "OK", it->second.content_type, it->second.render());
+  } else {
+    return error_response(404, "Not Found");
+  }
   if (method == "HEAD") response.resize(response.find("\r\n\r\n") + 4);  // headers only
   return response;
 }

@@ -119,6 +119,9 @@ class ServiceCore {
   }
   // The Prometheus text exposition of /metrics.
   std::string metrics_text() const;
+  // tempokvd's /claims: the last kEndedClaims claims that ended, oldest first, as JSON (each
+  // one's timeline and what the controller projected at its commit; service_claim_log.cc).
+  std::string ended_claims_json() const;
 
   uint64_t instance() const { return instance_; }
   FastTier& tier() { return *tier_; }

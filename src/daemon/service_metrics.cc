@@ -42,6 +42,13 @@ void ServiceCore::record_claim_end(uint64_t request_id) {
     h.ttu_error.observe(e);
     h.ttu_recent.add(e);
   }
+  Histograms::Ended ended{request_id, "", *info};
+  if (auto it = owner_.find(request_id); it != owner_.end()) {
+    ended.request_id = request_id ^ it->second->id_salt;  // the id the runtime knows
+    ended.runtime = it->second->name;
+  }
+  h.ended.push_back(std::move(ended));
+  if (h.ended.size() > Histograms::kEndedClaims) h.ended.pop_front();
   if (t.committed && t.ready && t.retrieval_requested) {
     const double late = to_seconds(*t.ready - *t.retrieval_requested);
     h.lateness.observe(late);

@@ -5,6 +5,7 @@
 // Internal to the service; the Executor's thread only.
 #pragma once
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,14 @@ struct ServiceCore::Histograms {
     void add(double v);
   };
   Recent ttr_recent, ttu_recent, lateness_recent;
+  // The last kEndedClaims claims that ended (record_claim_end), for /claims.
+  static constexpr size_t kEndedClaims = 4096;
+  struct Ended {
+    uint64_t request_id = 0;  // the runtime's own id (the daemon-wide one if it has no owner)
+    std::string runtime;
+    ClaimInfo info;
+  };
+  std::deque<Ended> ended;
   uint64_t timed_claims = 0;  // committed claims whose retrieval was requested and that got ready
   uint64_t late_claims = 0;   // of those, ready after the retrieval request
 };

@@ -33,11 +33,14 @@ class DaemonTest : public ::testing::Test {
  protected:
   // More `--set` arguments for the daemon of a test (a subclass's choice).
   virtual std::vector<std::string> extra_args() const { return {}; }
+  // Where the daemon of a test serves /metrics and /claims (HOST:PORT; "" for nowhere).
+  virtual std::string metrics_address() const { return ""; }
   void SetUp() override {
     dir_ = ::testing::TempDir() + "tkvd-" + std::to_string(getpid()) + "-" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::remove_all(dir_);
     daemon_ = std::make_unique<DaemonProcess>(dir_, extra_args());
+    daemon_->serve_metrics(metrics_address());
     ASSERT_TRUE(daemon_->start()) << "tempokvd did not start";
   }
   void TearDown() override {

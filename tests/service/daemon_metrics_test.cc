@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "service/daemon_fixture.h"
 #include "service/daemon_process.h"
 
 namespace tempokv::testing {
@@ -89,6 +92,56 @@ TEST_F(MetricsToolsTest, PromtoolAcceptsTheExposition) {
   auto [code, lint] = run("promtool check metrics < " + file);
   EXPECT_EQ(code, 0) << lint;
   EXPECT_EQ(lint, "") << "promtool's findings:\n" << lint;
+}
+
+// /claims: the claims that ended, each with its timeline and the projection made at its
+// commit, as JSON, in the order they ended (the vLLM experiment decomposes timing from it).
+class ClaimLogTest : public DaemonTest {
+ protected:
+  std::string metrics_address() const override {
+    return "127.0.0.1:" + std::to_string(port());
+  }
+  static uint16_t port() { return static_cast<uint16_t>(21000 + (getpid() * 11) % 9000); }
+  nlohmann::json claims() {
+    auto [code, out] = run("curl -sS --max-time 5 http://127.0.0.1:" + std::to_string(port()) +
+                           "/claims");
+    EXPECT_EQ(code, 0) << out;
+    return nlohmann::json::parse(out, nullptr, false);
+  }
+};
+
+TEST_F(ClaimLogTest, AClaimThatEndedIsListedWithItsTimelineInOrder) {
+  if (!have("curl")) GTEST_SKIP() << "curl is not installed (scripts/install-deps)";
+  auto c = client();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(claims()["claims"].size(), 0u);
+  auto m = put_objects(*c, 900, 2);
+  stage(*c, 41, m);
+  ASSERT_TRUE(c->begin_transfer(41).is_ok());
+  ASSERT_TRUE(c->end_transfer(41).is_ok());
+  stage(*c, 42, m);
+  ASSERT_TRUE(c->cancel(42).is_ok());
+  const nlohmann::json j = claims();
+  ASSERT_TRUE(j.is_object()) << j.dump();
+  ASSERT_EQ(j["claims"].size(), 2u) << j.dump();
+  const nlohmann::json& a = j["claims"][0];
+  EXPECT_EQ(a["request"], 41u);  // the id the runtime gave, not the daemon's salted one
+  EXPECT_EQ(a["footprint_bytes"], 2 * kObject);
+  EXPECT_EQ(a["failure"], "");
+  EXPECT_FALSE(a["ordinary"].get<bool>());
+  for (const char* k : {"reported_s", "committed_s", "ready_s", "retrieval_requested_s",
+                        "transfer_start_s", "transfer_end_s", "released_s"}) {
+    ASSERT_TRUE(a[k].is_number()) << k << " in " << a.dump();
+  }
+  EXPECT_LE(a["reported_s"].get<double>(), a["committed_s"].get<double>());
+  EXPECT_LE(a["committed_s"].get<double>(), a["ready_s"].get<double>());
+  EXPECT_LE(a["transfer_start_s"].get<double>(), a["transfer_end_s"].get<double>());
+  EXPECT_LE(a["transfer_end_s"].get<double>(), a["released_s"].get<double>());
+  EXPECT_LE(a["released_s"].get<double>(), j["now_s"].get<double>());
+  const nlohmann::json& b = j["claims"][1];
+  EXPECT_EQ(b["request"], 42u);
+  EXPECT_TRUE(b["transfer_start_s"].is_null()) << b.dump();  // cancelled before any copy
+  EXPECT_TRUE(b["released_s"].is_number()) << b.dump();
 }
 
 }  // namespace

@@ -80,10 +80,15 @@ Response split(const std::string& raw) {
 // A server on 127.0.0.1:0 with its executor running on a thread of its own.
 class MetricsHttpTest : public ::testing::Test {
  protected:
-  void start(MetricsHttpServer::Render render, MetricsHttpOptions options = {}) {
+  void start(MetricsHttpServer::Render render, MetricsHttpOptions options = {},
+             std::vector<std::pair<std::string, MetricsHttpServer::Page>> pages = {}) {
     auto server = MetricsHttpServer::start(executor_, "127.0.0.1:0", std::move(render), options);
     ASSERT_TRUE(server.is_ok()) << server.status().to_string();
     server_ = std::move(server).value();
+    for (auto& [path, page] : pages) {
+      Status st = server_->add_page(path, std::move(page));
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+    }
     loop_ = std::thread([this] { executor_.run(); });
   }
   void TearDown() override {
@@ -151,6 +156,28 @@ TEST_F(MetricsHttpTest, OtherPathsAre404) {
   EXPECT_EQ(r.status_line, "HTTP/1.1 404 Not Found");
   EXPECT_NE(r.headers.find("Connection: close\r\n"), std::string::npos);
   EXPECT_EQ(split(get("GET /metricsx HTTP/1.1\r\n\r\n")).status_line, "HTTP/1.1 404 Not Found");
+}
+
+TEST_F(MetricsHttpTest, AnAddedPageAnswersItsPathWithItsContentTypeAndMetricsStillAnswers) {
+  start([] { return std::string("x 1\n"); }, {},
+        {{"/claims", {"application/json", [] { return std::string("{\"claims\":[]}\n"); }}}});
+  Response r = split(get("GET /claims?x=1 HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(r.status_line, "HTTP/1.1 200 OK");
+  EXPECT_NE(r.headers.find("Content-Type: application/json\r\n"), std::string::npos);
+  EXPECT_EQ(r.body, "{\"claims\":[]}\n");
+  EXPECT_EQ(split(get(kGetMetrics)).body, "x 1\n");
+  EXPECT_EQ(split(get("GET /claimsx HTTP/1.1\r\n\r\n")).status_line, "HTTP/1.1 404 Not Found");
+}
+
+TEST_F(MetricsHttpTest, APageCannotReplaceMetricsOrAnotherPageOrLackARender) {
+  MetricsHttpServer::Page page{"application/json", [] { return std::string("{}"); }};
+  start([] { return std::string("x 1\n"); }, {}, {{"/claims", page}});
+  // Refused calls change nothing, so making them while the loop runs is safe.
+  EXPECT_EQ(server_->add_page("/claims", page).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(server_->add_page("/metrics", page).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(server_->add_page("claims", page).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(server_->add_page("/other", {"application/json", nullptr}).code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST_F(MetricsHttpTest, OtherMethodsAre405WithAllow) {

@@ -8,6 +8,7 @@ free loopback port and ``histograms()`` reads its tempokv_*_seconds histograms.
 """
 
 import os
+import json
 import re
 import socket
 import subprocess
@@ -117,6 +118,15 @@ class Daemon:
             if m:
                 out.setdefault(m.group(1), []).append((m.group(2), float(m.group(3))))
         return out
+
+    def claims(self):
+        """The claims that ended, oldest first, from /claims: each one's timeline (seconds on
+        the daemon's CLOCK_MONOTONIC, as ``time.monotonic()``) and the use time and TTR the
+        controller projected at its commit."""
+        if not self.metrics_port:
+            return []
+        url = f"http://127.0.0.1:{self.metrics_port}/claims"
+        return json.loads(urllib.request.urlopen(url, timeout=10).read())["claims"]
 
     def stop(self):
         if self.proc.poll() is None:

@@ -84,11 +84,12 @@ def _llm(spec, connector):
     return build_llm(spec, extra)
 
 
-def drive(llm, prompts, max_tokens, interval_s, rid_prefix):
+def drive(llm, prompts, max_tokens, interval_s, rid_prefix, t0=None):
     """Submits prompt i at i × interval_s (a timer around add_request: arrivals do not wait for
     completions) and steps the engine until every request finished. Times are seconds from the
-    first arrival; TTFT counts from the scheduled arrival (a step in progress delays the
-    add_request itself, not the clock the user sees)."""
+    first arrival (``t0``, ``time.monotonic()``, by default when called); TTFT counts from the
+    scheduled arrival (a step in progress delays the add_request itself, not the clock the user
+    sees)."""
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
@@ -99,7 +100,7 @@ def drive(llm, prompts, max_tokens, interval_s, rid_prefix):
             "first_token_s": None, "finished_s": None, "tokens": None, "num_cached_tokens": 0}
            for i, p in enumerate(prompts)]
     index = {f"{rid_prefix}-{i}": i for i in range(n)}
-    t0 = time.monotonic()
+    t0 = time.monotonic() if t0 is None else t0
     nxt = 0
     while nxt < n or engine.has_unfinished_requests():
         now = time.monotonic() - t0
@@ -197,9 +198,10 @@ def measured_run(llm, spec, run, prompts):
     errors_before = ag.errors if ag is not None else 0
     t = time.monotonic()
     try:
-        reqs = drive(llm, prompts, spec["max_tokens"], run["interval_s"], run["name"])
+        reqs = drive(llm, prompts, spec["max_tokens"], run["interval_s"], run["name"], t0=t)
         run_s = time.monotonic() - t
-        entry = {"name": run["name"], "run_s": run_s, "requests": reqs}
+        # t0_s: the run's first arrival on CLOCK_MONOTONIC, the clock of tempokvd's /claims.
+        entry = {"name": run["name"], "run_s": run_s, "requests": reqs, "t0_s": t}
         entry["flush_requests"] = release_blocks(llm, run["name"])
         after = connector_counters()
         entry["connector"] = {k: after[k] - before.get(k, 0) for k in after}
@@ -211,6 +213,7 @@ def measured_run(llm, spec, run, prompts):
             entry["daemon_stats"] = stats
             entry["daemon_live_claims_after"] = live_claims(stats)
             entry["histograms"] = d.histograms()
+            entry["claims"] = d.claims()
     finally:
         if d is not None:
             d.stop()

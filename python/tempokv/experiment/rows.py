@@ -89,9 +89,38 @@ def row(run, entry, p, kv_bytes_per_token, model):
                                    if k.startswith("adapter_load_scale")), default=None),
         "wall_s": entry["run_s"],
         "histograms": entry.get("histograms", {}),
+        "claims": claim_rows(entry),
         "_tokens": [q["tokens"] for q in reqs],
     }
     return r
+
+
+CLAIM_TIMES = ("reported", "committed", "ready", "retrieval_requested", "transfer_start",
+               "transfer_end", "released", "projected_use_at_commit")
+
+
+def claim_rows(entry):
+    """tempokvd's ended claims (/claims) with their times in seconds from the run's first
+    arrival, as the requests' are, in the order they were reported (the requests' arrival order:
+    every request reports its hit when it arrives), each beside the request it belongs to
+    (``arrival_s``, ``first_token_s``)."""
+    t0 = entry.get("t0_s")
+    claims = sorted(entry.get("claims") or [], key=lambda c: c.get("reported_s") or 0.0)
+    if t0 is None:
+        return []
+    with_hit = [q for q in entry["requests"] if q["num_cached_tokens"] > 0]
+    out = []
+    for i, c in enumerate(claims):
+        r = {k: c[k] for k in ("request", "runtime", "footprint_bytes", "ordinary", "refused",
+                               "ordinary_only", "cancelled", "failure", "ttr_at_commit_s")}
+        for k in CLAIM_TIMES:
+            v = c.get(k + "_s")
+            r[k + "_s"] = None if v is None else v - t0
+        if len(claims) == len(with_hit):
+            q = with_hit[i]
+            r["arrival_s"], r["first_token_s"] = q["arrival_s"], q["first_token_s"]
+        out.append(r)
+    return out
 
 
 def mark_identical(rows):
