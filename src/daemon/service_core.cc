@@ -219,7 +219,8 @@ void ServiceCore::end_runtime(Runtime& rt) {
     // No session of the runtime is left to copy: a transfer it had begun ends now, and with it
     // the claim's protection.
     if (in_transfer) (void)rt.adapter->end_transfer(id);
-    record_claim_end(id);
+    // A request whose claim already ended (its transfer did) has no share: its end is recorded.
+    if (share != shares_.end()) record_claim_end(id);
     shares_.erase(id);
     owner_.erase(id);
     adder_.erase(id);

@@ -121,6 +121,14 @@ TEST_F(ClaimLogTest, AClaimThatEndedIsListedWithItsTimelineInOrder) {
   ASSERT_TRUE(c->end_transfer(41).is_ok());
   stage(*c, 42, m);
   ASSERT_TRUE(c->cancel(42).is_ok());
+  // The session leaves with request 41 never finished: its runtime ends, and the claim that
+  // ended with its transfer is not counted (or listed) a second time.
+  ASSERT_TRUE(c->bye().is_ok());
+  c.reset();
+  auto watcher = client();
+  ASSERT_TRUE(watcher);
+  EXPECT_TRUE(wait_for(*watcher, [&] { return stat_of(*watcher, "runtimes") == 1; }));  // its own
+  EXPECT_EQ(stat_of(*watcher, "timed_claims_total"), 2);  // 41 and 42 (ready, then cancelled)
   const nlohmann::json j = claims();
   ASSERT_TRUE(j.is_object()) << j.dump();
   ASSERT_EQ(j["claims"].size(), 2u) << j.dump();

@@ -120,13 +120,21 @@ class Daemon:
         return out
 
     def claims(self):
-        """The claims that ended, oldest first, from /claims: each one's timeline (seconds on
-        the daemon's CLOCK_MONOTONIC, as ``time.monotonic()``) and the use time and TTR the
-        controller projected at its commit."""
+        """The claims that ended, oldest first, from /claims: each one's timeline and the use
+        time and TTR the controller projected at its commit. The daemon times them from its own
+        start; they come back on ``time.monotonic()``'s clock (shifted by the daemon's ``now_s``
+        against the monotonic time of the answer, off by the request's latency, ~1 ms)."""
         if not self.metrics_port:
             return []
         url = f"http://127.0.0.1:{self.metrics_port}/claims"
-        return json.loads(urllib.request.urlopen(url, timeout=10).read())["claims"]
+        sent = time.monotonic()
+        answer = json.loads(urllib.request.urlopen(url, timeout=10).read())
+        shift = (sent + time.monotonic()) / 2 - answer["now_s"]
+        for c in answer["claims"]:
+            for k, v in c.items():
+                if k.endswith("_s") and k != "ttr_at_commit_s" and v is not None:
+                    c[k] = v + shift
+        return answer["claims"]
 
     def stop(self):
         if self.proc.poll() is None:

@@ -34,10 +34,10 @@ def table(row, out=sys.stdout):
     claims = row.get("claims") or []
     print(f"# {row['policy']} seed {row['seed']} ratio {row['ratio']:g}: "
           f"C {row['c_gib_s_per_req']:.4f} GiB·s/req, p95 TTFT {row['p95_ttft_s']:.2f} s", file=out)
-    print(f"{'req':>4} {'arrive':>7} {'commit':>7} {'c-arr':>6} {'proj':>7} {'use':>7} "
+    print(f"{'#':>3} {'arrive':>7} {'commit':>7} {'c-arr':>6} {'proj':>7} {'use':>7} "
           f"{'ttu_err':>7} {'ready':>7} {'late':>6} {'hold':>6} {'early':>6} {'MiB':>5}", file=out)
     sums = {"staging": 0.0, "early": 0.0, "waiting": 0.0, "copy": 0.0, "hold": 0.0}
-    for c in claims:
+    for i, c in enumerate(claims):
         f = c["footprint_bytes"] / GIB
         p = parts(c)
         if p:
@@ -46,7 +46,7 @@ def table(row, out=sys.stdout):
 
         def s(v, w=7):
             return f"{v:{w}.2f}" if v is not None else " " * (w - 1) + "-"
-        print(f"{c['request']:>4} {s(c.get('arrival_s'))} {s(c['committed_s'])} "
+        print(f"{i:>3} {s(c.get('arrival_s'))} {s(c['committed_s'])} "
               f"{s(_d(c['committed_s'], c.get('arrival_s')), 6)} "
               f"{s(c['projected_use_at_commit_s'])} {s(c['retrieval_requested_s'])} "
               f"{s(_d(c['retrieval_requested_s'], c['projected_use_at_commit_s']))} "
