@@ -60,6 +60,7 @@ Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profi
   o.max_object_bytes = c.store.max_object_bytes;
   o.ssd = c.store.engine == "threads" ? SsdEngineKind::kThreadPool : SsdEngineKind::kUring;
   o.queue_depth = c.store.queue_depth;
+  o.hook_threads = c.store.hook_threads;
   o.read_bytes_per_s = c.store.read_bytes_per_s;
   o.tier_bytes = c.tier.capacity_bytes;
   o.budget_bytes = c.tier.budget_bytes;

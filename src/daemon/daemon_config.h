@@ -36,6 +36,7 @@ struct DaemonConfig {
     uint64_t max_object_bytes = 256ULL << 20;  // largest KV object a client may put
     std::string engine = "uring";              // SSD engine: "uring" or "threads"
     uint32_t queue_depth = 32;                 // SSD requests in flight (io_uring SQ entries)
+    uint32_t hook_threads = 2;  // io_uring: threads that verify read payloads (0: the reaper)
     double read_bytes_per_s = 0;  // cap on read completions (emulates a slower drive); 0 = none
   };
   struct Tier {

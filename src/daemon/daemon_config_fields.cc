@@ -64,6 +64,9 @@ const Field kFields[] = {
      "SSD I/O engine: \"uring\" (io_uring, falls back to threads where refused) or \"threads\"."},
     {"store", "queue_depth", FieldType::kInteger, TEMPOKV_FIELD_REF(store.queue_depth),
      "SSD requests in flight at once (io_uring submission queue entries), 1 to 32768."},
+    {"store", "hook_threads", FieldType::kInteger, TEMPOKV_FIELD_REF(store.hook_threads),
+     "io_uring engine: threads that verify read payloads' checksums, 0 to 64 (0: the thread "
+     "that reaps completions verifies them)."},
     {"store", "read_bytes_per_s", FieldType::kNumber, TEMPOKV_FIELD_REF(store.read_bytes_per_s),
      "Reads complete no faster than this many bytes per second (a token bucket: emulates a "
      "slower drive, for experiments); 0 means no cap."},

@@ -157,6 +157,7 @@ Status validate_store(const DaemonConfig::Store& s) {
                "must be zero (no cap) or a positive, finite rate (got " +
                    std::to_string(s.read_bytes_per_s) + ")");
   }
+  TEMPOKV_RETURN_IF_ERROR(in_range("store.hook_threads", s.hook_threads, 0, 64));
   return in_range("store.queue_depth", s.queue_depth, 1, 32768);
 }
 

@@ -71,6 +71,7 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   eo.kind = options.ssd;
   eo.direct = true;
   eo.queue_depth = options.queue_depth;
+  eo.hook_threads = options.hook_threads;
   // The thread-pool engine's workers each hold one request; beyond 16 they only add switching.
   eo.threads = std::min<uint32_t>(options.queue_depth, 16);
   TEMPOKV_ASSIGN_OR_RETURN(c->ssd_, make_ssd_engine(executor, eo));

@@ -52,6 +52,7 @@ struct CoreOptions {
   uint64_t max_object_bytes = 256ULL << 20;  // largest put
   SsdEngineKind ssd = SsdEngineKind::kUring;
   uint32_t queue_depth = 32;
+  uint32_t hook_threads = 2;  // io_uring: threads verifying read payloads (SsdEngineOptions)
   double read_bytes_per_s = 0;  // > 0: reads capped at this rate (ReadRateCap), a slower drive
   // Fast tier: a shared file clients map read-only (on /dev/shm for POSIX shared memory).
   std::string tier_path;

@@ -170,6 +170,7 @@ TEST(DaemonConfig, ValidateNamesTheOffendingField) {
       {"store.max_object_bytes=0", "store.max_object_bytes "},
       {"store.engine=spdk", "store.engine "},
       {"store.queue_depth=0", "store.queue_depth "},
+      {"store.hook_threads=65", "store.hook_threads "},
       {"store.read_bytes_per_s=-1", "store.read_bytes_per_s "},
       {"store.read_bytes_per_s=inf", "store.read_bytes_per_s "},
       {"tier.slot_bytes=1000", "tier.slot_bytes "},
@@ -332,6 +333,7 @@ TEST(DaemonConfig, ToTomlRoundTripsEveryField) {
   c.store.max_object_bytes = 3;
   c.store.engine = "threads";
   c.store.queue_depth = 7;
+  c.store.hook_threads = 0;
   c.tier.capacity_bytes = 12ULL << 30;
   c.tier.budget_bytes = 11ULL << 30;
   c.tier.slot_bytes = 8192;
@@ -355,6 +357,7 @@ TEST(DaemonConfig, ToTomlRoundTripsEveryField) {
   EXPECT_EQ(back->data_dir, c.data_dir);
   EXPECT_EQ(back->server.max_sessions, c.server.max_sessions);
   EXPECT_EQ(back->store.capacity_bytes, c.store.capacity_bytes);
+  EXPECT_EQ(back->store.hook_threads, 0u);
   EXPECT_EQ(back->controller.prior_read_bytes_per_s, 0.1);
   EXPECT_EQ(back->controller.write_cost, 2.5);
   EXPECT_TRUE(back->tier.huge_pages);
@@ -377,6 +380,16 @@ TEST(DaemonConfig, WriteCostReachesTheDaemonsOptions) {
   Result<CoreOptions> o = core_options(c, std::string(TEMPOKV_SOURCE_DIR) + "/profiles", 7);
   ASSERT_TRUE(o.is_ok()) << o.status().to_string();
   EXPECT_EQ(o->write_cost, 0.25);
+}
+
+// store.hook_threads reaches the daemon's options (it was always the engine's default, 2).
+TEST(DaemonConfig, HookThreadsReachTheDaemonsOptions) {
+  DaemonConfig c;
+  EXPECT_EQ(c.store.hook_threads, 2u);
+  ASSERT_TRUE(apply_override(c, "store.hook_threads=5").is_ok());
+  Result<CoreOptions> o = core_options(c, std::string(TEMPOKV_SOURCE_DIR) + "/profiles", 7);
+  ASSERT_TRUE(o.is_ok()) << o.status().to_string();
+  EXPECT_EQ(o->hook_threads, 5u);
 }
 
 TEST(DaemonConfig, DocsReferenceTableMatchesTheFieldList) {
