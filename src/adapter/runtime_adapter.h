@@ -50,8 +50,9 @@ struct AdapterOptions {
   uint32_t token_budget = 0;
   // Online calibration: each measured iteration (iteration_started to its first progress report)
   // against the profile's cost for that batch moves the cost scale by this weight (EWMA of the log
-  // ratio, each measurement's ratio clamped to 4x either side of the current scale, so that
-  // repeated measurements reach any scale); 0 keeps the profile as given.
+  // ratio, each measurement's ratio but the first clamped to 4x either side of the current scale,
+  // so that repeated measurements reach any scale; the n-th weighs max(weight, 1/n), so the
+  // first set the scale by their mean); 0 keeps the profile as given.
   double calibration_weight = 0.2;
   // How the TTU projection takes the outputs of the requests ahead (TtuEstimator): 0, the output
   // predictor's conditional mean (the paper's); q in (0, 1], the conditional q-quantile. Under

@@ -208,6 +208,38 @@ TEST(RuntimeAdapter, CalibrationReachesARuntime30TimesSlowerThanItsProfile) {
   EXPECT_NEAR(f.adapter->cost_scale(), before * std::pow(4.0, 0.2), 0.01 * before);
 }
 
+TEST(RuntimeAdapter, AFreshAdapterTakesItsFirstMeasurementsScaleAtOnceThenAverages) {
+  // A fresh daemon's adapter against a runtime 17x slower than its profile (vLLM on CPU): the
+  // first measured step sets the scale (an EWMA from the profile's 1x took ~20 steps to get
+  // within 10 %), the n-th weighs 1/n until that falls below calibration_weight (0.2).
+  AdapterFixture f;
+  ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 400}).is_ok());
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
+  std::vector<uint64_t> decoders{1};
+  uint32_t tokens = 1;
+  auto step = [&](double ratio) {
+    ASSERT_TRUE(f.adapter->iteration_started({}, decoders).is_ok());
+    const Duration cost = f.adapter->open_iteration_cost();
+    f.adapter->iteration_measured(cost, std::chrono::duration_cast<Duration>(cost * ratio));
+    ASSERT_TRUE(f.adapter->tokens_generated(1, ++tokens).is_ok());
+  };
+  EXPECT_EQ(f.adapter->cost_scale(), 1.0);
+  step(17.0);
+  EXPECT_NEAR(f.adapter->cost_scale(), 17.0, 0.01);
+  step(17.0);
+  EXPECT_NEAR(f.adapter->cost_scale(), 17.0, 0.01);
+  // An outlier 100x above: clamped to 4x the scale, weighted 1/3.
+  step(1700.0);
+  EXPECT_NEAR(f.adapter->cost_scale(), 17.0 * std::pow(4.0, 1.0 / 3), 0.01);
+  // From the 5th measurement on, the configured weight: 0.2 of the log step.
+  step(17.0);
+  const double before = f.adapter->cost_scale();
+  step(17.0 * 2);
+  const double after = std::exp(std::log(before) + 0.2 * (std::log(34.0) - std::log(before)));
+  EXPECT_NEAR(f.adapter->cost_scale(), after, 0.01);
+}
+
 // One slot. Request 1 runs, 5 more steps predicted (50 ms). Request 2 is next; its KV takes
 // 500 ms to stage (8 objects, 2 reads at a time, 62.5 ms each). Request 3 waits behind it.
 void queue_behind_a_request_with_a_hit(AdapterFixture& f, bool async_loads) {
