@@ -104,6 +104,16 @@ void Controller::set_ttu(Rec& r, Duration ttu, TimePoint now) {
   by_use_.emplace(use, r.info.id);
 }
 
+void Controller::keep_prior_use(Rec& r, TimePoint now) {
+  if (r.estimated && r.ttu_at < now) r.prior_use_at = r.use_at;
+}
+
+std::optional<TimePoint> Controller::use_projected_before(const Rec& r, TimePoint now) {
+  if (!r.estimated) return std::nullopt;
+  if (r.ttu_at < now) return r.use_at;
+  return r.prior_use_at;
+}
+
 void Controller::account() {
   FastTierStats s = provider_.tier().stats();
   meter_.set(executor_.now(), s.protected_bytes + s.reserved_bytes);
@@ -187,6 +197,7 @@ Status Controller::update(std::span<const std::pair<ClaimId, Duration>> ttus,
   TimePoint now = executor_.now();
   for (size_t i = 0; i < ttus.size(); ++i) {
     Rec& r = *scratch_recs_[i];
+    keep_prior_use(r, now);
     set_ttu(r, ttus[i].second, now);
     r.estimated = true;
     r.ttu_bound = !lower_bound.empty() && lower_bound[i] != 0;
@@ -206,6 +217,7 @@ Status Controller::update_estimates(std::span<const std::pair<ClaimId, Duration>
   TimePoint now = executor_.now();
   for (const auto& [id, ttu] : ttus) {
     Rec& r = *find(id);
+    keep_prior_use(r, now);
     set_ttu(r, ttu, now);
     r.estimated = true;
     r.ttu_bound = false;

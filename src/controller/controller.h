@@ -108,6 +108,11 @@ struct ClaimInfo {
   // timeline.retrieval_requested and timeline.ready.
   std::optional<TimePoint> projected_use_at_commit;
   std::optional<Duration> ttr_at_commit;
+  // The use time projected by the last TTU update made before the instant its retrieval was
+  // requested (unset without one). An update at that very instant already knows the use (the
+  // runtime admits at the boundary it projects from), so this is what any commit could have
+  // acted on: how much sooner than projected the use came.
+  std::optional<TimePoint> projected_use_before_request;
 };
 
 struct ControllerStats {
@@ -219,6 +224,8 @@ class Controller {
     bool estimated = false;  // a TTU update (not only the report's) has reached it
     bool feedback_noted = false;  // its timing error went to feedback_
     bool ttu_bound = false;       // its TTU is a lower bound (update()'s lower_bound)
+    // use_at as the last update at an earlier instant than ttu_at left it (keep_prior_use()).
+    std::optional<TimePoint> prior_use_at;
     // Its last refusal: the bytes it lacked of the budget's and of the capacity's room, and the
     // provider's budget_freed_bytes() and capacity_freed_bytes() then.
     uint64_t refusal_budget_short = 0, refusal_capacity_short = 0;
@@ -238,6 +245,11 @@ class Controller {
   Rec* find(ClaimId id);
   void transition(Rec& r, ClaimState to);
   void set_ttu(Rec& r, Duration ttu, TimePoint now);
+  // Before an update at `now`: keeps the use time an update at an earlier instant projected.
+  static void keep_prior_use(Rec& r, TimePoint now);
+  // The use time projected by the last update before `now` (ClaimInfo::
+  // projected_use_before_request); unset when no update came before now.
+  static std::optional<TimePoint> use_projected_before(const Rec& r, TimePoint now);
   void set_order(uint32_t runtime, std::span<const ClaimId> waiting_order);
   void unindex(Rec& r);
   void reevaluate();

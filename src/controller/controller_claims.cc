@@ -161,6 +161,7 @@ Result<RetrievalAnswer> Controller::request_retrieval(ClaimId id, RetrievalCallb
     return Status::failed_precondition("request_retrieval: claim " + std::to_string(id) +
                                        " already requested retrieval");
   }
+  r->info.projected_use_before_request = use_projected_before(*r, executor_.now());
   if (r->info.state == ClaimState::kPlanned) note_missed(*r);
   r->requested = true;
   r->info.timeline.retrieval_requested = executor_.now();

@@ -246,6 +246,7 @@ void ServingEngine::fill_claim_timeline(Live& r) {
   r.rec.retrieval_requested = info->timeline.retrieval_requested;
   r.rec.projected_use_at_commit = info->projected_use_at_commit;
   r.rec.ttr_at_commit = info->ttr_at_commit;
+  r.rec.projected_use_before_request = info->projected_use_before_request;
 }
 
 }  // namespace tempokv

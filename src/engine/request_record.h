@@ -39,6 +39,9 @@ struct RequestRecord {
   // What the controller expected at commit: the use time it projected and the TTR then.
   std::optional<TimePoint> projected_use_at_commit;
   std::optional<Duration> ttr_at_commit;
+  // The use time projected before the instant of the retrieval request
+  // (ClaimInfo::projected_use_before_request).
+  std::optional<TimePoint> projected_use_before_request;
   std::optional<TimePoint> admitted, retrieval_start, retrieval_end, first_token, finished;
   // TTU projected by the adapter at the first order update that saw the request waiting.
   std::optional<Duration> first_ttu;

@@ -158,7 +158,7 @@ std::string requests_csv(const EvalResult& result) {
          "arrival_s,claim_reported_s,committed_s,ready_s,admitted_s,retrieval_start_s,"
          "retrieval_end_s,first_token_s,finished_s,ttft_s,first_ttu_s,verified_chunks,"
          "mismatched_chunks,failure,retrieval_requested_s,projected_use_at_commit_s,"
-         "ttr_at_commit_s\n";
+         "ttr_at_commit_s,projected_use_before_request_s\n";
   for (size_t run = 0; run < result.runs.size(); ++run) {
     const RunRecords& rr = result.runs[run];
     const EvalRow& row = result.rows[rr.row];
@@ -182,7 +182,8 @@ std::string requests_csv(const EvalResult& result) {
           << (r.first_ttu ? num(to_seconds(*r.first_ttu), "%.6f") : "") << ','
           << r.verified_chunks << ',' << r.mismatched_chunks << ',' << failure << ','
           << t(r.retrieval_requested) << ',' << t(r.projected_use_at_commit) << ','
-          << (r.ttr_at_commit ? num(to_seconds(*r.ttr_at_commit), "%.6f") : "") << '\n';
+          << (r.ttr_at_commit ? num(to_seconds(*r.ttr_at_commit), "%.6f") : "") << ','
+          << t(r.projected_use_before_request) << '\n';
     }
   }
   return out.str();

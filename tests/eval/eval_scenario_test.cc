@@ -62,7 +62,8 @@ TEST(EvalScenario, JsonRowsCarryTheCommonAndFigureFields) {
 }
 
 // The per-request CSV ends with what the controller expected at commit, so a run's commit leads
-// can be taken apart per claim (retrieval request against projected use, TTR at commit).
+// can be taken apart per claim (retrieval request against projected use, TTR at commit), and with
+// the use projected before the request's instant (how much sooner the use came).
 TEST(EvalScenario, RequestsCsvEndsWithTheRetrievalRequestAndTheCommitsProjection) {
   EvalResult result;
   result.rows.push_back(EvalRow{});
@@ -74,16 +75,18 @@ TEST(EvalScenario, RequestsCsvEndsWithTheRetrievalRequestAndTheCommitsProjection
   rec.retrieval_requested = run.start + std::chrono::milliseconds(1250);
   rec.projected_use_at_commit = run.start + std::chrono::milliseconds(1500);
   rec.ttr_at_commit = std::chrono::milliseconds(400);
+  rec.projected_use_before_request = run.start + std::chrono::milliseconds(1750);
   run.records.push_back(rec);
   result.runs.push_back(run);
   const std::string csv = requests_csv(result);
   const std::string header = csv.substr(0, csv.find('\n'));
-  EXPECT_TRUE(header.ends_with(",retrieval_requested_s,projected_use_at_commit_s,ttr_at_commit_s"))
+  EXPECT_TRUE(header.ends_with(",retrieval_requested_s,projected_use_at_commit_s,ttr_at_commit_s,"
+                               "projected_use_before_request_s"))
       << header;
-  EXPECT_TRUE(csv.ends_with(",1.250000,1.500000,0.400000\n")) << csv;
-  rec = RequestRecord{};  // no claim: the three fields are empty
+  EXPECT_TRUE(csv.ends_with(",1.250000,1.500000,0.400000,1.750000\n")) << csv;
+  rec = RequestRecord{};  // no claim: the four fields are empty
   result.runs[0].records = {rec};
-  EXPECT_TRUE(requests_csv(result).ends_with(",,,\n"));
+  EXPECT_TRUE(requests_csv(result).ends_with(",,,,\n"));
 }
 
 TEST(EvalScenario, Fig2RowsHaveTheMarginFields) {
