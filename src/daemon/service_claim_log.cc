@@ -37,6 +37,7 @@ std::string ServiceCore::ended_claims_json() const {
         {"transfer_end_s", seconds(t.transfer_end)},
         {"released_s", seconds(t.released)},
         {"projected_use_at_commit_s", seconds(i.projected_use_at_commit)},
+        {"projected_use_before_request_s", seconds(i.projected_use_before_request)},
         {"ttr_at_commit_s", i.ttr_at_commit ? nlohmann::json(to_seconds(*i.ttr_at_commit))
                                             : nlohmann::json(nullptr)},
     });

@@ -146,6 +146,7 @@ TEST_F(ClaimLogTest, AClaimThatEndedIsListedWithItsTimelineInOrder) {
   EXPECT_LE(a["transfer_start_s"].get<double>(), a["transfer_end_s"].get<double>());
   EXPECT_LE(a["transfer_end_s"].get<double>(), a["released_s"].get<double>());
   EXPECT_LE(a["released_s"].get<double>(), j["now_s"].get<double>());
+  EXPECT_TRUE(a.contains("projected_use_before_request_s")) << a.dump();
   const nlohmann::json& b = j["claims"][1];
   EXPECT_EQ(b["request"], 42u);
   EXPECT_TRUE(b["transfer_start_s"].is_null()) << b.dump();  // cancelled before any copy

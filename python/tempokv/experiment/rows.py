@@ -96,7 +96,8 @@ def row(run, entry, p, kv_bytes_per_token, model):
 
 
 CLAIM_TIMES = ("reported", "committed", "ready", "retrieval_requested", "transfer_start",
-               "transfer_end", "released", "projected_use_at_commit")
+               "transfer_end", "released", "projected_use_at_commit",
+               "projected_use_before_request")
 
 
 def claim_rows(entry):
