@@ -213,6 +213,17 @@ void Controller::evaluate_timed_indexed() {
         continue;
       }
       if (r.use_at > now) {
+        // First the bound that needs no lookup (its whole footprint read), then the range.
+        Duration own = bounds.bound(r.use_at, r.info.footprint_bytes);
+        const Duration own_static = provider_.static_ttr_bound(r.info.footprint_bytes);
+        std::function<Duration()> ttr_up = [&] { return own; };
+        std::function<Duration()> static_up = [&] { return own_static; };
+        Duration least = policy_->laxity(
+            EligibilityInput{r.use_at - now, r.rank, ttr_up, static_up, feedback_.margin()});
+        if (least > Duration::zero()) {
+          skipped_.emplace_back(least, it->second);
+          continue;
+        }
         const StagingProvider::TtrBoundWalk::Range range = bounds.range(r.claim);
         if (range.all_resident) {
           // TTR 0 until one of its objects is evicted: out of by_use_ until then.
@@ -220,10 +231,8 @@ void Controller::evaluate_timed_indexed() {
           consider_resting(r, now, horizon, drained);
           continue;
         }
-        const Duration own_static = provider_.static_ttr_bound(r.info.footprint_bytes);
-        std::function<Duration()> ttr_up = [&] { return range.hi; };
-        std::function<Duration()> static_up = [&] { return own_static; };
-        const Duration least = policy_->laxity(
+        own = range.hi;  // only its new reads
+        least = policy_->laxity(
             EligibilityInput{r.use_at - now, r.rank, ttr_up, static_up, feedback_.margin()});
         if (least > Duration::zero()) {
           skipped_.emplace_back(least, it->second);
