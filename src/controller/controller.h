@@ -31,10 +31,10 @@
 // bytes, O(log queue) and one lookup per object): those whose upper bound of TTR leaves laxity
 // > 0 only set the wake-up, those whose lower bound already gives laxity <= 0 are attempted
 // without a TTR (the provider projects one only for a commit that succeeds), and only the claims
-// in between get an exact TTR. A claim whose last refusal stands (refusal_stands()) leaves the index
-// until the bytes it lacked have been freed (park()), so a deep window of refused claims is not
-// stepped over at every event. A claim found with every object resident (TTR 0: eligible only by
-// its use time) leaves the index for resting_ until one of its objects is evicted (the tier's
+// in between get an exact TTR. A claim whose last refusal stands (refusal_stands()) leaves the
+// index until the bytes it lacked have been freed (park()), so a deep window of refused claims is
+// not stepped over at every event. A claim found with every object resident (TTR 0: eligible only
+// by its use time) leaves the index for resting_ until one of its objects is evicted (the tier's
 // eviction listener), and only the resting claims that can be candidates or set the wake-up are
 // looked at (walk_resting()). The rest is not looked at. Queue-K looks at
 // the first K of each runtime's order, Demand at nothing, Immediate at every planned claim.

@@ -255,9 +255,8 @@ Duration StagingProvider::ttr_bound_reference(TimePoint use_at, uint64_t bytes) 
 
 uint64_t StagingProvider::TtrBoundWalk::queued_through(const QueueKey& last) const {
   const auto first = cum_->begin() + static_cast<std::ptrdiff_t>(head_);
-  const auto end =
-      std::upper_bound(first, cum_->end(), last,
-                       [](const QueueKey& k, const CumBytes& e) { return k < e.first; });
+  const auto end = std::upper_bound(
+      first, cum_->end(), last, [](const QueueKey& k, const CumBytes& e) { return k < e.first; });
   return end == first ? 0 : std::prev(end)->second - head_bytes_;
 }
 
@@ -319,8 +318,7 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
 Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) const {
   // The queued reads used no later than use_at are a prefix of the issue order.
   const uint64_t queued = queued_through(QueueKey{use_at, UINT64_MAX});
-  const double total =
-      bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
+  const double total = bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
   // Rounded up, with a microsecond for the rounding of ttr() itself (as ttr_bound()).
   return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / bytes_per_s_)) + 1000);
 }

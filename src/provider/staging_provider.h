@@ -248,8 +248,8 @@ class StagingProvider {
     uint64_t queued_through(const QueueKey& last) const;
     const std::vector<CumBytes>* cum_ = nullptr;  // the provider's cum_, from head_ on
     size_t head_ = 0;
-    uint64_t head_bytes_ = 0;  // cum_[head_ - 1].second: issued since the prefix sums were built
-    double bytes_ahead_ = 0;   // in flight and the store's writes in flight
+    uint64_t head_bytes_ = 0;     // cum_[head_ - 1].second: issued since the prefix sums were built
+    double bytes_ahead_ = 0;      // in flight and the store's writes in flight
     double in_flight_bytes_ = 0;  // in flight only
     double bytes_per_s_ = 1;
   };

@@ -193,11 +193,11 @@ EvictionRun run_eviction(bool full_scan) {
   co.full_scan = full_scan;
   Fixture f("tempokv", {}, co);  // 16 objects of capacity
   auto ordinary = [&f](ClaimId id, std::vector<uint64_t> objects) {
-    auto r = f.stack.provider->start_ordinary(testing::claim_of(id, std::move(objects)),
-                                              [&f](ClaimId done, Status st) {
-                                                ASSERT_TRUE(st.is_ok());
-                                                ASSERT_TRUE(f.stack.provider->release(done).is_ok());
-                                              });
+    auto r = f.stack.provider->start_ordinary(
+        testing::claim_of(id, std::move(objects)), [&f](ClaimId done, Status st) {
+          ASSERT_TRUE(st.is_ok());
+          ASSERT_TRUE(f.stack.provider->release(done).is_ok());
+        });
     ASSERT_TRUE(r.is_ok());
     if (*r == ClaimPhase::kOrdinaryReady) {
       ASSERT_TRUE(f.stack.provider->release(id).is_ok());
@@ -229,8 +229,7 @@ TEST(ControllerIndex, AResidentClaimSetAsideReturnsWhenOneOfItsObjectsIsEvicted)
   EXPECT_EQ(index.info.timeline.committed, full.info.timeline.committed);
   EXPECT_EQ(index.info.timeline.ready, full.info.timeline.ready);
   // Committed before its use at 2 s: the evicted object had to be read again.
-  EXPECT_LT(*index.info.timeline.committed - *index.info.timeline.reported,
-            milliseconds(1000));
+  EXPECT_LT(*index.info.timeline.committed - *index.info.timeline.reported, milliseconds(1000));
 }
 
 TEST(ControllerIndex, QueueKCommitsAsTheFullScanDoes) {
