@@ -33,10 +33,12 @@ Controller::Controller(Executor& executor, StagingProvider& provider,
   provider_.tier().set_budget_listener([this](uint64_t bytes) {
     meter_.set(executor_.now(), bytes);
   });
+  provider_.tier().set_eviction_listener([this](const Key& key) { on_evicted(key); });
 }
 
 Controller::~Controller() {
   provider_.tier().set_budget_listener(nullptr);
+  provider_.tier().set_eviction_listener(nullptr);
   tick_.cancel();
   wake_.cancel();
 }
@@ -75,8 +77,9 @@ void Controller::unindex(Rec& r) {
   --planned_;
   if (r.info.refused) --refused_planned_;
   if (r.rank == kUnranked) unranked_.erase(r.seq);
-  if (r.indexed) by_use_.erase({r.index_at, r.info.id});
+  if (r.indexed) index_of(r).erase({r.index_at, r.info.id});
   r.indexed = false;
+  r.resting = false;
   unpark(r);
   planned_footprints_.erase(planned_footprints_.find(r.info.footprint_bytes));
 }
@@ -98,10 +101,10 @@ void Controller::set_ttu(Rec& r, Duration ttu, TimePoint now) {
       (r.index_at <= now ? use == r.index_at : use - r.index_at <= (r.index_at - now) / 8)) {
     return;
   }
-  if (r.indexed) by_use_.erase({r.index_at, r.info.id});
+  if (r.indexed) index_of(r).erase({r.index_at, r.info.id});
   r.index_at = use;
   r.indexed = true;
-  by_use_.emplace(use, r.info.id);
+  index_of(r).emplace(use, r.info.id);
 }
 
 void Controller::keep_prior_use(Rec& r, TimePoint now) {

@@ -26,12 +26,17 @@
 // Cost of an evaluation (controller_eval.cc): timed policies keep planned claims in an index by
 // absolute use time (ttu_at + ttu). A claim can be eligible only when its aged TTU is at most its
 // TTR, and TTR <= the policy's ttr_bound() for the largest planned footprint, so only the prefix
-// of the index within that window is looked at; there, a claim's own bound (bytes in flight,
-// queued for use no later than it, and its own, at the calibrated rate: one walk of the queue per
-// pass) settles most claims without a projection, and only those it cannot place beyond zero
-// laxity get an exact TTR. A claim whose last refusal stands (refusal_stands()) leaves the index
-// until the bytes it lacked have been freed (park()), so a deep window of refused claims is not
-// stepped over at every event. The rest is not looked at. Queue-K looks at
+// of the index within that window is looked at; there, a claim's own bounds settle most claims
+// without a projection (StagingProvider::TtrBoundWalk::range: from the queue's prefix sums of
+// bytes, O(log queue) and one lookup per object): those whose upper bound of TTR leaves laxity
+// > 0 only set the wake-up, those whose lower bound already gives laxity <= 0 are attempted
+// without a TTR (the provider projects one only for a commit that succeeds), and only the claims
+// in between get an exact TTR. A claim whose last refusal stands (refusal_stands()) leaves the
+// index until the bytes it lacked have been freed (park()), so a deep window of refused claims is
+// not stepped over at every event. A claim found with every object resident (TTR 0: eligible only
+// by its use time) leaves the index for resting_ until one of its objects is evicted (the tier's
+// eviction listener), and only the resting claims that can be candidates or set the wake-up are
+// looked at (walk_resting()). The rest is not looked at. Queue-K looks at
 // the first K of each runtime's order, Demand at nothing, Immediate at every planned claim.
 // ControllerOptions::full_scan evaluates every planned claim exactly instead: the reference the
 // index is tested against (same decisions).
@@ -126,6 +131,8 @@ struct ControllerStats {
   uint64_t failed = 0;
   uint64_t evaluations = 0;  // reevaluation passes
   uint64_t ttr_queries = 0;
+  uint64_t rested = 0;    // planned claims set aside with every object resident (TTR 0)
+  uint64_t unrested = 0;  // of those, put back in the walk by an eviction of one of their objects
   uint64_t ticks = 0;
   double protected_gib_s = 0;  // ∫ (protected + reserved) dt so far
 };
@@ -215,6 +222,11 @@ class Controller {
     // parked_capacity_ under park_at, the freed-byte count it waits for.
     enum class Park : uint8_t { kNo, kBudget, kCapacity } park = Park::kNo;
     uint64_t park_at = 0;
+    // Indexed in resting_ rather than by_use_ (same key): every object was resident when it was
+    // set aside (rest()), and none has been evicted since. rest_gen tells its current stay from
+    // an earlier one in resting_by_key_.
+    bool resting = false;
+    uint64_t rest_gen = 0;
     uint64_t seq = 0;          // report order
     uint32_t runtime = 0;      // the runtime whose order last listed it
     uint32_t rank = kUnranked;  // position in that order
@@ -269,7 +281,10 @@ class Controller {
   Duration laxity(Rec& r, TimePoint now);
   // Timed: laxity <= 0 -> one attempt (true when committed); else notes the wake-up.
   // known_ttr: the claim's exact TTR now, when the caller has it (the evaluation's shared walk).
-  bool consider_timed(Rec& r, TimePoint now, std::optional<Duration> known_ttr = {});
+  // eligible: the caller has bounded its laxity at most zero (TtrBoundWalk::range) in this pass,
+  // with nothing changed since: no TTR is needed unless the commit succeeds.
+  bool consider_timed(Rec& r, TimePoint now, std::optional<Duration> known_ttr = {},
+                      bool eligible = false);
   void note_wake(TimePoint t);
   // A claim would be eligible by its lower-bound TTU: asks its runtime's reviser for an exact
   // one (posted). False when that runtime has no reviser (the bound is then used as it is).
@@ -288,6 +303,23 @@ class Controller {
   void park(Rec& r);
   void unpark_freed();
   void unpark(Rec& r);
+  // controller_resting.cc
+  // The index an indexed claim is in: resting_ or by_use_.
+  std::set<std::pair<TimePoint, ClaimId>>& index_of(const Rec& r);
+  // An indexed planned claim whose objects are all resident leaves by_use_ for resting_ (same
+  // key); unrest() puts it back (an object of its was evicted: on_evicted()).
+  void rest(Rec& r);
+  void unrest(Rec& r);
+  void on_evicted(const Key& key);
+  // The laxity of a claim with nothing to read (TTR and static TTR zero) used `ttu` from now.
+  Duration resting_laxity(const Rec& r, Duration ttu) const;
+  // A resting claim walked by evaluate_timed_indexed: a candidate (laxity <= 0) or a wake-up, as
+  // the by_use_ walk would decide for it.
+  void consider_resting(Rec& r, TimePoint now, TimePoint horizon, Duration drained);
+  // evaluate_timed_indexed's share of resting_: every claim in the window that is a candidate,
+  // and the claims whose wake-up could be the earliest (laxity is nondecreasing in TTU, so the
+  // walk stops where the key alone places every later claim's wake-up no earlier than next_wake_).
+  void walk_resting(TimePoint now, TimePoint horizon, Duration drained);
   // Tries to commit; true when committed (STAGING or STAGE_READY).
   // known_ttr: its exact TTR now when known; else the provider projects it, only if not refused.
   bool try_commit(Rec& r, std::optional<Duration> known_ttr = {});
@@ -319,6 +351,17 @@ class Controller {
   // Planned claims whose refusal stands, by the budget_freed_bytes() it waits for, and (once
   // that is reached) by the capacity_freed_bytes() it waits for (park()).
   std::set<std::pair<uint64_t, ClaimId>> parked_budget_, parked_capacity_;
+  // Planned claims whose objects are all resident (TTR 0), by index_at like by_use_ but outside
+  // it, so the window walk does not project them at every pass (walk_resting() looks only at the
+  // few that can matter). By key, the claims set aside with that object, as (id, rest_gen); stale
+  // entries are dropped when the key is evicted or the list is compacted.
+  std::set<std::pair<TimePoint, ClaimId>> resting_;
+  struct RestingKey {
+    std::vector<std::pair<ClaimId, uint64_t>> claims;
+    size_t compact_at = 8;
+  };
+  std::unordered_map<Key, RestingKey> resting_by_key_;
+  uint64_t rest_seq_ = 0;
   std::multiset<uint64_t> planned_footprints_;      // for the largest one
   uint64_t planned_ = 0;
   uint64_t refused_planned_ = 0;  // planned claims refused at least once: they may fit later
@@ -335,6 +378,7 @@ class Controller {
     AttemptKey key;
     ClaimId id;
     std::optional<Duration> ttr;
+    bool eligible = false;  // its laxity is bounded at most zero (consider_timed's `eligible`)
     bool operator<(const Candidate& o) const { return std::tie(key, id) < std::tie(o.key, o.id); }
   };
   std::vector<Candidate> candidates_;  // scratch of evaluate_timed_indexed

@@ -11,8 +11,9 @@ bool Controller::refusal_stands(const Rec& r) const {
 }
 
 void Controller::park(Rec& r) {
-  by_use_.erase({r.index_at, r.info.id});
+  index_of(r).erase({r.index_at, r.info.id});
   r.indexed = false;
+  r.resting = false;
   const uint64_t budget_at = r.refusal_budget_freed + r.refusal_budget_short;
   if (provider_.budget_freed_bytes() < budget_at) {
     r.park = Rec::Park::kBudget;

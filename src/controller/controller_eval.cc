@@ -124,13 +124,16 @@ bool Controller::request_revision(const Rec& r) {
   return true;
 }
 
-bool Controller::consider_timed(Rec& r, TimePoint now, std::optional<Duration> known_ttr) {
+bool Controller::consider_timed(Rec& r, TimePoint now, std::optional<Duration> known_ttr,
+                                bool eligible) {
   if (r.info.ordinary_only) return false;  // no laxity makes it committable
   if (refusal_stands(r)) return false;
   // TTR >= 0, so a claim whose use time has passed has laxity <= 0 without a projection (claims
   // left behind by refusals would otherwise cost a projection of the whole queue every time).
   Duration lax = Duration::zero();
-  if (r.use_at > now && known_ttr) {
+  if (eligible) {
+    // Bounded at most zero by the caller, with nothing changed since.
+  } else if (r.use_at > now && known_ttr) {
     std::function<Duration()> ttr = [&] { return *known_ttr; };
     std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r.claim); };
     lax = policy_->laxity(
@@ -210,14 +213,40 @@ void Controller::evaluate_timed_indexed() {
         continue;
       }
       if (r.use_at > now) {
-        const Duration own = bounds.bound(r.use_at, r.info.footprint_bytes);
+        // First the bound that needs no lookup (its whole footprint read), then the range.
+        Duration own = bounds.bound(r.use_at, r.info.footprint_bytes);
         const Duration own_static = provider_.static_ttr_bound(r.info.footprint_bytes);
         std::function<Duration()> ttr_up = [&] { return own; };
         std::function<Duration()> static_up = [&] { return own_static; };
-        const Duration least = policy_->laxity(
+        Duration least = policy_->laxity(
             EligibilityInput{r.use_at - now, r.rank, ttr_up, static_up, feedback_.margin()});
         if (least > Duration::zero()) {
           skipped_.emplace_back(least, it->second);
+          continue;
+        }
+        const StagingProvider::TtrBoundWalk::Range range = bounds.range(r.claim);
+        if (range.all_resident) {
+          // TTR 0 until one of its objects is evicted: out of by_use_ until then.
+          rest(r);
+          consider_resting(r, now, horizon, drained);
+          continue;
+        }
+        own = range.hi;  // only its new reads
+        least = policy_->laxity(
+            EligibilityInput{r.use_at - now, r.rank, ttr_up, static_up, feedback_.margin()});
+        if (least > Duration::zero()) {
+          skipped_.emplace_back(least, it->second);
+          continue;
+        }
+        // With the lower bounds (TTR's from the range; static TTR's 0) the laxity is at most
+        // `most`: at most zero means eligible whatever the exact TTR, which the attempt then
+        // needs only if it is not refused (the provider projects it then).
+        std::function<Duration()> ttr_down = [&] { return range.lo; };
+        std::function<Duration()> static_down = [] { return Duration::zero(); };
+        const Duration most = policy_->laxity(
+            EligibilityInput{r.use_at - now, r.rank, ttr_down, static_down, feedback_.margin()});
+        if (most <= Duration::zero()) {
+          candidates_.push_back({attempt_key(r), it->second, std::nullopt, true});
           continue;
         }
         // No commit has happened in this pass, so this is the laxity consider_timed() would
@@ -235,12 +264,12 @@ void Controller::evaluate_timed_indexed() {
           note_wake(now + lax);
           continue;
         }
-        candidates_.push_back({attempt_key(r), it->second, walked});
+        candidates_.push_back({attempt_key(r), it->second, walked, false});
         continue;
       }
-      candidates_.push_back({attempt_key(r), it->second, std::nullopt});
+      candidates_.push_back({attempt_key(r), it->second, std::nullopt, false});
     }
-    std::sort(candidates_.begin(), candidates_.end());
+
     // Past the window: while reads are in service the bound falls exactly as fast as time passes
     // (the window's end stands still); once they have drained it is the drained bound and the
     // window moves with time. So the first claim beyond the window can enter it no earlier than
@@ -248,17 +277,22 @@ void Controller::evaluate_timed_indexed() {
     // entering: waking then keeps commits as exact as a full scan's without projecting it now.
     // Only a recalibration of the read rate (at a read's completion) moves the window otherwise;
     // the tick bounds how late that can make a commit.
-    auto next = by_use_.upper_bound({horizon, UINT64_MAX});
-    if (horizon != TimePoint::max() && next != by_use_.end()) {
-      note_wake(std::max(next->first - drained, now + Duration(1)));
+    if (horizon != TimePoint::max()) {
+      for (const auto* index : {&by_use_, &resting_}) {
+        auto next = index->upper_bound({horizon, UINT64_MAX});
+        if (next != index->end()) note_wake(std::max(next->first - drained, now + Duration(1)));
+      }
     }
+    // After every other wake-up is known, so that it stops as early as it can.
+    walk_resting(now, horizon, drained);
+    std::sort(candidates_.begin(), candidates_.end());
     std::vector<Candidate> walk = std::move(candidates_);
     // Attempts stop at the first commit, and a refusal changes nothing: each TTR walked above is
     // still the provider's ttr() when its claim is attempted.
     for (const Candidate& c : walk) {
       Rec* r = find(c.id);
       if (!r || r->info.state != ClaimState::kPlanned || r->attempted_in == eval_id_) continue;
-      if (consider_timed(*r, now, c.ttr)) {
+      if (consider_timed(*r, now, c.ttr, c.eligible)) {
         committed = true;
         break;
       }

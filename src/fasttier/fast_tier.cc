@@ -230,6 +230,7 @@ void FastTier::evict_one(const Key& victim) {
   ++stats_.evictions;
   stats_.evicted_bytes += it->second.charge_bytes;
   update(victim, it->second, [](FastObject& o) { o.residency = Residency::kAbsent; });
+  if (eviction_listener_) eviction_listener_(victim);
 }
 
 Result<uint64_t> FastTier::begin_fill(const Key& key, uint64_t object_bytes) {

@@ -142,6 +142,13 @@ class FastTier {
   void set_budget_listener(std::function<void(uint64_t budgeted_bytes)> listener) {
     budget_listener_ = std::move(listener);
   }
+  // Called with the key of each object evicted (it was resident and is absent now), after the
+  // tier's state has changed; it may read the tier but not change it. One listener; replaces the
+  // previous one. The controller uses it to wake claims it set aside because every object of
+  // theirs was resident.
+  void set_eviction_listener(std::function<void(const Key& key)> listener) {
+    eviction_listener_ = std::move(listener);
+  }
 
   FastTierStats stats() const;
   // check_protect_cost() would refuse this cost for the budget (not only for capacity).
@@ -205,6 +212,7 @@ class FastTier {
   uint64_t budget_freed_bytes_ = 0;    // budget_freed_bytes()
   uint64_t capacity_freed_bytes_ = 0;  // capacity_freed_bytes()
   std::function<void(uint64_t)> budget_listener_;
+  std::function<void(const Key&)> eviction_listener_;
 };
 
 }  // namespace tempokv

@@ -79,7 +79,7 @@ void StagingProvider::pump() {
       chosen.push_back(key);
       queued_bytes_ -= rec.read_bytes;
       ++state_version_;
-      it = queue_.erase(it);
+      it = queue_erase(it);
     }
     for (const Key& key : chosen) issue(key);
   } while (repump_);

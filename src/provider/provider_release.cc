@@ -147,7 +147,7 @@ void StagingProvider::maybe_forget(const Key& key) {
     demand_queued_bytes_ -= owed;
     demand_freed_bytes_ += owed;
     queued_bytes_ -= rec.read_bytes;
-    queue_.erase(rec.queue_pos);
+    queue_erase(rec.queue_pos);
     ++state_version_;
   }
   objects_.erase(it);

@@ -200,26 +200,125 @@ Duration StagingProvider::drained_ttr_bound(uint64_t extra_bytes) const {
                   1000);
 }
 
+StagingProvider::Queue::iterator StagingProvider::queue_erase(Queue::iterator it) {
+  if (!cum_stale_) {
+    if (it == queue_.begin() && cum_head_ < cum_.size() && cum_[cum_head_].first == it->first) {
+      cum_head_bytes_ = cum_[cum_head_++].second;
+    } else {
+      cum_stale_ = true;
+    }
+  }
+  return queue_.erase(it);
+}
+
+void StagingProvider::refresh_cum() const {
+  if (!cum_stale_) return;
+  cum_.clear();
+  uint64_t sum = 0;
+  for (const auto& [key, read] : queue_) {
+    sum += read.rec->read_bytes;
+    cum_.emplace_back(key, sum);
+  }
+  cum_head_ = 0;
+  cum_head_bytes_ = 0;
+  cum_stale_ = false;
+}
+
 StagingProvider::TtrBoundWalk StagingProvider::ttr_bound_walk() const {
   TtrBoundWalk w;
   const double served = served_now();
-  w.bytes_ahead_ = static_cast<double>(write_bytes_in_flight_) * options_.write_cost;
   for (const Key& key : in_flight_keys_) {
     const ObjectRec& rec = objects_.at(key);
     w.bytes_ahead_ +=
         std::max(0.0, static_cast<double>(rec.read_bytes) - (served - rec.served_at_issue));
   }
-  w.queue_ = &queue_;
-  w.next_ = queue_.begin();
+  w.in_flight_bytes_ = w.bytes_ahead_;
+  w.bytes_ahead_ += static_cast<double>(write_bytes_in_flight_) * options_.write_cost;
+  refresh_cum();
+  w.p_ = this;
+  w.cum_ = &cum_;
+  w.head_ = cum_head_;
+  w.head_bytes_ = cum_head_bytes_;
   w.bytes_per_s_ = rate_.bytes_per_s();
   return w;
 }
 
-Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) {
-  for (; next_ != queue_->end() && next_->first.first <= use_at; ++next_) {
-    bytes_ahead_ += static_cast<double>(next_->second.rec->read_bytes);
+Duration StagingProvider::ttr_bound_reference(TimePoint use_at, uint64_t bytes) const {
+  uint64_t queued = 0;
+  for (const auto& [key, read] : queue_) {
+    if (key.first <= use_at) queued += read.rec->read_bytes;
   }
-  const double total = bytes_ahead_ + static_cast<double>(bytes);
+  const TtrBoundWalk w = ttr_bound_walk();
+  const double total = w.bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
+  return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / w.bytes_per_s_)) + 1000);
+}
+
+uint64_t StagingProvider::TtrBoundWalk::queued_through(const QueueKey& last) const {
+  const auto first = cum_->begin() + static_cast<std::ptrdiff_t>(head_);
+  const auto end = std::upper_bound(
+      first, cum_->end(), last, [](const QueueKey& k, const CumBytes& e) { return k < e.first; });
+  return end == first ? 0 : std::prev(end)->second - head_bytes_;
+}
+
+StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
+    const StagingClaim& claim) {
+  const StagingProvider& p = *p_;
+  const TimePoint use_at = p.use_time(claim);
+  Range out;
+  uint64_t fresh = 0;  // bytes of the reads it would add
+  uint64_t largest = p.max_read_bytes_;
+  std::optional<QueueKey> last_covered;  // the latest queued read ahead that it needs
+  fresh_keys_.clear();
+  for (const ManifestEntry& e : claim.objects) {
+    if (p.tier_.resident(e.key)) continue;
+    out.all_resident = false;
+    auto it = p.objects_.find(e.key);
+    if (it != p.objects_.end() && it->second.read != ReadState::kNone &&
+        (it->second.read == ReadState::kInFlight || it->second.queue_pos->first.first <= use_at)) {
+      if (it->second.read == ReadState::kQueued &&
+          (!last_covered || *last_covered < it->second.queue_pos->first)) {
+        last_covered = it->second.queue_pos->first;
+      }
+      continue;
+    }
+    const uint64_t bytes = round_up(e.bytes, kBlockBytes);
+    fresh += bytes;
+    largest = std::max(largest, bytes);
+    fresh_keys_.push_back(e.key);
+  }
+  if (out.all_resident) return out;
+  const double rate = bytes_per_s_;
+  const uint64_t ahead = queued_through(QueueKey{use_at, UINT64_MAX});
+  const double write_s = p.write_ahead_s();
+  // hi: as bound(), with its own bytes only (ttr() projects exactly those reads).
+  const double total = bytes_ahead_ + static_cast<double>(ahead) + static_cast<double>(fresh);
+  out.hi = Duration(static_cast<int64_t>(std::ceil(total * 1e9 / rate)) + 1000);
+  bool repeated = false;
+  if (fresh_keys_.size() > 1) {
+    std::sort(fresh_keys_.begin(), fresh_keys_.end());
+    repeated = std::adjacent_find(fresh_keys_.begin(), fresh_keys_.end()) != fresh_keys_.end();
+  }
+  if (repeated) return out;  // lo stays 0 (ttr() reads a repeated key once)
+  // The bytes issued up to its last needed read: with new reads, everything ahead and them; else
+  // up to its latest queued read ahead (0: only reads in flight, which give no more than 0).
+  double issued = 0;
+  if (fresh > 0) {
+    issued = in_flight_bytes_ + static_cast<double>(ahead) + static_cast<double>(fresh);
+  } else if (last_covered) {
+    issued = in_flight_bytes_ + static_cast<double>(queued_through(*last_covered));
+  }
+  const uint64_t slots =
+      std::max<uint64_t>(p.options_.max_reads_in_flight, p.in_flight_keys_.size());
+  const double left = static_cast<double>(slots - 1) * static_cast<double>(largest);
+  const double lo_s = std::max(0.0, (issued - left) / rate) + write_s;
+  out.lo = Duration(std::max<int64_t>(0, static_cast<int64_t>(std::floor(lo_s * 1e9)) - 1000));
+  return out;
+}
+
+Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) const {
+  // The queued reads used no later than use_at are a prefix of the issue order.
+  const uint64_t queued = queued_through(QueueKey{use_at, UINT64_MAX});
+  const double total = bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
   // Rounded up, with a microsecond for the rounding of ttr() itself (as ttr_bound()).
   return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / bytes_per_s_)) + 1000);
 }

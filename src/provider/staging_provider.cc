@@ -98,6 +98,7 @@ StagingProvider::ObjectRec& StagingProvider::object(const Key& key, uint64_t pay
   if (fresh) {
     it->second.payload_bytes = payload_bytes;
     it->second.read_bytes = round_up(payload_bytes, kBlockBytes);
+    max_read_bytes_ = std::max(max_read_bytes_, it->second.read_bytes);
   }
   return it->second;
 }
@@ -115,13 +116,14 @@ void StagingProvider::place(const Key& key, ObjectRec& rec, TimePoint use_at) {
   if (rec.read == ReadState::kInFlight) return;
   if (rec.read == ReadState::kQueued) {
     if (rec.queue_pos->first.first <= use_at) return;
-    queue_.erase(rec.queue_pos);  // a claim used sooner needs it: it moves up
+    queue_erase(rec.queue_pos);  // a claim used sooner needs it: it moves up
   } else {
     rec.read = ReadState::kQueued;
     demand_queued_bytes_ += demand_charge(rec);
     queued_bytes_ += rec.read_bytes;
   }
   rec.queue_pos = queue_.emplace(QueueKey{use_at, queue_seq_++}, QueuedRead{key, &rec}).first;
+  cum_stale_ = true;
   ++state_version_;
 }
 

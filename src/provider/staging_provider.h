@@ -164,10 +164,15 @@ class StagingProvider {
   // time to move every byte in flight, every byte queued for use no later than use_at and its own
   // at the calibrated rate (ttr() projects exactly those reads, which share the whole rate, so the
   // last of them ends by then). Tighter than ttr_bound() under use-ordered staging: reads queued
-  // for later use are not counted. O(queued reads passed) over all calls of one walk, no lookups.
-  // Valid until the provider's state changes (a walk is used within one evaluation).
+  // for later use are not counted. O(log queued reads) per call, from the queue's prefix sums of
+  // bytes (exact integers; rebuilt, O(queued reads), only after the queue changed other than by
+  // issuing from its head). Valid until the provider's state changes (a walk is used within one
+  // evaluation). Any order of use times.
   class TtrBoundWalk;  // defined below, after the queue's types
   TtrBoundWalk ttr_bound_walk() const;
+  // The definition TtrBoundWalk::bound() must equal: the same bound from a walk of the whole
+  // queue. O(queued reads). For tests.
+  Duration ttr_bound_reference(TimePoint use_at, uint64_t bytes) const;
   // ttr() of claims taken in nondecreasing use time at one moment, from one projection of the
   // queue shared by all of them: the projection runs in issue order up to each claim's checkpoint
   // (the first moment a slot is free and the next queued read is used later than the claim, where
@@ -215,17 +220,37 @@ class StagingProvider {
     ObjectRec* rec;  // objects_'s record of key (node-stable while the read is queued)
   };
   using Queue = std::map<QueueKey, QueuedRead>;
+  // A queued read's key and the read bytes of the queue up to and including it (cum_).
+  using CumBytes = std::pair<QueueKey, uint64_t>;
 
  public:
   class TtrBoundWalk {
    public:
-    Duration bound(TimePoint use_at, uint64_t bytes);
+    Duration bound(TimePoint use_at, uint64_t bytes) const;
+    // Bounds of ttr(claim) from one lookup per object and the prefix sums, no projection: hi is
+    // bound() with the bytes of the reads the claim would add; lo is the work-conserving argument
+    // turned round: when the claim's last read (in issue order) is done, every read issued up to
+    // it has started, and what is left is in service, at most slots - 1 other reads of at most
+    // the largest read's bytes, so lo = (bytes issued up to it - (slots - 1) x largest) / rate
+    // (less a microsecond for rounding; 0 when a key repeats). lo = hi = 0 when every object is
+    // resident (all_resident).
+    struct Range {
+      Duration lo{0}, hi{0};
+      bool all_resident = true;
+    };
+    Range range(const StagingClaim& claim);
 
    private:
     friend class StagingProvider;
-    const Queue* queue_ = nullptr;
-    Queue::const_iterator next_;  // the first queued read not yet counted
-    double bytes_ahead_ = 0;      // in flight + queued up to the last use time asked
+    const StagingProvider* p_ = nullptr;
+    std::vector<Key> fresh_keys_;  // range()'s scratch
+    // The read bytes of the queued reads up to and including key `last` (all when unset).
+    uint64_t queued_through(const QueueKey& last) const;
+    const std::vector<CumBytes>* cum_ = nullptr;  // the provider's cum_, from head_ on
+    size_t head_ = 0;
+    uint64_t head_bytes_ = 0;     // cum_[head_ - 1].second: issued since the prefix sums were built
+    double bytes_ahead_ = 0;      // in flight and the store's writes in flight
+    double in_flight_bytes_ = 0;  // in flight only
     double bytes_per_s_ = 1;
   };
 
@@ -345,6 +370,10 @@ class StagingProvider {
   double write_ahead_s() const;
   // provider_ttr.cc
   const TtrSnapshot& ttr_snapshot() const;
+  // Every removal of a queued read goes through here: a read issued from the head keeps cum_.
+  Queue::iterator queue_erase(Queue::iterator it);
+  // cum_ brought up to date with queue_ (rebuilt when stale).
+  void refresh_cum() const;
 
   Executor& executor_;
   Store& store_;
@@ -356,6 +385,15 @@ class StagingProvider {
   Queue queue_;                      // reads not yet issued, in issue order
   uint64_t queue_seq_ = 0;
   uint64_t queued_bytes_ = 0;        // read_bytes of every read in queue_
+  uint64_t max_read_bytes_ = 0;      // the largest read_bytes of any object seen (never falls)
+  // Prefix sums of queue_'s read bytes in issue order (TtrBoundWalk): entry i is the i-th queued
+  // read's key and the bytes of reads 0..i, for the reads from cum_head_ on (the ones before were
+  // issued from the head since it was built; cum_head_bytes_ is their bytes). cum_stale_: a read
+  // was queued, moved up or removed other than from the head; rebuilt when next asked.
+  mutable std::vector<CumBytes> cum_;
+  mutable size_t cum_head_ = 0;
+  mutable uint64_t cum_head_bytes_ = 0;
+  mutable bool cum_stale_ = true;
   uint64_t demand_queued_bytes_ = 0;  // fast-tier charge of queued reads nobody reserves
   uint64_t demand_freed_bytes_ = 0;   // capacity_freed_bytes()'s share
   uint64_t last_refusal_budget_shortfall_ = 0;

@@ -119,7 +119,7 @@ Run run(const char* policy, uint64_t seed, bool full_scan) {
   return out;
 }
 
-void expect_same(const char* policy, uint64_t seed) {
+ControllerStats expect_same(const char* policy, uint64_t seed) {
   SCOPED_TRACE(std::string(policy) + " seed " + std::to_string(seed));
   Run index = run(policy, seed, false);
   Run full = run(policy, seed, true);
@@ -154,14 +154,82 @@ void expect_same(const char* policy, uint64_t seed) {
                 (unsigned long long)index.stats.refused_attempts,
                 (unsigned long long)full.stats.refused_attempts);
   }
+  return index.stats;
 }
 
 TEST(ControllerIndex, TempoKvCommitsAsTheFullScanDoes) {
-  for (uint64_t seed = 1; seed <= 20; ++seed) expect_same("tempokv", seed);
+  ControllerStats sum;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const ControllerStats s = expect_same("tempokv", seed);
+    sum.rested += s.rested;
+    sum.unrested += s.unrested;
+  }
+  // The scenarios set claims aside with every object resident, and evict objects of some.
+  EXPECT_GT(sum.rested, 0u);
+  EXPECT_GT(sum.unrested, 0u);
 }
 
 TEST(ControllerIndex, TempoKvStaticCommitsAsTheFullScanDoes) {
-  for (uint64_t seed = 1; seed <= 20; ++seed) expect_same("tempokv-static", seed);
+  ControllerStats sum;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const ControllerStats s = expect_same("tempokv-static", seed);
+    sum.rested += s.rested;
+    sum.unrested += s.unrested;
+  }
+  EXPECT_GT(sum.rested, 0u);
+  EXPECT_GT(sum.unrested, 0u);
+}
+
+// A claim whose objects are all resident (TTR 0) leaves the walk; an eviction of one of its
+// objects must put it back, so it commits when its new TTR says, as the full scan does, and not
+// at its use time.
+struct EvictionRun {
+  ClaimInfo info;
+  ControllerStats stats;
+};
+
+EvictionRun run_eviction(bool full_scan) {
+  ControllerOptions co;
+  co.full_scan = full_scan;
+  Fixture f("tempokv", {}, co);  // 16 objects of capacity
+  auto ordinary = [&f](ClaimId id, std::vector<uint64_t> objects) {
+    auto r = f.stack.provider->start_ordinary(
+        testing::claim_of(id, std::move(objects)), [&f](ClaimId done, Status st) {
+          ASSERT_TRUE(st.is_ok());
+          ASSERT_TRUE(f.stack.provider->release(done).is_ok());
+        });
+    ASSERT_TRUE(r.is_ok());
+    if (*r == ClaimPhase::kOrdinaryReady) {
+      ASSERT_TRUE(f.stack.provider->release(id).is_ok());
+    }
+  };
+  // Objects 1 and 2 first, then 3..16: the tier is full of unprotected cache by 1 s.
+  ordinary(100, {1, 2});
+  ordinary(101, {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+  f.run_to(milliseconds(1000));
+  EXPECT_TRUE(f.stack.tier->resident(testing::obj(1)));
+  // Used at 2 s; resident, so it waits for its use time.
+  EXPECT_TRUE(f.controller->report(2, manifest({1, 2}), milliseconds(1000)).is_ok());
+  f.run_to(milliseconds(1900));
+  EXPECT_EQ(f.info(2).state, ClaimState::kPlanned);
+  // A read of object 17 evicts the least recently used object, 1 or 2.
+  ordinary(102, {17});
+  f.run_to(milliseconds(1901));
+  EXPECT_FALSE(f.stack.tier->resident(testing::obj(1)) && f.stack.tier->resident(testing::obj(2)));
+  f.run_to(milliseconds(3000));
+  return {f.info(2), f.controller->stats()};
+}
+
+TEST(ControllerIndex, AResidentClaimSetAsideReturnsWhenOneOfItsObjectsIsEvicted) {
+  const EvictionRun index = run_eviction(false);
+  const EvictionRun full = run_eviction(true);
+  EXPECT_EQ(index.stats.rested, 1u);
+  EXPECT_EQ(index.stats.unrested, 1u);
+  ASSERT_TRUE(full.info.timeline.committed.has_value());
+  EXPECT_EQ(index.info.timeline.committed, full.info.timeline.committed);
+  EXPECT_EQ(index.info.timeline.ready, full.info.timeline.ready);
+  // Committed before its use at 2 s: the evicted object had to be read again.
+  EXPECT_LT(*index.info.timeline.committed - *index.info.timeline.reported, milliseconds(1000));
 }
 
 TEST(ControllerIndex, QueueKCommitsAsTheFullScanDoes) {

@@ -70,6 +70,29 @@ class RandomRun {
           uint64_t bytes = 0;
           for (const ManifestEntry& e : c.objects) bytes += round_up(e.bytes, kBlockBytes);
           ASSERT_GE(bounds.bound(*c.use_at, bytes), s_.provider->ttr(c));
+          // The range from the prefix sums holds the exact TTR, and is tighter than the bound.
+          const StagingProvider::TtrBoundWalk::Range range = bounds.range(c);
+          const Duration ttr = s_.provider->ttr_reference(c);
+          ASSERT_LE(range.lo, ttr);
+          ASSERT_GE(range.hi, ttr);
+          ASSERT_LE(range.hi, bounds.bound(*c.use_at, bytes));
+          const bool resident =
+              std::all_of(c.objects.begin(), c.objects.end(),
+                          [&](const ManifestEntry& e) { return s_.tier->resident(e.key); });
+          ASSERT_EQ(range.all_resident, resident);
+        }
+        // The bound from the queue's prefix sums equals the naive walk of the queue, in and out of
+        // use order, whatever queued, issued, completed, moved up or cancelled reads since.
+        for (int k = 0; k < 4; ++k) {
+          const TimePoint use_at = s_.ex.now() + std::chrono::microseconds(pick(1'200'000));
+          const uint64_t bytes = pick(4) * kObj;
+          ASSERT_EQ(bounds.bound(use_at, bytes), s_.provider->ttr_bound_reference(use_at, bytes));
+        }
+        if (!live_.empty() && pick(2) == 0) {
+          // A claim used sooner: its queued reads move up (out of the middle of the queue).
+          auto it = live_.begin();
+          std::advance(it, static_cast<std::ptrdiff_t>(pick(live_.size())));
+          ASSERT_TRUE(s_.provider->expedite(it->first, s_.ex.now()).is_ok());
         }
         // One exact walk over them in use order gives exactly each claim's TTR; a claim used
         // earlier than the last one asked (out of order) too.
