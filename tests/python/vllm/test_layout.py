@@ -204,6 +204,32 @@ def test_contiguous_layouts_copy_directly_and_others_per_block():
     assert "per-block copies" in KVLayout(hnd, NUM_BLOCKS, BLOCK, 2, staged=True).describe()
 
 
+def test_a_load_of_several_chunks_is_one_torch_copy_call():
+    # Each torch call that does work releases the GIL; beside a thread running Python, getting
+    # it back can cost the 5 ms switch interval (docs/vllm.md, the GIL convoy).
+    import sys
+    lay = KVLayout(cpu_layout(), NUM_BLOCKS, BLOCK, blocks_per_chunk=2)
+    tier = torch.zeros(4 * lay.object_bytes, dtype=torch.uint8)
+    ids = [[0, 1], [5, 3], [7, 8], [11, 2]]
+    chunks = [(tier[i * lay.object_bytes:(i + 1) * lay.object_bytes], ids[i], 0)
+              for i in range(4)]
+    calls = []
+
+    def profile(frame, event, arg):
+        if event == "c_call":
+            calls.append(arg.__name__)
+
+    sys.setprofile(profile)
+    try:
+        lay.load_chunks(chunks)
+    finally:
+        sys.setprofile(None)
+    copies = [c for c in calls if "copy" in c or "index" in c or c in ("select", "view")]
+    assert copies.count("_foreach_copy_") == 1
+    assert copies.count("view") == len(chunks)  # one [blocks, block_bytes] view per object
+    assert len(copies) == 1 + len(chunks), copies
+
+
 def test_copy_bench_loads_objects_from_a_read_only_mapping_intact():
     from tempokv.vllm import copy_bench
     r = copy_bench.run(torch.device("cpu"), objects=2, repeat=1, register=False)
