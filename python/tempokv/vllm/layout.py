@@ -11,8 +11,20 @@ slice in layer order: ``[block j][layer l][slice bytes]``. Object bytes are ther
 meaningful to engines of the same geometry, which the model id folds in (``model_descriptor``).
 
 Copies go straight between the shared mapping (as a uint8 tensor over the mmap, no Python copy)
-and the KV tensors: one ``copy_`` per block and layer. Not thread-safe per instance except that
-disjoint blocks may be copied from different threads.
+and the KV tensors, as few torch calls as possible: each torch call that does work releases the
+GIL, and getting it back beside a thread that runs Python (vLLM's engine loop) can cost the 5 ms
+switch interval, so a copy of one call per block and layer (the first version) slowed to a crawl
+beside a busy engine. A layer's tensor, contiguous, is seen as uint8 ``[outer, num_blocks,
+inner]`` (``outer`` the dimensions before the block dimension: 1 on the CPU backend, K/V on
+FlashAttention), so one block's slice is ``outer`` contiguous runs of ``inner`` bytes, in the
+object's order. On the CPU every (run of consecutive blocks, layer, outer) pair is collected as
+views and all are copied by ONE ``torch._foreach_copy_`` (plain memcpys, no temporary); the loader
+copies all chunks of a load in one call (``load_chunks``). On CUDA (``staged``) the object goes to
+the device in one ``copy_`` (non_blocking from the registered tier) and each layer's blocks are
+written from there by one ``index_copy_`` on the device (``save``: one ``index_select`` per layer,
+one copy back): O(layers) calls per chunk, one host transfer, no extra host copy. Tensors that
+are not contiguous fall back to a view per block and layer (still one ``_foreach_copy_``).
+Not thread-safe per instance except that disjoint blocks may be copied from different threads.
 """
 
 import warnings
@@ -53,14 +65,36 @@ def model_descriptor(model, kv_cache_config, device_type, tp_size=1, tp_rank=0):
     return "|".join(parts)
 
 
+def _copy_all(dst, src, non_blocking=False):
+    """dst[i].copy_(src[i]) for all i, in one torch call (the GIL released once) where torch has
+    ``_foreach_copy_`` (2.1 and later)."""
+    if hasattr(torch, "_foreach_copy_"):
+        torch._foreach_copy_(dst, src, non_blocking=non_blocking)
+    else:
+        for d, s in zip(dst, src):
+            d.copy_(s, non_blocking=non_blocking)
+
+
 class _Layer:
-    __slots__ = ("name", "tensor", "block_dim", "shape", "nbytes", "offset")
+    __slots__ = ("name", "tensor", "block_dim", "shape", "nbytes", "offset", "parts", "outer",
+                 "inner")
+
+
+def _parts(t, block_dim):
+    """``t`` as uint8 ``[outer, num_blocks, inner]`` (a view), or None when ``t`` is not
+    contiguous: then a block's slice is not ``outer`` runs of ``inner`` bytes."""
+    if not t.is_contiguous() or t.numel() == 0:
+        return None
+    outer = 1
+    for n in t.shape[:block_dim]:
+        outer *= n
+    return t.view(-1).view(torch.uint8).view(outer, t.shape[block_dim], -1)
 
 
 class KVLayout:
     """The per-layer block views of vLLM's KV tensors."""
 
-    def __init__(self, kv_caches, num_blocks, block_size, blocks_per_chunk):
+    def __init__(self, kv_caches, num_blocks, block_size, blocks_per_chunk, staged=None):
         if not kv_caches:
             raise ValueError("register_kv_caches gave no KV tensors")
         self.num_blocks = int(num_blocks)
@@ -78,11 +112,23 @@ class KVLayout:
             layer.shape = tuple(view.shape)
             layer.nbytes = view.numel() * t.element_size()
             layer.offset = offset
+            layer.parts = _parts(t, layer.block_dim)
+            if layer.parts is not None:
+                layer.outer, layer.inner = layer.parts.shape[0], layer.parts.shape[2]
             offset += layer.nbytes
             self.layers.append(layer)
         self.block_bytes = offset  # one block, all layers
         self.object_bytes = offset * self.blocks_per_chunk
         self.device = self.layers[0].tensor.device
+        self.non_blocking = self.device.type != "cpu"
+        # Staged: the object crosses to the device in one copy, the blocks are written there
+        # (a GPU's default; on the CPU only for tests: it would be an extra host copy).
+        if staged is None:
+            staged = self.device.type == "cuda"
+        self.staged = bool(staged) and all(la.parts is not None for la in self.layers)
+        # Runs of consecutive blocks are one view each where the copy is a host memcpy; a
+        # host-device copy_ of a strided view would stage it through a host temporary.
+        self._merge_runs = self.device.type == "cpu"
 
     def _block_dim(self, name, t):
         dims = [i for i, n in enumerate(t.shape) if n == self.num_blocks]
@@ -96,33 +142,95 @@ class KVLayout:
 
     def describe(self):
         l0 = self.layers[0]
+        how = ("staged" if self.staged else "direct"
+               if all(la.parts is not None for la in self.layers) else "per-block")
         return (f"{len(self.layers)} layers, {tuple(l0.tensor.shape)} {l0.tensor.dtype} on "
-                f"{self.device}, block dim {l0.block_dim}, {self.block_bytes} B per block")
-
-    def _slices(self, obj, j):
-        base = j * self.block_bytes
-        for layer in self.layers:
-            raw = obj[base + layer.offset: base + layer.offset + layer.nbytes]
-            yield layer, raw.view(layer.tensor.dtype).view(layer.shape)
+                f"{self.device}, block dim {l0.block_dim}, {self.block_bytes} B per block, "
+                f"{how} copies")
 
     def load(self, obj, block_ids, first=0):
         """Copies an object (uint8 tensor of ``object_bytes``) into ``block_ids`` (the chunk's
         blocks in order), skipping the chunk's first ``first`` blocks (already computed)."""
-        self._check(obj, block_ids)
-        non_blocking = self.device.type != "cpu"
-        for j in range(first, len(block_ids)):
-            for layer, src in self._slices(obj, j):
-                layer.tensor.select(layer.block_dim, block_ids[j]).copy_(src,
-                                                                         non_blocking=non_blocking)
-        if non_blocking:
+        self.load_chunks([(obj, block_ids, first)])
+
+    def load_chunks(self, chunks):
+        """``load`` of several objects, ``(obj, block_ids, first)`` each, in one copy: all are
+        in the KV tensors when it returns (a CUDA stream is synchronized)."""
+        for obj, block_ids, _ in chunks:
+            self._check(obj, block_ids)
+        if self.staged:
+            for obj, block_ids, first in chunks:
+                self._load_staged(obj, block_ids, first)
+        else:
+            kv, ob = [], []
+            for obj, block_ids, first in chunks:
+                self._pairs(obj, block_ids, first, kv, ob)
+            if kv:
+                _copy_all(kv, ob, self.non_blocking)
+        if self.non_blocking:
             torch.cuda.current_stream(self.device).synchronize()
 
     def save(self, block_ids, obj):
         """Copies the chunk's blocks into ``obj`` (uint8 tensor of ``object_bytes``)."""
         self._check(obj, block_ids)
-        for j, b in enumerate(block_ids):
-            for layer, dst in self._slices(obj, j):
-                dst.copy_(layer.tensor.select(layer.block_dim, b))
+        if self.staged:
+            return self._save_staged(block_ids, obj)
+        kv, ob = [], []
+        self._pairs(obj, block_ids, 0, kv, ob)
+        _copy_all(ob, kv)
+
+    def _runs(self, block_ids, first):
+        """(chunk index, block id, count) of each run of consecutive blocks from ``first``."""
+        j, n = first, len(block_ids)
+        while j < n:
+            k = 1
+            if self._merge_runs:
+                while j + k < n and block_ids[j + k] == block_ids[j] + k:
+                    k += 1
+            yield j, block_ids[j], k
+            j += k
+
+    def _pairs(self, obj, block_ids, first, kv, ob):
+        """Appends matching views: ``kv`` in the KV tensors, ``ob`` in ``obj``."""
+        rows = obj.view(self.blocks_per_chunk, self.block_bytes)
+        for j, b, k in self._runs(block_ids, first):
+            for layer in self.layers:
+                if layer.parts is None:
+                    for i in range(k):
+                        a = (j + i) * self.block_bytes + layer.offset
+                        kv.append(layer.tensor.select(layer.block_dim, b + i))
+                        ob.append(obj[a:a + layer.nbytes].view(layer.tensor.dtype)
+                                  .view(layer.shape))
+                    continue
+                for o in range(layer.outer):
+                    a = layer.offset + o * layer.inner
+                    kv.append(layer.parts[o, b:b + k])
+                    ob.append(rows[j:j + k, a:a + layer.inner])
+
+    def _layer_rows(self, rows, layer):
+        """The layer's slices of ``rows`` (``[blocks, block_bytes]``) as ``[outer, blocks,
+        inner]``, the shape of ``layer.parts`` indexed by those blocks."""
+        s = rows[:, layer.offset:layer.offset + layer.nbytes]
+        return s.view(rows.shape[0], layer.outer, layer.inner).transpose(0, 1)
+
+    def _load_staged(self, obj, block_ids, first):
+        if first >= len(block_ids):
+            return
+        index = torch.tensor(block_ids[first:], dtype=torch.long).to(self.device)
+        tail = obj[first * self.block_bytes:]
+        staging = torch.empty(tail.numel(), dtype=torch.uint8, device=self.device)
+        staging.copy_(tail, non_blocking=self.non_blocking)
+        rows = staging.view(-1, self.block_bytes)
+        for layer in self.layers:
+            layer.parts.index_copy_(1, index, self._layer_rows(rows, layer))
+
+    def _save_staged(self, block_ids, obj):
+        staging = torch.empty(self.object_bytes, dtype=torch.uint8, device=self.device)
+        rows = staging.view(-1, self.block_bytes)
+        index = torch.tensor(block_ids, dtype=torch.long).to(self.device)
+        for layer in self.layers:
+            self._layer_rows(rows, layer).copy_(layer.parts.index_select(1, index))
+        obj.copy_(staging)
 
     def block_bytes_of(self, block_id):
         """One block's bytes, all layers, in object order (a copy: for checks, not the path)."""

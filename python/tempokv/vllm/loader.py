@@ -1,7 +1,8 @@
 """Loader: the worker side's loads, on a background thread, off the forward pass.
 
-``request_retrieval``; when the claim is ready, ``begin_transfer``, one copy per block and layer
-from the shared tier straight into the request's paged blocks, ``end_transfer``. The request is
+``request_retrieval``; when the claim is ready, ``begin_transfer``, one copy of all its chunks
+from the shared tier straight into the request's paged blocks (``KVLayout.load_chunks``),
+``end_transfer``. The request is
 then reported by ``get_finished``. Any failure (an error notification, a daemon that does not
 answer, an object of the wrong size, an ``end_transfer`` refused because the daemon may already
 have reused the span) marks every block the load was to write as failed, reported by
@@ -182,13 +183,15 @@ class Loader:
             spans = c.objects(spec.rid)
             if len(spans) != len(spec.keys):
                 raise ValueError(f"{len(spans)} objects for {len(spec.keys)} chunks")
+            chunks = []
             for i, (offset, nbytes) in enumerate(spans):
                 if nbytes != self.layout.object_bytes:
                     raise ValueError(f"object {i} is {nbytes} bytes, this engine's chunks are "
                                      f"{self.layout.object_bytes}")
                 first = min(bpc, max(0, spec.first_block - i * bpc))
-                self.layout.load(self.link.tier[offset:offset + nbytes],
-                                 spec.block_ids[i * bpc:(i + 1) * bpc], first)
+                chunks.append((self.link.tier[offset:offset + nbytes],
+                               spec.block_ids[i * bpc:(i + 1) * bpc], first))
+            self.layout.load_chunks(chunks)  # one copy: few GIL hand-overs (layout.py)
             # Only now are the bytes known to be the claim's: a refused end_transfer means the
             # daemon may have reused the spans while we copied.
             c.end_transfer(spec.rid)
