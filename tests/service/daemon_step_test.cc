@@ -82,23 +82,32 @@ TEST_F(DaemonTest, ARuntimesMeasuredStepTimesCalibrateItsAdapterAndArrivalTimesD
           .is_ok());
   EXPECT_EQ(runtime_stat(*c, "adapter_running_requests"), 2);
   EXPECT_EQ(runtime_stat(*c, "adapter_waiting_requests"), 0);
-  // Step 3 (an asynchronous scheduler's: it measures step 2's iteration one step late): an
-  // hour, far above any profile's cost of a chunk: the ratio is clamped at 4 and the scale
-  // moves by the calibration weight (0.2) of its log. A measurement of a step the daemon
-  // never saw (99) is ignored.
+  // Step 3 (an asynchronous scheduler's: it measures step 2's iteration one step late): the
+  // first measurement sets the scale (RuntimeAdapter::calibrate's first weight is 1). A
+  // measurement of a step the daemon never saw (99) is ignored.
   ASSERT_TRUE(c->step(Step{.prefills = {{1, 2048}},
                            .measured = {{99, 1'000'000}},
                            .measures = true})
                   .is_ok());
   ASSERT_TRUE(c->step(Step{.decoders = {1},
-                           .measured = {{2, int64_t(3600) * 1'000'000'000}},
+                           .measured = {{2, int64_t(1'000'000'000)}},
                            .measures = true})
                   .is_ok());
   EXPECT_EQ(c->late_errors(), 0u) << c->last_late_error().to_string();
   EXPECT_EQ(runtime_stat(*c, "adapter_iterations_calibrated_total"), 1);
   EXPECT_EQ(runtime_stat(*c, "adapter_runtime_measures"), 1);
+  const double first = runtime_stat(*c, "adapter_cost_scale");
+  EXPECT_GT(first, 1.0);  // a second for a chunk the CPU profile costs at a few ms
+  // Step 5 measures step 4's decode at an hour, far above any profile's cost: the ratio is
+  // clamped at 4x the scale and the second measurement weighs 1/2 of its log: 2x.
+  ASSERT_TRUE(c->step(Step{.decoders = {1},
+                           .measured = {{4, int64_t(3600) * 1'000'000'000}},
+                           .measures = true})
+                  .is_ok());
+  EXPECT_EQ(c->late_errors(), 0u) << c->last_late_error().to_string();
+  EXPECT_EQ(runtime_stat(*c, "adapter_iterations_calibrated_total"), 2);
   // Not moved by the milliseconds between the steps' arrivals (the prefill_done of step 4).
-  EXPECT_NEAR(runtime_stat(*c, "adapter_cost_scale"), std::pow(4.0, 0.2), 1e-6);
+  EXPECT_NEAR(runtime_stat(*c, "adapter_cost_scale"), 2 * first, 1e-6 * first);
   ASSERT_TRUE(c->step(Step{.finished = {{1, 2}, {2, 0}}}).is_ok());
   EXPECT_EQ(runtime_stat(*c, "adapter_running_requests"), 0);
 }
