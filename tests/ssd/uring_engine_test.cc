@@ -15,6 +15,7 @@
 
 #include "common/aligned_buffer.h"
 #include "common/units.h"
+#include "executor/work_gate.h"
 #include "ssd/ssd_test_util.h"
 
 namespace tempokv {
@@ -185,48 +186,22 @@ TEST_F(UringEngineTest, RefusedSubmitIsRetriedOffTheCallersThread) {
       << "the caller's thread retried a refused submit";
 }
 
-// A latch that hooks wait on (bounded, so a hook that is never let go fails the test, not hangs).
-class Latch {
- public:
-  void open() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      open_ = true;
-    }
-    cv_.notify_all();
-  }
-  void wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    ++waiting_;
-    cv_.wait_for(lock, std::chrono::seconds(10), [&] { return open_; });
-  }
-  int waiting() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return waiting_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-  int waiting_ = 0;
-};
-
 TEST_F(UringEngineTest, ReadWhoseHookIsSlowDoesNotHoldUpTheOthers) {
   // The first read's hook (a checksum of a large object, say) is held; the reads behind it are
   // reaped, hooked and answered meanwhile.
   prepare_file(64 * kKiB);
   auto buf = AlignedBuffer::allocate(64 * kKiB);
   ASSERT_TRUE(buf.is_ok());
-  Latch latch;
+  testing::Gate gate;
+  gate.hold("hook");
   std::optional<Result<size_t>> slow, plain, hooked;
   engine_->read(
       file_id_, 0, buf->data(), 16 * kKiB, [&](Result<size_t> r) { slow = std::move(r); },
       [&](size_t) {
-        latch.wait();
+        gate.arrive("hook");
         return Status::ok();
       });
-  ASSERT_TRUE(run_ticking(ex_, [&] { return latch.waiting() == 1; }));
+  ASSERT_TRUE(run_ticking(ex_, [&] { return gate.waiting() == 1; }));
   engine_->read(file_id_, 16 * kKiB, buf->data() + 16 * kKiB, 16 * kKiB,
                 [&](Result<size_t> r) { plain = std::move(r); });
   engine_->read(
@@ -235,7 +210,7 @@ TEST_F(UringEngineTest, ReadWhoseHookIsSlowDoesNotHoldUpTheOthers) {
   ASSERT_TRUE(run_until(ex_, [&] { return plain && hooked; }));
   EXPECT_FALSE(slow.has_value()) << "the held hook's read was answered";
   EXPECT_EQ(engine_->stats().in_flight, 1u);
-  latch.open();
+  gate.open();
   ASSERT_TRUE(run_until(ex_, [&] { return slow.has_value(); }));
   for (auto* r : {&slow, &plain, &hooked}) ASSERT_TRUE((*r)->is_ok()) << (*r)->status().to_string();
   EXPECT_EQ(**hooked, 32 * kKiB);
@@ -251,20 +226,21 @@ TEST_F(UringEngineTest, HooksOfReadsThatCompleteTogetherRunAtOnceAndKeepTheirOwn
   prepare_file(64 * kKiB);
   auto buf = AlignedBuffer::allocate(64 * kKiB);
   ASSERT_TRUE(buf.is_ok());
-  Latch latch;
+  testing::Gate gate;
+  gate.hold("hook");
   std::vector<std::optional<Result<size_t>>> got(4);
   for (size_t k = 0; k < 4; ++k) {
     engine_->read(
         file_id_, k * 16 * kKiB, buf->data() + k * 16 * kKiB, 16 * kKiB,
         [&got, k](Result<size_t> r) { got[k] = std::move(r); },
-        [&latch, k](size_t) {
-          latch.wait();
+        [&gate, k](size_t) {
+          gate.arrive("hook");
           return k == 2 ? Status::corruption("checksum mismatch") : Status::ok();
         });
   }
-  ASSERT_TRUE(run_ticking(ex_, [&] { return latch.waiting() == 4; }))
-      << latch.waiting() << " of 4 hooks ran at once";
-  latch.open();
+  ASSERT_TRUE(run_ticking(ex_, [&] { return gate.waiting() == 4; }))
+      << gate.waiting() << " of 4 hooks ran at once";
+  gate.open();
   ASSERT_TRUE(run_until(ex_, [&] { return got[0] && got[1] && got[2] && got[3]; }));
   for (size_t k = 0; k < 4; ++k) {
     if (k == 2) {

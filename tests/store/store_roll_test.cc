@@ -10,7 +10,8 @@
 #include <mutex>
 #include <string>
 
-#include "store/store_gate.h"
+#include "executor/work_gate.h"
+#include "store/store_test_util.h"
 
 namespace tempokv::testing {
 namespace {

@@ -9,7 +9,8 @@
 #include <optional>
 #include <vector>
 
-#include "store/store_gate.h"
+#include "executor/work_gate.h"
+#include "store/store_test_util.h"
 
 namespace tempokv::testing {
 namespace {

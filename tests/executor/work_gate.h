@@ -1,22 +1,20 @@
-// Holding up the work a store does off its loop (StoreOptions::on_io_thread_for_testing): a Gate
-// that counts that work by kind and holds one kind until opened, and a loop runner that notices a
-// condition another thread made true.
+// A gate for tests that hold up work done on other threads (the store's I/O threads, the io_uring
+// engine's payload-check hooks) at a chosen point: a test holds a kind of work, waits until the
+// workers arrive at the gate, checks what happened meanwhile, then opens it. Any thread may call
+// it.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
-#include <functional>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 
-#include "store/store_test_util.h"
-
 namespace tempokv::testing {
 
-// Counts the store's off-loop work by kind, and holds work of one kind until opened.
+// Counts work that other threads do, by kind, and holds work of one kind until opened (bounded:
+// work held 20 s goes on, so a gate never opened fails the test instead of hanging it).
 class Gate {
  public:
   void hold(std::string what) {
@@ -30,7 +28,7 @@ class Gate {
     }
     cv_.notify_all();
   }
-  // Runs on the store's threads.
+  // Runs on the working threads.
   void arrive(std::string_view what) {
     std::unique_lock<std::mutex> lock(mu_);
     ++count_[std::string(what)];
