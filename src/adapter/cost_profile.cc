@@ -32,12 +32,14 @@ Duration CostProfile::retrieval(uint64_t bytes) const {
   return from_seconds(retrieval_latency_s + double(bytes) / retrieval_bytes_per_s);
 }
 
-CostProfile CostProfile::scaled(double f) const {
+CostProfile CostProfile::scaled(double f, double decode_f) const {
   CostProfile p = *this;
   for (double* v : {&p.prefill_a_s, &p.prefill_b_s_per_token, &p.prefill_c_s_per_token2,
-                    &p.decode_a_s, &p.decode_b_s_per_context_token, &p.decode_c_s_per_seq,
                     &p.retrieval_latency_s}) {
     *v *= f;
+  }
+  for (double* v : {&p.decode_a_s, &p.decode_b_s_per_context_token, &p.decode_c_s_per_seq}) {
+    *v *= decode_f;
   }
   p.retrieval_bytes_per_s /= f;
   return p;

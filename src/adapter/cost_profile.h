@@ -40,7 +40,9 @@ struct CostProfile {
   Duration retrieval(uint64_t bytes) const;
   // Every cost × factor (the retrieval rate ÷ factor): a deliberately wrong estimator's profile,
   // or an online calibration's correction. factor > 0.
-  CostProfile scaled(double factor) const;
+  CostProfile scaled(double factor) const { return scaled(factor, factor); }
+  // The decode step's costs × decode_factor, the rest (prefill, retrieval) × factor.
+  CostProfile scaled(double factor, double decode_factor) const;
 
   Status validate() const;
   static Result<CostProfile> load(const std::string& path);

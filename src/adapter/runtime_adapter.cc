@@ -126,7 +126,9 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   snap.boundary_in_ns = 0;
   if (iteration_open_) {
     const Duration left = iteration_start_ +
-                          Duration(std::llround(double(iteration_cost_.count()) * cost_scale_)) -
+                          Duration(std::llround(
+                              double(iteration_cost_.prefill.count()) * prefill_scale_.value +
+                              double(iteration_cost_.decode.count()) * decode_scale_.value)) -
                           now;
     snap.boundary_in_ns = static_cast<uint64_t>(std::max(Duration::zero(), left).count());
   }
@@ -226,10 +228,11 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   return st;
 }
 
-Duration RuntimeAdapter::iteration_cost(std::span<const uint64_t> prefills,
-                                        std::span<const uint32_t> prefill_tokens,
-                                        std::span<const uint64_t> decoders) {
-  Duration cost{0};
+IterationCost RuntimeAdapter::iteration_cost(std::span<const uint64_t> prefills,
+                                             std::span<const uint32_t> prefill_tokens,
+                                             std::span<const uint64_t> decoders) {
+  IterationCost it;
+  Duration& cost = it.prefill;
   for (size_t i = 0; i < prefills.size(); ++i) {
     const Req& r = *requests_.find(prefills[i]);
     const uint32_t done = r.info.cached_tokens + r.prefilled_tokens;
@@ -247,8 +250,8 @@ Duration RuntimeAdapter::iteration_cost(std::span<const uint64_t> prefills,
     const Req& r = *requests_.find(id);
     context += r.info.prompt_tokens + r.generated;
   }
-  if (!decoders.empty()) cost += profile_.decode_step(context, decoders.size());
-  return cost;
+  if (!decoders.empty()) it.decode = profile_.decode_step(context, decoders.size());
+  return it;
 }
 
 void RuntimeAdapter::iteration_ended() {
@@ -257,13 +260,21 @@ void RuntimeAdapter::iteration_ended() {
   if (!runtime_measures_) calibrate(iteration_cost_, controller_.now() - iteration_start_);
 }
 
-void RuntimeAdapter::iteration_measured(Duration profile_cost, Duration actual) {
+void RuntimeAdapter::iteration_measured(IterationCost profile_cost, Duration actual) {
   runtime_measures_ = true;
   calibrate(profile_cost, actual);
 }
 
-void RuntimeAdapter::calibrate(Duration profile_cost, Duration actual) {
-  if (options_.calibration_weight == 0 || profile_cost <= Duration::zero() ||
+void RuntimeAdapter::Scale::update(double log_ratio, double weight) {
+  const double log4 = std::log(4.0);
+  ++n;
+  const double step = n == 1 ? log_ratio : std::clamp(log_ratio, log - log4, log + log4);
+  log += std::max(weight, 1.0 / double(n)) * (step - log);
+  value = std::exp(log);
+}
+
+void RuntimeAdapter::calibrate(IterationCost cost, Duration actual) {
+  if (options_.calibration_weight == 0 || cost.total() <= Duration::zero() ||
       actual <= Duration::zero()) {
     return;
   }
@@ -275,15 +286,31 @@ void RuntimeAdapter::calibrate(Duration profile_cost, Duration actual) {
   // fresh adapter does not project with the profile's costs for the ~20 steps an EWMA from the
   // profile would take to get within 10 % of a 17x slower runtime (vLLM on CPU: its first
   // claims' uses were projected ~1.7 s early, session 9).
-  const double log_ratio = std::log(double(actual.count()) / double(profile_cost.count()));
-  const double log4 = std::log(4.0);
-  const uint64_t n = iterations_calibrated_ + 1;
-  const double step = n == 1 ? log_ratio
-                             : std::clamp(log_ratio, log_scale_ - log4, log_scale_ + log4);
-  const double weight = std::max(options_.calibration_weight, 1.0 / double(n));
-  log_scale_ += weight * (step - log_scale_);
-  cost_scale_ = std::exp(log_scale_);
-  calibrated_ = profile_.scaled(cost_scale_);
+  const double w = options_.calibration_weight;
+  if (!runtime_measures_) {
+    // Timed by the adapter's own clock, an iteration also holds message delays and the idle
+    // gaps where the runtime waits for KV; split between the two scales they went to the
+    // prefills (the sim trace's p95 went 1.063 -> 1.089 x Immediate's, session 10): one scale.
+    prefill_scale_.update(std::log(double(actual.count()) / double(cost.total().count())), w);
+    decode_scale_ = prefill_scale_;
+  } else if (cost.prefill <= Duration::zero()) {
+    decode_scale_.update(std::log(double(actual.count()) / double(cost.decode.count())), w);
+  } else {
+    // The prefills' share: what the decode step at its scale leaves (at least a quarter of the
+    // measurement); before the decode step has its own scale, the whole iteration at one.
+    double rest = double(actual.count());
+    double base = double(cost.total().count());
+    if (decode_scale_.n > 0) {
+      rest = std::max(rest - double(cost.decode.count()) * decode_scale_.value, rest / 4);
+      base = double(cost.prefill.count());
+    }
+    prefill_scale_.update(std::log(rest / base), w);
+    if (decode_scale_.n == 0) {
+      decode_scale_.log = prefill_scale_.log;
+      decode_scale_.value = prefill_scale_.value;
+    }
+  }
+  calibrated_ = profile_.scaled(prefill_scale_.value, decode_scale_.value);
   ++iterations_calibrated_;
 }
 

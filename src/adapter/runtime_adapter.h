@@ -73,6 +73,14 @@ struct AdapterOptions {
   Status validate() const;
 };
 
+// The given profile's cost of one iteration, split: its prefill chunks (with, without async
+// loads, their retrievals) and its decode step.
+struct IterationCost {
+  Duration prefill{0};
+  Duration decode{0};
+  Duration total() const { return prefill + decode; }
+};
+
 // RequestInfo is declared with RuntimeApi (runtime_api.h).
 class RuntimeAdapter : public RuntimeApi {
  public:
@@ -125,8 +133,16 @@ class RuntimeAdapter : public RuntimeApi {
   Result<Duration> last_ttu(uint64_t id) const override;
   const OutputPredictor& predictor() const { return predictor_; }
   // Measured iteration time / the given profile's cost of it (the online calibration; 1 before
-  // any iteration).
-  double cost_scale() const { return cost_scale_; }
+  // any iteration): of the prefills (and their retrievals), and of the decode step. A runtime's
+  // prefill and decode can be off from the profile by different factors (vLLM's CPU backend
+  // against cpu-small: ~70x and ~25x), and one scale for both made a decode step of vLLM look
+  // twice as long as it was, so loads it started at the next step were projected seconds later.
+  // With a runtime that measures its iterations (iteration_measured), decode-only iterations
+  // calibrate the decode scale and the others the prefill scale, from what the decode step
+  // leaves of the measurement; until a decode-only iteration is measured the decode scale
+  // follows the prefill scale. Timed by the adapter's clock, one scale for both (calibrate()).
+  double cost_scale() const { return prefill_scale_.value; }
+  double decode_cost_scale() const { return decode_scale_.value; }
   uint32_t token_budget() const { return options_.token_budget; }
   bool async_loads() const { return options_.async_loads; }
   // Measured copy time (begin_transfer to end_transfer) / the given profile's retrieval cost of
@@ -137,13 +153,13 @@ class RuntimeAdapter : public RuntimeApi {
   Duration load_time(uint64_t bytes) const;
   static constexpr size_t kLoadSamples = 9;
   // The given profile's cost of the iteration iteration_started opened last (zero before any).
-  Duration open_iteration_cost() const { return iteration_cost_; }
+  IterationCost open_iteration_cost() const { return iteration_cost_; }
   // A runtime that measures its own iterations reports one: `profile_cost` is what
   // open_iteration_cost() said when it started, `actual` what the runtime measured. It
   // calibrates the costs as a measured iteration does; from then on the adapter's own clock
   // (iteration_started to the next progress report) still ends iterations but no longer
   // calibrates: the runtime's measurement does not include message delays or idle gaps.
-  void iteration_measured(Duration profile_cost, Duration actual);
+  void iteration_measured(IterationCost profile_cost, Duration actual);
   struct Stats {
     uint64_t waiting = 0;  // requests added and not admitted
     uint64_t running = 0;  // admitted, not finished
@@ -174,13 +190,13 @@ class RuntimeAdapter : public RuntimeApi {
   Result<Req*> find(uint64_t id, const char* call);
   // The given profile's cost of one iteration of these requests.
   // `prefill_tokens` (may be empty): each prefill's chunk, 0 for all that are left.
-  Duration iteration_cost(std::span<const uint64_t> prefills,
+  IterationCost iteration_cost(std::span<const uint64_t> prefills,
                           std::span<const uint32_t> prefill_tokens,
                           std::span<const uint64_t> decoders);
   // The first progress report after iteration_started: the iteration has ended; calibrate
   // (unless the runtime measures its iterations itself).
   void iteration_ended();
-  void calibrate(Duration profile_cost, Duration actual);
+  void calibrate(IterationCost profile_cost, Duration actual);
   Duration ready_in(uint64_t id) const;
   // Async loads: time until an admitted request's KV is on the device (0: it is, or its claim
   // ended). `ask_ready`: ask the controller when its KV is ready (the readiness lookahead).
@@ -200,7 +216,7 @@ class RuntimeAdapter : public RuntimeApi {
   std::vector<std::pair<ClaimId, Duration>> scratch_updates_;
   std::vector<uint8_t> scratch_lower_bound_;
   CostProfile profile_;     // as given
-  CostProfile calibrated_;  // profile_ × cost_scale_: what the estimator projects with
+  CostProfile calibrated_;  // profile_ × the scales: what the estimator projects with
   AdapterOptions options_;
   OutputPredictor predictor_;
   TtuEstimator estimator_;
@@ -208,9 +224,15 @@ class RuntimeAdapter : public RuntimeApi {
   std::vector<uint64_t> running_;  // admitted, not finished
   bool iteration_open_ = false;
   TimePoint iteration_start_{};
-  Duration iteration_cost_{0};  // the given profile's cost of the open iteration
-  double cost_scale_ = 1.0;
-  double log_scale_ = 0.0;
+  IterationCost iteration_cost_;  // the given profile's cost of the open iteration
+  // A bias-corrected EWMA of log(measured / profile cost) (calibrate()).
+  struct Scale {
+    double log = 0.0;
+    double value = 1.0;
+    uint64_t n = 0;  // measurements taken
+    void update(double log_ratio, double weight);
+  };
+  Scale prefill_scale_, decode_scale_;
   std::vector<double> load_ratios_;  // the last kLoadSamples measured copies / profile cost
   size_t load_next_ = 0;             // where the next sample goes once the ring is full
   double load_scale_ = 0.0;

@@ -68,7 +68,10 @@ void Controller::transition(Rec& r, ClaimState to) {
       note_timing(r);
       break;
     case ClaimState::kTransferring: tl.transfer_start = now; break;
-    case ClaimState::kReleased: tl.released = now; break;
+    case ClaimState::kReleased:
+      tl.released = now;
+      note_timing(r);
+      break;
     default: break;
   }
 }

@@ -235,6 +235,8 @@ class Controller {
     bool requested = false;
     bool estimated = false;  // a TTU update (not only the report's) has reached it
     bool feedback_noted = false;  // its timing error went to feedback_
+    // note_missed(): how much sooner than projected its use came; recorded once it is ready.
+    std::optional<Duration> missed_by;
     bool ttu_bound = false;       // its TTU is a lower bound (update()'s lower_bound)
     // use_at as the last update at an earlier instant than ttu_at left it (keep_prior_use()).
     std::optional<TimePoint> prior_use_at;
@@ -331,8 +333,9 @@ class Controller {
   void note_timing(Rec& r);
   // A timed policy's claim still planned when its retrieval is requested: the use came before the
   // projected use less the TTR, and the claim would have been late by (projected use − request)
-  // at zero laxity. That error goes to the feedback too, else the feedback would see only the
-  // claims whose estimates were good enough to commit them in time.
+  // at zero laxity. That error goes to the feedback too (missed_by, recorded by note_timing once
+  // the claim is ready or released, with how late it was: committed at its use, it is late by its
+  // read), else the feedback would see only the claims estimated well enough to commit in time.
   void note_missed(Rec& r);
   // Between begin_transfer and end_transfer (either path).
   static bool copying(const Rec& r);

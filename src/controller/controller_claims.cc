@@ -163,10 +163,10 @@ Result<RetrievalAnswer> Controller::request_retrieval(ClaimId id, RetrievalCallb
                                        " already requested retrieval");
   }
   r->info.projected_use_before_request = use_projected_before(*r, executor_.now());
-  if (r->info.state == ClaimState::kPlanned) note_missed(*r);
   r->requested = true;
   r->info.timeline.retrieval_requested = executor_.now();
   r->claim.use_at = executor_.now();  // needed now: its reads go first
+  if (r->info.state == ClaimState::kPlanned) note_missed(*r);
   if (r->info.state == ClaimState::kStaging) (void)provider_.expedite(id, executor_.now());
   note_timing(*r);
   switch (r->info.state) {
@@ -279,6 +279,13 @@ Status Controller::cancel(ClaimId id) {
 void Controller::note_timing(Rec& r) {
   const ClaimInfo& i = r.info;
   const ClaimTimeline& t = i.timeline;
+  if (r.missed_by && !r.feedback_noted && options_.error_feedback && t.retrieval_requested &&
+      (t.ready || t.released)) {
+    // Committed at its use (or sent down the ordinary path), it was late by its read.
+    r.feedback_noted = true;
+    feedback_.record(*r.missed_by, (t.ready ? *t.ready : *t.released) - *t.retrieval_requested);
+    return;
+  }
   if (r.feedback_noted || !options_.error_feedback || !t.committed || !t.ready ||
       !t.retrieval_requested || !i.projected_use_at_commit || !i.ttr_at_commit ||
       *t.committed >= *t.retrieval_requested) {
@@ -296,7 +303,7 @@ void Controller::note_missed(Rec& r) {
     return;  // no projection to judge, or held back by the budget rather than by its estimate
   }
   const Duration early_use = r.use_at - executor_.now();
-  if (early_use > Duration::zero()) feedback_.record(early_use);
+  if (early_use > Duration::zero()) r.missed_by = early_use;  // recorded once ready
 }
 
 Result<Duration> Controller::ready_in(ClaimId id) const {

@@ -146,8 +146,11 @@ std::vector<Metric> ServiceCore::metrics() const {
   per_runtime("adapter_running_requests", "Requests the adapter has admitted, not finished", kG,
               [](const RuntimeAdapter& a) { return double(a.stats().running); });
   per_runtime("adapter_cost_scale",
-              "Measured iteration time / the cost profile's (online calibration)", kG,
+              "Measured prefill time / the cost profile's (online calibration)", kG,
               [](const RuntimeAdapter& a) { return a.cost_scale(); });
+  per_runtime("adapter_decode_scale",
+              "Measured decode step time / the cost profile's (online calibration)", kG,
+              [](const RuntimeAdapter& a) { return a.decode_cost_scale(); });
   per_runtime("adapter_iterations_calibrated_total",
               "Measured iterations that calibrated the costs", kC,
               [](const RuntimeAdapter& a) { return double(a.stats().iterations_calibrated); });

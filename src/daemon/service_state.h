@@ -65,7 +65,7 @@ struct ServiceCore::Session {
   uint64_t last_step_seq = 0;           // the seq of its last step (protocol v2)
   // The adapter's cost of the iterations its last steps started, by seq: what a step's
   // `measured` durations are compared with (kStepCostsKept of them).
-  std::deque<std::pair<uint64_t, Duration>> step_costs;
+  std::deque<std::pair<uint64_t, IterationCost>> step_costs;
 };
 
 }  // namespace tempokv::service

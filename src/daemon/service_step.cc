@@ -35,7 +35,7 @@ Status ServiceCore::step(Session& s, const Step& m) {
     }
   }
   if (m.measures && m.measured.empty() && !a.stats().runtime_measures) {
-    a.iteration_measured(Duration::zero(), Duration::zero());  // declares it; calibrates nothing
+    a.iteration_measured(IterationCost{}, Duration::zero());  // declares it; calibrates nothing
   }
   for (const StepFinished& f : m.finished) {
     TEMPOKV_RETURN_IF_ERROR(finish_request(s, f.request_id, f.output_tokens));

@@ -1,6 +1,12 @@
 // Error feedback (controller/error_feedback.h): a timed commit that turned out late moves later
 // TempoKV commits earlier by about that lateness; tempokv-static ignores it; the margin is a high
 // quantile of recent errors and never below zero.
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <random>
+#include <vector>
+
 #include "controller/controller_fixture.h"
 
 namespace tempokv::testing {
@@ -17,6 +23,53 @@ TEST(ErrorFeedback, MarginIsAHighQuantileOfRecentErrorsNeverBelowZero) {
   EXPECT_EQ(f.margin(), milliseconds(30));  // position ceil(0.75 × 3) of {-50, 10, 20, 30}
   for (int ms : {1, 1, 1}) f.record(milliseconds(ms));
   EXPECT_EQ(f.margin(), milliseconds(20));  // the window forgot -50, 10 and 30
+}
+
+// Without a bound on the reads the least-cost margin is the old rule's order statistic: position
+// ⌈q·(n − 1)⌉ of the sorted window, never below zero (errors drawn at random, windows of 1–40).
+TEST(ErrorFeedback, WithoutReadTimesTheMarginIsTheQuantileOfTheWindow) {
+  std::mt19937 rng(7);
+  for (double q : {0.9, 0.75, 0.5}) {
+    for (uint32_t window : {1u, 4u, 12u, 32u}) {
+      ErrorFeedback f({.window = window, .quantile = q});
+      std::deque<Duration> recent;
+      for (int i = 0; i < 40; ++i) {
+        const Duration e = milliseconds(std::uniform_int_distribution<int>(-500, 3000)(rng));
+        f.record(e);
+        recent.push_back(e);
+        if (recent.size() > window) recent.pop_front();
+        std::vector<Duration> sorted(recent.begin(), recent.end());
+        std::sort(sorted.begin(), sorted.end());
+        const auto pos = static_cast<size_t>(std::ceil(q * double(sorted.size() - 1)));
+        ASSERT_EQ(f.margin(), std::max(sorted[pos], Duration::zero()))
+            << "q " << q << " window " << window << " after " << i + 1;
+      }
+    }
+  }
+}
+
+// A claim is never later than its read: one whose use came seconds sooner than projected, with a
+// 80 ms read, was late by 80 ms, so it does not move every later commit seconds earlier (the vLLM
+// run's case: one early load start set a 4 s margin for the next five claims). Alone, or with
+// enough like it, it sets the margin.
+TEST(ErrorFeedback, AUseFarSoonerThanProjectedCountsNoMoreLatenessThanItsRead) {
+  ErrorFeedback alone;
+  alone.record(milliseconds(3990), milliseconds(80));
+  EXPECT_EQ(alone.margin(), milliseconds(3990));
+
+  ErrorFeedback f;
+  for (int ms : {80, 20, 90, -190, -250}) f.record(milliseconds(ms), milliseconds(80));
+  EXPECT_EQ(f.margin(), milliseconds(90));
+  f.record(milliseconds(3990), milliseconds(80));
+  EXPECT_EQ(f.margin(), milliseconds(90));  // late 80 ms × 9 < 3.9 s early × 5
+  ErrorFeedback unbounded;
+  for (int ms : {80, 20, 90, -190, -250, 3990}) unbounded.record(milliseconds(ms));
+  EXPECT_EQ(unbounded.margin(), milliseconds(3990));  // the old rule: the largest of six
+
+  // Six such claims of six: each would have been late, and only the whole 3.99 s avoids it.
+  ErrorFeedback all;
+  for (int i = 0; i < 6; ++i) all.record(milliseconds(3990), milliseconds(80));
+  EXPECT_EQ(all.margin(), milliseconds(3990));
 }
 
 // Claim 1's use was projected at 500 ms but its retrieval came at 425 ms: committed at laxity
@@ -107,13 +160,37 @@ TEST(ControllerFeedback, AClaimStillPlannedAtItsRetrievalCountsHowMuchSoonerItsU
   f.run_to(milliseconds(500));
   EXPECT_EQ(f.info(1).state, ClaimState::kPlanned);
   ASSERT_TRUE(f.controller->request_retrieval(1, f.recorder()).is_ok());
-  EXPECT_EQ(f.controller->feedback_margin(), milliseconds(1500));
+  EXPECT_EQ(f.controller->feedback_margin(), Duration::zero());  // counted once it is ready
   f.run_to(milliseconds(700));
+  EXPECT_EQ(f.since(f.info(1).timeline.ready), milliseconds(625));
+  EXPECT_EQ(f.controller->feedback_margin(), milliseconds(1500));
   ASSERT_TRUE(f.controller->begin_transfer(1).is_ok());
   ASSERT_TRUE(f.controller->end_transfer(1).is_ok());
   ASSERT_TRUE(f.controller->report(2, manifest({3, 4}), milliseconds(3300)).is_ok());  // at 4000
   f.stack.ex.run_until(f.at(milliseconds(4100)));
   EXPECT_EQ(f.since(f.info(2).timeline.committed), milliseconds(4000 - 125 - 1500));
+}
+
+// The same miss after a claim that was just in time: claim 2's use came 1500 ms sooner than
+// projected, but committed at its use it is late by its 125 ms read only, and a 1500 ms margin
+// would hold every later claim 1500 ms early to save that. The margin stays zero. (The old rule,
+// a quantile of the errors alone, made it 1500 ms.)
+TEST(ControllerFeedback, AMissAfterAClaimOnTimeMovesNoCommitsWhenItsReadIsShort) {
+  Fixture f("tempokv");
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), milliseconds(500)).is_ok());
+  f.run_to(milliseconds(500));
+  ASSERT_TRUE(f.controller->request_retrieval(1, f.recorder()).is_ok());
+  EXPECT_EQ(f.since(f.info(1).timeline.ready), milliseconds(500));  // error 0
+  ASSERT_TRUE(f.controller->begin_transfer(1).is_ok());
+  ASSERT_TRUE(f.controller->end_transfer(1).is_ok());
+  ASSERT_TRUE(f.controller->report(2, manifest({3, 4}), std::chrono::hours(1)).is_ok());
+  std::pair<ClaimId, Duration> estimate{2, milliseconds(2000)};
+  ASSERT_TRUE(f.controller->update_estimates({&estimate, 1}).is_ok());  // use at 2500
+  f.run_to(milliseconds(1000));
+  ASSERT_TRUE(f.controller->request_retrieval(2, f.recorder()).is_ok());
+  f.run_to(milliseconds(1200));
+  EXPECT_EQ(f.since(f.info(2).timeline.ready), milliseconds(1125));  // late by its read
+  EXPECT_EQ(f.controller->feedback_margin(), Duration::zero());
 }
 
 // The runtime's update at the boundary that admits a request (TTU 0) commits its claim just

@@ -80,6 +80,8 @@ def row(run, entry, p, kv_bytes_per_token, model):
         # (cpu-small) cost of them; what every projected TTU is scaled by.
         "adapter_cost_scale": next((v for k, v in s.items()
                                     if k.startswith("adapter_cost_scale")), None),
+        "adapter_decode_scale": next((v for k, v in s.items()
+                                      if k.startswith("adapter_decode_scale")), None),
         # The engine's hello declared asynchronous loads (they hold no slot), and the worker's
         # measured copies / the profile's retrieval cost of them (0: none measured); the largest
         # over the daemon's runtimes (the driver's probes have their own, idle ones).

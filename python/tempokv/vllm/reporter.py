@@ -8,8 +8,17 @@ iterations earlier steps started, from which the daemon's adapter calibrates its
 
 ``Snapshot`` is what ``TempoKVScheduler`` hands over after each ``schedule()``: bounded (at most
 ``MAX_WAITING`` waiting and ``max_num_seqs`` running entries), plain data, no vLLM objects.
+
+With ``TEMPOKV_STEP_LOG`` set to a path, every step sent is also appended there as one JSON line
+(``t``: ``time.monotonic()`` when sent, ``seq``, and the step's fields), so what the daemon's
+adapter was told can be read back beside its projections (/claims). A log that cannot be
+written is reported once and dropped; the steps still go.
 """
 
+import json
+import os
+import sys
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -45,8 +54,9 @@ class StepReporter:
     or ended. Steps that would say nothing new are not sent.
     """
 
-    def __init__(self, client):
+    def __init__(self, client, log_path=None):
         self.client = client
+        self._log_path = log_path if log_path is not None else os.environ.get("TEMPOKV_STEP_LOG")
         self._admitted = set()
         self._queued = OrderedDict()  # rid -> row, for the next step
         self._finished = []  # [(rid, output_tokens)] for the next step
@@ -96,10 +106,13 @@ class StepReporter:
         if not (prefills or decoders or admitted or self._queued or self._finished or
                 self._measured or waiting != self._last_waiting):
             return None
-        seq = self.client.step(prefills=prefills, decoders=decoders,
-                               finished=self._finished, queued=list(self._queued.values()),
-                               waiting=waiting, boundary_in_ns=int(snap.step_estimate_s * 1e9),
-                               admitted=admitted, measured=self._measured)
+        fields = dict(prefills=prefills, decoders=decoders, finished=self._finished,
+                      queued=list(self._queued.values()), waiting=waiting,
+                      boundary_in_ns=int(snap.step_estimate_s * 1e9), admitted=admitted,
+                      measured=self._measured)
+        seq = self.client.step(**fields)
+        if self._log_path:
+            self._log(seq, fields)
         self.steps_sent += 1
         self._queued.clear()
         self._finished = []
@@ -110,6 +123,14 @@ class StepReporter:
             while len(self._seqs) > _SEQS_KEPT:
                 self._seqs.popitem(last=False)
         return seq
+
+    def _log(self, seq, fields):
+        try:
+            with open(self._log_path, "a") as f:
+                f.write(json.dumps(dict(t=time.monotonic(), seq=seq, **fields)) + "\n")
+        except OSError as e:
+            print(f"tempokv: step log {self._log_path!r} dropped: {e}", file=sys.stderr)
+            self._log_path = None
 
     def flush(self):
         """Sends what is pending (requests queued or finished) when no step is coming."""

@@ -1,5 +1,7 @@
 """StepReporter: what one vLLM step becomes in protocol v2 step messages."""
 
+import json
+
 from tempokv.vllm.reporter import Snapshot, StepReporter
 
 
@@ -59,3 +61,26 @@ def test_a_request_that_finishes_before_any_step_is_never_mentioned():
     r.forget(6)
     r.flush()
     assert c.steps == []
+
+
+def test_the_step_log_has_one_line_per_step_sent_with_its_fields(tmp_path):
+    path = tmp_path / "steps.jsonl"
+    c = Recorder()
+    r = StepReporter(c, log_path=str(path))
+    r.queued(2, 200, 16)
+    r.step(Snapshot(waiting=[(1, 100), (2, 200)]), known={1})
+    assert r.step(Snapshot(waiting=[(1, 100), (2, 200)]), known={1, 2}) is None  # not sent
+    r.step(Snapshot(waiting=[(2, 200)], running=[(1, 0, 0, 100)]), known={1, 2})
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [x["seq"] for x in lines] == [1, 2]
+    assert lines[0]["queued"] == [[2, 200, 0, 0, 16]] and lines[0]["waiting"] == [1, 2]
+    assert lines[1]["admitted"] == [1] and lines[0]["t"] <= lines[1]["t"]
+
+
+def test_a_step_log_that_cannot_be_written_is_dropped_and_the_steps_still_go(tmp_path, capsys):
+    c = Recorder()
+    r = StepReporter(c, log_path=str(tmp_path / "missing" / "steps.jsonl"))
+    r.step(Snapshot(waiting=[(1, 100)]), known={1})
+    r.step(Snapshot(waiting=[(7, 100)]), known={7})
+    assert len(c.steps) == 2
+    assert capsys.readouterr().err.count("step log") == 1
