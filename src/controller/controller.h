@@ -33,13 +33,16 @@
 // without a TTR (the provider projects one only for a commit that succeeds), and only the claims
 // in between get an exact TTR. A claim whose last refusal stands (refusal_stands()) leaves the
 // index until the bytes it lacked have been freed (park()), so a deep window of refused claims is
-// not stepped over at every event. A claim found with every object resident (TTR 0: eligible only
-// by its use time) leaves the index for resting_ until one of its objects is evicted (the tier's
-// eviction listener), and only the resting claims that can be candidates or set the wake-up are
-// looked at (walk_resting()). The rest is not looked at. Queue-K looks at
-// the first K of each runtime's order, Demand at nothing, Immediate at every planned claim.
-// ControllerOptions::full_scan evaluates every planned claim exactly instead: the reference the
-// index is tested against (same decisions).
+// not stepped over at every event; when they have been, the provider's refusal check alone
+// (StagingProvider::refused_now: no store lookup, nothing committed) decides whether a commit
+// would still be refused (the room may have been taken again), and if so the claim is parked
+// again at once (refused_again()) rather than walked and attempted. A claim found with every object
+// resident (TTR 0: eligible only by its use time) leaves the index for resting_ until one of its
+// objects is evicted (the tier's eviction listener), and only the resting claims that can be
+// candidates or set the wake-up are looked at (walk_resting()). The rest is not looked at. Queue-K
+// looks at the first K of each runtime's order, Demand at nothing, Immediate at every planned
+// claim. ControllerOptions::full_scan evaluates every planned claim exactly instead: the reference
+// the index is tested against (same decisions).
 //
 // Accounting: the integral of protected + reserved fast-tier bytes over time (C of DESIGN.md §5),
 // per-claim timelines, refused commits.
@@ -123,7 +126,9 @@ struct ClaimInfo {
 struct ControllerStats {
   uint64_t reported = 0;
   uint64_t commits = 0;
-  uint64_t refused_attempts = 0;  // commit attempts refused for budget or capacity
+  // Commit attempts refused for budget or capacity (those a standing refusal or the provider's
+  // refusal check alone decided without a commit included).
+  uint64_t refused_attempts = 0;
   uint64_t refused_claims = 0;    // claims refused at least once
   uint64_t ordinary = 0;
   uint64_t released = 0;
@@ -244,6 +249,9 @@ class Controller {
     // provider's budget_freed_bytes() and capacity_freed_bytes() then.
     uint64_t refusal_budget_short = 0, refusal_capacity_short = 0;
     uint64_t refusal_budget_freed = 0, refusal_capacity_freed = 0;
+    // StagingProvider::store_index_changes() at its last refusal: while unchanged, its objects are
+    // all still in the store as the refused commit found them (refused_again()).
+    uint64_t refusal_store_changes = 0;
     RetrievalCallback on_ready;
   };
   // Where a claim sits in the attempt order: rank, then runtime id; unranked claims last, in
@@ -305,6 +313,17 @@ class Controller {
   void park(Rec& r);
   void unpark_freed();
   void unpark(Rec& r);
+  // A parked claim whose count of freed bytes has been reached, before it goes back into by_use_:
+  // when no object has left the store since its refusal (so a commit would pass the store checks
+  // again), the provider's refusal check alone (StagingProvider::refused_now, no store lookup)
+  // decides whether a commit would be refused now; if so, that is counted as a refused attempt,
+  // recorded as its refusal, and it is parked again (true) instead of being walked, projected and
+  // attempted only to be refused. A claim whose TTU is a lower bound goes back as before (the
+  // walk may ask its runtime for a revision). Nothing a commit could decide changes: the claim is
+  // only looked at again once enough bytes are freed.
+  bool refused_again(Rec& r);
+  // Records the provider's last refusal as r's (refusal_stands() reads it).
+  void note_refusal(Rec& r);
   // controller_resting.cc
   // The index an indexed claim is in: resting_ or by_use_.
   std::set<std::pair<TimePoint, ClaimId>>& index_of(const Rec& r);

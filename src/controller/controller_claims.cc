@@ -32,6 +32,23 @@ void Controller::unpark(Rec& r) {
   r.park = Rec::Park::kNo;
 }
 
+void Controller::note_refusal(Rec& r) {
+  r.refusal_budget_short = provider_.last_refusal_budget_shortfall();
+  r.refusal_capacity_short = provider_.last_refusal_capacity_shortfall();
+  r.refusal_budget_freed = provider_.budget_freed_bytes();
+  r.refusal_capacity_freed = provider_.capacity_freed_bytes();
+  r.refusal_store_changes = provider_.store_index_changes();
+}
+
+bool Controller::refused_again(Rec& r) {
+  if (r.ttu_bound || r.refusal_store_changes != provider_.store_index_changes()) return false;
+  if (!provider_.refused_now(r.claim)) return false;
+  ++stats_.refused_attempts;
+  note_refusal(r);
+  park(r);  // at least one shortfall > 0: beyond what has been freed so far
+  return true;
+}
+
 void Controller::unpark_freed() {
   const uint64_t budget_freed = provider_.budget_freed_bytes();
   while (!parked_budget_.empty() && parked_budget_.begin()->first <= budget_freed) {
@@ -41,6 +58,7 @@ void Controller::unpark_freed() {
       park(r);  // now waits for the capacity
       continue;
     }
+    if (refused_again(r)) continue;
     r.index_at = r.use_at;
     r.indexed = true;
     by_use_.emplace(r.use_at, r.info.id);
@@ -49,6 +67,7 @@ void Controller::unpark_freed() {
   while (!parked_capacity_.empty() && parked_capacity_.begin()->first <= capacity_freed) {
     Rec& r = claims_.at(parked_capacity_.begin()->second);
     unpark(r);
+    if (refused_again(r)) continue;
     r.index_at = r.use_at;
     r.indexed = true;
     by_use_.emplace(r.use_at, r.info.id);
@@ -77,10 +96,7 @@ bool Controller::try_commit(Rec& r, std::optional<Duration> known_ttr) {
         ++refused_planned_;  // it is still planned: unindex() takes it back
       }
       r.info.refused = true;
-      r.refusal_budget_short = provider_.last_refusal_budget_shortfall();
-      r.refusal_capacity_short = provider_.last_refusal_capacity_shortfall();
-      r.refusal_budget_freed = provider_.budget_freed_bytes();
-      r.refusal_capacity_freed = provider_.capacity_freed_bytes();
+      note_refusal(r);
       return false;
     }
     // The claim cannot be staged at all (an object left the store): it ends here.

@@ -145,10 +145,7 @@ Status StagingProvider::expedite(ClaimId id, TimePoint use_at) {
   return Status::ok();
 }
 
-Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCallback on_ready,
-                                            Duration* ttr_before, RefusalText refusal_text) {
-  Validated& v = validated_;
-  TEMPOKV_RETURN_IF_ERROR(validate_claim(claim, v));
+ProtectCost StagingProvider::commit_cost(const Validated& v) const {
   ProtectCost cost;
   // Room owed to admitted demand reads stays theirs, except for the reads this commit reserves.
   uint64_t owed = demand_queued_bytes_;
@@ -158,14 +155,47 @@ Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCall
     if (it != objects_.end()) owed -= demand_charge(it->second);
   }
   cost.occupied_bytes += owed;
+  return cost;
+}
+
+bool StagingProvider::refuses(const ProtectCost& cost) {
   // Refused exactly when check_protect_cost() would refuse: short of the budget's room or of the
-  // capacity's (cost.occupied_bytes counts the room owed to demand reads, above).
+  // capacity's (cost.occupied_bytes counts the room owed to demand reads, commit_cost()).
   const uint64_t budget_short = tier_.budget_shortfall(cost);
   const uint64_t capacity_short = tier_.capacity_shortfall(cost);
-  if (budget_short > 0 || capacity_short > 0) {
+  if (budget_short == 0 && capacity_short == 0) return false;
+  last_refusal_budget_shortfall_ = budget_short;
+  last_refusal_capacity_shortfall_ = capacity_short;
+  return true;
+}
+
+bool StagingProvider::refused_now(const StagingClaim& claim) {
+  // The keys and payload sizes validate_claim() gives a claim whose objects are all in the store
+  // with the manifest's sizes: each key once, with its first entry's bytes.
+  Validated& v = validated_;
+  v.keys.clear();
+  v.payload_bytes.clear();
+  constexpr size_t kLinearDedup = 64;
+  std::unordered_set<Key> seen;
+  for (const ManifestEntry& e : claim.objects) {
+    if (claim.objects.size() <= kLinearDedup) {
+      if (std::find(v.keys.begin(), v.keys.end(), e.key) != v.keys.end()) continue;
+    } else if (!seen.insert(e.key).second) {
+      continue;
+    }
+    v.keys.push_back(e.key);
+    v.payload_bytes.push_back(e.bytes);
+  }
+  return refuses(commit_cost(v));
+}
+
+Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCallback on_ready,
+                                            Duration* ttr_before, RefusalText refusal_text) {
+  Validated& v = validated_;
+  TEMPOKV_RETURN_IF_ERROR(validate_claim(claim, v));
+  const ProtectCost cost = commit_cost(v);
+  if (refuses(cost)) {
     ++stats_.refusals;
-    last_refusal_budget_shortfall_ = budget_short;
-    last_refusal_capacity_shortfall_ = capacity_short;
     if (refusal_text == RefusalText::kCodeOnly) return Status::resource_exhausted("refused");
     Status st = tier_.check_protect_cost(cost);
     return Status(st.code(), "claim " + std::to_string(claim.id) + " refused: " + st.message());

@@ -197,6 +197,16 @@ class StagingProvider {
   // by someone else takes from the room what it takes from the cost). So the controller need not
   // attempt it again before then. A refusal changes nothing, so both stay exact.
   uint64_t last_refusal_budget_shortfall() const { return last_refusal_budget_shortfall_; }
+  // commit()'s refusal check alone, with no store lookup and nothing committed: true when
+  // commit(claim) would now be refused for budget or capacity (and then last_refusal_*_shortfall()
+  // are set as that refusal would set them), false when it would pass the check. Exact only for a
+  // claim whose objects are all in the store with the manifest's sizes, which a caller knows when
+  // a commit of the same claim was refused (a refusal comes after the store checks) and
+  // store_index_changes() has not moved since. Counts nothing in stats().
+  bool refused_now(const StagingClaim& claim);
+  // Store::index_changes(): while it stays the same, a claim that passed commit()'s store checks
+  // would pass them again.
+  uint64_t store_index_changes() const { return store_.index_changes(); }
   uint64_t last_refusal_capacity_shortfall() const { return last_refusal_capacity_shortfall_; }
   uint64_t budget_freed_bytes() const { return tier_.budget_freed_bytes(); }
   // FastTier::capacity_freed_bytes plus the bytes by which the room owed to queued demand reads
@@ -330,6 +340,10 @@ class StagingProvider {
   // staging_provider.cc
   // Fills v (cleared first; a reused scratch allocates nothing once grown).
   Status validate_claim(const StagingClaim& claim, Validated& v);
+  // What committing the validated keys would add to the budget and occupy (the room owed to
+  // admitted demand reads included), and whether that is refused now (sets last_refusal_*).
+  ProtectCost commit_cost(const Validated& v) const;
+  bool refuses(const ProtectCost& cost);
   ObjectRec& object(const Key& key, uint64_t payload_bytes);
   // Queues the object's read for use at use_at, or moves its queued read up to it.
   void enqueue(const Key& key, ObjectRec& rec, TimePoint use_at);

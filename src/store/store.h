@@ -138,6 +138,10 @@ class Store {
   virtual void get(const Key& key, void* dst, size_t dst_bytes, ReadCallback cb) = 0;
   virtual bool contains(const Key& key) const = 0;
   virtual std::optional<ObjectInfo> lookup(const Key& key) const = 0;
+  // How many times an object has left the index or been replaced in it (remove, reclamation, a
+  // checksum drop, a put over an existing key) since open. While it stays the same, every lookup
+  // that found an object still finds it with the same payload size (new keys only add).
+  virtual uint64_t index_changes() const = 0;
   // Removes key durably (a tombstone record), NotFound when absent.
   virtual void remove(const Key& key, DoneCallback cb) = 0;
   virtual std::vector<ObjectInfo> list() const = 0;

@@ -86,6 +86,7 @@ class StoreImpl final : public Store {
   void get(const Key& key, void* dst, size_t dst_bytes, ReadCallback cb) override;
   bool contains(const Key& key) const override { return index_.contains(key); }
   std::optional<ObjectInfo> lookup(const Key& key) const override;
+  uint64_t index_changes() const override { return index_changes_; }
   void remove(const Key& key, DoneCallback cb) override;
   std::vector<ObjectInfo> list() const override;
   std::string segment_path(uint32_t segment) const override;
@@ -196,6 +197,7 @@ class StoreImpl final : public Store {
   uint64_t next_sequence_ = 1;
   uint64_t live_disk_bytes_ = 0;
   uint64_t live_payload_bytes_ = 0;
+  uint64_t index_changes_ = 0;  // index_changes(): bumped by index_erase and a replacing index_put
   std::map<uint32_t, std::pair<std::string, uint64_t>> quarantined_;  // id -> (path, bytes)
   uint64_t quarantined_bytes_ = 0;
   uint64_t ops_in_flight_ = 0;  // writes (until durable) and reads

@@ -187,6 +187,7 @@ Status StoreImpl::adopt_segment(uint32_t id, const SegmentScan& scan, bool writa
 void StoreImpl::index_put(const Key& key, const Entry& e) {
   auto [it, inserted] = index_.try_emplace(key, e);
   if (!inserted) {
+    ++index_changes_;
     live_payload_bytes_ -= it->second.payload_bytes;
     it->second = e;
   }
@@ -196,6 +197,7 @@ void StoreImpl::index_put(const Key& key, const Entry& e) {
 void StoreImpl::index_erase(const Key& key) {
   auto it = index_.find(key);
   if (it == index_.end()) return;
+  ++index_changes_;
   live_payload_bytes_ -= it->second.payload_bytes;
   index_.erase(it);
 }

@@ -175,10 +175,21 @@ class RandomRun {
   void commit() {
     ClaimId id = next_id_++;
     StagingClaim c = random_claim(id);
+    // The refusal check alone (no store lookup, nothing committed or counted) decides exactly as
+    // the commit that follows, with the same shortfalls (every object is in the store).
+    const uint64_t refusals = s_.provider->stats().refusals;
+    const bool refused = s_.provider->refused_now(c);
+    const uint64_t budget_short = s_.provider->last_refusal_budget_shortfall();
+    const uint64_t capacity_short = s_.provider->last_refusal_capacity_shortfall();
+    ASSERT_EQ(s_.provider->stats().refusals, refusals);
+    ASSERT_EQ(s_.provider->phase(id), std::nullopt);
     auto r = s_.provider->commit(c, on_ready());
+    ASSERT_EQ(refused, !r.is_ok());
     if (!r.is_ok()) {
       ASSERT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().to_string();
       ASSERT_EQ(s_.provider->phase(id), std::nullopt);
+      ASSERT_EQ(s_.provider->last_refusal_budget_shortfall(), budget_short);
+      ASSERT_EQ(s_.provider->last_refusal_capacity_shortfall(), capacity_short);
       return;
     }
     live_[id] = {false, *r == CommitState::kStageReady, 0};

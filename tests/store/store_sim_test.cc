@@ -114,5 +114,27 @@ TEST_F(StoreSimTest, RemoveTakesOneHeaderWriteAndASync) {
   EXPECT_EQ(done_ns - start, 10'000 + 4'096 + 10'000);
 }
 
+// index_changes() moves exactly when an object leaves the index or is replaced (what can turn a
+// lookup that found an object into one that does not, or finds another size): a put of a new key
+// leaves it alone.
+TEST_F(StoreSimTest, IndexChangesCountRemovalsReplacementsAndReclamationsNotNewKeys) {
+  ASSERT_TRUE(put_now(1, 100 * 1024).is_ok());
+  ASSERT_TRUE(put_now(2, 100 * 1024).is_ok());
+  EXPECT_EQ(store_->index_changes(), 0u);
+  ASSERT_TRUE(put_now(1, 200 * 1024).is_ok());  // replaces key 1
+  EXPECT_EQ(store_->index_changes(), 1u);
+  std::optional<Status> removed;
+  store_->remove(Key{1, 2}, [&](Status st) { removed = st; });
+  ex_.run();
+  ASSERT_TRUE(removed.has_value() && removed->is_ok());
+  EXPECT_EQ(store_->index_changes(), 2u);
+  // New keys beyond the capacity: the oldest segments are reclaimed, each object of theirs
+  // leaving the index once.
+  for (uint64_t i = 10; i < 40; ++i) ASSERT_TRUE(put_now(i, 400 * 1024).is_ok());
+  const uint64_t reclaimed = store_->stats().reclaimed_objects;
+  EXPECT_GT(reclaimed, 0u);
+  EXPECT_EQ(store_->index_changes(), 2u + reclaimed);
+}
+
 }  // namespace
 }  // namespace tempokv
