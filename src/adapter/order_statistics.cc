@@ -21,7 +21,9 @@ std::vector<double> expected_order_statistics(std::vector<TaggedAtom>& atoms, ui
       done[0] = 1;
       for (uint32_t i = 0; i < variables; ++i) {
         const double s = survival[i], d = 1 - s;
-        for (uint32_t c = std::min(i + 1, m - 1); c > 0; --c) done[c] = done[c] * s + done[c - 1] * d;
+        for (uint32_t c = std::min(i + 1, m - 1); c > 0; --c) {
+          done[c] = done[c] * s + done[c - 1] * d;
+        }
         done[0] *= s;
       }
       double fewer = 0;  // P(fewer than j done), j = 1..m

@@ -35,7 +35,8 @@ class OutputPredictor {
   // atoms appended to `out`: the lengths (min(N, limit) − n) of the recent completions with
   // N > n, in ascending order, cut into max_atoms runs of equal count (±1), each run one atom at
   // its mean with weight run size / count, so the atoms' mean is the distribution's (exact with
-  // count ≤ max_atoms); before any such completion, one atom at remaining(). Nothing when n ≥ limit.
+  // count ≤ max_atoms); before any such completion, one atom at remaining(). Nothing when
+  // n ≥ limit.
   struct Atom {
     double tokens;
     double weight;  // the atoms of one call sum to 1
