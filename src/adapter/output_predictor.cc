@@ -48,4 +48,23 @@ uint32_t OutputPredictor::remaining_quantile(uint32_t generated, uint32_t limit,
   return std::min(std::max<uint32_t>(1, sorted_[first + pos] - generated), limit - generated);
 }
 
+void OutputPredictor::conditional_atoms(uint32_t generated, uint32_t limit, uint32_t max_atoms,
+                                        std::vector<Atom>& out) const {
+  if (generated >= limit) return;
+  const size_t first = static_cast<size_t>(
+      std::upper_bound(sorted_.begin(), sorted_.end(), generated) - sorted_.begin());
+  const size_t count = sorted_.size() - first;
+  if (count == 0) {
+    out.push_back({double(remaining(generated, limit)), 1.0});
+    return;
+  }
+  const size_t runs = std::min<size_t>(count, std::max<uint32_t>(max_atoms, 1));
+  for (size_t r = 0; r < runs; ++r) {
+    const size_t lo = first + r * count / runs, hi = first + (r + 1) * count / runs;
+    uint64_t sum = 0;
+    for (size_t i = lo; i < hi; ++i) sum += std::min(sorted_[i], limit) - generated;
+    out.push_back({double(sum) / double(hi - lo), double(hi - lo) / double(count)});
+  }
+}
+
 }  // namespace tempokv

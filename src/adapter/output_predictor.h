@@ -31,6 +31,18 @@ class OutputPredictor {
   // mean, bounded as remaining(); the prior before any such completion. With long-tailed outputs
   // the mean sits far above most outcomes (the tail pulls it), the median does not.
   uint32_t remaining_quantile(uint32_t generated, uint32_t limit, double q) const;
+  // The conditional distribution remaining() takes the mean of, as at most `max_atoms` weighted
+  // atoms appended to `out`: the lengths (min(N, limit) − n) of the recent completions with
+  // N > n, in ascending order, cut into max_atoms runs of equal count (±1), each run one atom at
+  // its mean with weight run size / count, so the atoms' mean is the distribution's (exact with
+  // count ≤ max_atoms); before any such completion, one atom at remaining(). Nothing when
+  // n ≥ limit.
+  struct Atom {
+    double tokens;
+    double weight;  // the atoms of one call sum to 1
+  };
+  void conditional_atoms(uint32_t generated, uint32_t limit, uint32_t max_atoms,
+                         std::vector<Atom>& out) const;
   size_t completions() const { return recent_.size(); }
 
  private:

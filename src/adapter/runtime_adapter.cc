@@ -26,6 +26,11 @@ Status AdapterOptions::validate() const {
   if (!(wait_quantile >= 0 && wait_quantile <= 1)) {
     return Status::invalid_argument("AdapterOptions.wait_quantile must be in [0, 1]");
   }
+  if (wait_order_statistics && wait_quantile > 0) {
+    return Status::invalid_argument(
+        "AdapterOptions.wait_order_statistics takes the conditional distributions: wait_quantile "
+        "must be 0");
+  }
   return Status::ok();
 }
 
@@ -62,7 +67,7 @@ RuntimeAdapter::RuntimeAdapter(Controller& controller, const CostProfile& profil
       calibrated_(profile),
       options_(options),
       predictor_(options.predictor_window, options.prior_output_tokens),
-      estimator_(calibrated_, predictor_, options.wait_quantile) {}
+      estimator_(calibrated_, predictor_, options.wait_quantile, options.wait_order_statistics) {}
 
 Result<RuntimeAdapter::Req*> RuntimeAdapter::find(uint64_t id, const char* call) {
   Req* r = requests_.find(id);

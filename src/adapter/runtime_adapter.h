@@ -62,6 +62,12 @@ struct AdapterOptions {
   // trace (seed 1) the median left fewer claims late but raised C by 8 % and did not lower p95,
   // and on fig4 it moved C up by 0.3-5 % (docs/evaluation.md, session `trace`).
   double wait_quantile = 0;
+  // The TTU projection lets the requests decoding at a snapshot (2 to 8 of them) complete at the
+  // expected order statistics of their remaining outputs under the predictor's conditional
+  // distributions instead of at their means: the first slot frees at E[first completion], which
+  // long-tailed outputs put well before the first of the means (TtuEstimator). Not with
+  // wait_quantile. Off by default (docs/evaluation.md, session `first`).
+  bool wait_order_statistics = false;
   // The runtime loads KV asynchronously and a request whose KV loads holds no slot (vLLM's KV
   // connectors; RuntimeSnapshot::async_loads, set by a hello's async_loads). A request admitted
   // with a claim is loading, off the slots, until its first prefill chunk runs; the copy runs

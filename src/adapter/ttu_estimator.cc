@@ -1,8 +1,11 @@
 #include "adapter/ttu_estimator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <queue>
+
+#include "adapter/order_statistics.h"
 
 namespace tempokv {
 namespace {
@@ -63,6 +66,43 @@ class Decoders {
   int64_t base_ = 0;  // Σ(context − joining tick) of the decoders
 };
 
+// A request decoding at the snapshot and the tokens it is projected to generate still.
+struct Decoding {
+  const RunningRequest* request;
+  uint32_t remaining;
+};
+
+// AdapterOptions::wait_order_statistics: the decoders complete at the expected order statistics
+// of their remaining outputs (TtuEstimator's constructor).
+void complete_in_order(const OutputPredictor& predictor, std::vector<Decoding>& decoding) {
+  std::vector<TaggedAtom> atoms;
+  std::vector<OutputPredictor::Atom> one;
+  for (size_t i = 0; i < decoding.size(); ++i) {
+    one.clear();
+    const RunningRequest& r = *decoding[i].request;
+    predictor.conditional_atoms(r.generated_tokens, r.max_output_tokens,
+                                TtuEstimator::kOrderAtoms, one);
+    for (const OutputPredictor::Atom& a : one) {
+      atoms.push_back({a.tokens, a.weight, static_cast<uint32_t>(i)});
+    }
+  }
+  const auto n = static_cast<uint32_t>(decoding.size());
+  const std::vector<double> expected = expected_order_statistics(atoms, n, n);
+  // The j-th smallest mean takes the j-th statistic (ties in snapshot order), bounded by its
+  // request's generation limit.
+  std::vector<uint32_t> order(n);
+  for (uint32_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return decoding[a].remaining < decoding[b].remaining;
+  });
+  for (uint32_t j = 0; j < n; ++j) {
+    Decoding& d = decoding[order[j]];
+    const uint32_t cap = d.request->max_output_tokens - d.request->generated_tokens;
+    const auto tokens = static_cast<uint32_t>(std::max(1.0, std::round(expected[j])));
+    d.remaining = std::min(tokens, cap);
+  }
+}
+
 // Used when the queue can never move (a slot limit of zero).
 constexpr Duration kNever = std::chrono::hours(24 * 365);
 
@@ -79,6 +119,7 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
   uint64_t pending_context = 0;
   std::vector<Loading> loading;  // async loads: KV loading, no slot held (in order)
   uint64_t loading_context = 0;
+  std::vector<Decoding> decoding;  // the requests decoding at the snapshot
   for (const RunningRequest& r : snap.running) {
     uint32_t rem = remaining(r.generated_tokens, r.max_output_tokens);
     if (async && r.loading) {
@@ -89,7 +130,8 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
       continue;
     }
     if (r.prefill_tokens_left == 0) {
-      if (rem > 0) decoders.join(r.context_tokens, rem);  // rem == 0: finishing at this boundary
+      // rem == 0: finishing at this boundary.
+      if (rem > 0) decoding.push_back({&r, rem});
       continue;
     }
     // An async load's copy is not the iteration's.
@@ -97,6 +139,10 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
                        async ? 0 : r.cached_bytes, Duration(int64_t(r.ready_in_ns))});
     pending_context += r.context_tokens;
   }
+  if (order_statistics_ && decoding.size() >= 2 && decoding.size() <= kMaxOrderSlots) {
+    complete_in_order(predictor_, decoding);
+  }
+  for (const Decoding& d : decoding) decoders.join(d.request->context_tokens, d.remaining);
   // The runtime's KV-capacity admission rule (as the engine's): the slots' contexts and the prompt
   // fit, or nothing holds a slot (a loading request holds its KV blocks too).
   auto kv_fits = [&](uint32_t prompt_tokens) {

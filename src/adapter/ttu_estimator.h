@@ -50,9 +50,23 @@ class TtuEstimator {
  public:
   // wait_quantile: how the requests ahead's outputs are projected: 0 takes the predictor's
   // conditional mean (remaining()), q in (0, 1] its conditional q-quantile (remaining_quantile()).
+  // order_statistics: the requests decoding at the snapshot (2 to kMaxOrderSlots of them) complete
+  // instead at the expected order statistics of their remaining outputs under the predictor's
+  // conditional distributions (conditional_atoms(), kOrderAtoms atoms each; order_statistics.h):
+  // the j-th smallest conditional mean is replaced by E[j-th first completion], so the first slot
+  // frees at E[min] rather than at the first of the means. The statistics' sum is the means' sum
+  // (the same decode work). Requests that join the projection later keep their means.
   TtuEstimator(const CostProfile& profile, const OutputPredictor& predictor,
-               double wait_quantile = 0)
-      : profile_(profile), predictor_(predictor), wait_quantile_(wait_quantile) {}
+               double wait_quantile = 0, bool order_statistics = false)
+      : profile_(profile),
+        predictor_(predictor),
+        wait_quantile_(wait_quantile),
+        order_statistics_(order_statistics) {}
+
+  // Bounds on the order-statistics projection's cost, O(slots² · atoms · log) per estimate: with
+  // more decoders than this it falls back to the means.
+  static constexpr uint32_t kMaxOrderSlots = 8;
+  static constexpr uint32_t kOrderAtoms = 16;
 
   // ttu[i] is the TTU of snapshot.waiting[i], measured from the moment the snapshot was taken.
   // Requests not admitted by the first boundary past `horizon` get that boundary (a lower bound).
@@ -69,6 +83,7 @@ class TtuEstimator {
   const CostProfile& profile_;
   const OutputPredictor& predictor_;
   double wait_quantile_;
+  bool order_statistics_;
 };
 
 }  // namespace tempokv

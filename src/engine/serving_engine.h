@@ -94,6 +94,7 @@ struct EngineOptions {
   // The adapter's cost profile is this engine's scaled by 1 + estimator_bias: an estimator that
   // is wrong on purpose (> -1). The engine's own step times never change.
   double estimator_bias = 0;
+  bool wait_order_statistics = false;  // AdapterOptions::wait_order_statistics
   // object_transferred after each object's copy. Only progressive release acts on it, so a
   // runtime that knows its policy is not progressive may skip the calls (through the service,
   // one round trip per object).

@@ -42,6 +42,9 @@ struct EvalOptions {
   // retrieval cost), so the TTU estimator is wrong on purpose; its online calibration and the
   // controller's error feedback are what remain to correct it. Sim and real modes.
   double estimator_bias = 0;
+  // AdapterOptions::wait_order_statistics for every in-process adapter (sim and real modes; not
+  // the daemon-backed stacks, whose adapter the daemon configures).
+  bool wait_order_statistics = false;
   // The controller folds recent estimation error into TempoKV's laxity (DESIGN.md §4); off:
   // the plain rule, for the before/after comparison.
   bool error_feedback = true;

@@ -165,6 +165,7 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
     eo.verify_bytes = config.verify_bytes;
     eo.prior_output_tokens = config.prior_output_tokens;
     eo.estimator_bias = config.estimator_bias;
+    eo.wait_order_statistics = config.wait_order_statistics;
     EngineContext c{&ex,
                     &storage.store(),
                     s->provider_.get(),

@@ -109,6 +109,7 @@ struct StackConfig {
   uint64_t seed = 1;                        // jitter streams (engine k uses seed + k)
   uint32_t prior_output_tokens = 128;       // the adapter's output prior
   double estimator_bias = 0;                // adapter's costs = engine's × (1 + bias)
+  bool wait_order_statistics = false;       // AdapterOptions::wait_order_statistics
   bool error_feedback = true;               // ControllerOptions::error_feedback
   std::optional<bool> ttu_horizon;          // ControllerOptions::ttu_horizon (unset: its default)
   Duration tick = std::chrono::milliseconds(50);

@@ -446,5 +446,13 @@ TEST(RuntimeAdapter, ARunningChunkedPrefillIsProjectedChunkByChunk) {
   EXPECT_EQ(f.adapter->last_ttu(2).value(), milliseconds(100 + 100 + 99 * 10));
 }
 
+TEST(RuntimeAdapter, OrderStatisticsAndAWaitQuantileAreOneOrTheOther) {
+  AdapterOptions o;
+  o.wait_order_statistics = true;
+  EXPECT_TRUE(o.validate().is_ok());
+  o.wait_quantile = 0.5;
+  EXPECT_EQ(o.validate().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace tempokv

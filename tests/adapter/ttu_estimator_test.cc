@@ -189,6 +189,86 @@ TEST(TtuEstimator, TheMedianProjectsTheWaitBehindALongTailedOutputWithoutItsTail
   EXPECT_EQ(TtuEstimator(profile, predictor, 0.5).estimate(snap)[0], milliseconds(4 * 20));
 }
 
+TEST(OutputPredictor, ConditionalAtomsAreTheLongerCompletionsInRunsBoundedByTheLimit) {
+  OutputPredictor p(/*window=*/8, /*prior_tokens=*/16);
+  std::vector<OutputPredictor::Atom> atoms;
+  p.conditional_atoms(10, 100, 4, atoms);
+  ASSERT_EQ(atoms.size(), 1u);  // the prior before any completion
+  EXPECT_DOUBLE_EQ(atoms[0].tokens, 6);
+  EXPECT_DOUBLE_EQ(atoms[0].weight, 1);
+  for (uint32_t n : {10u, 20u, 30u, 40u, 1000u}) p.record_completion(n);
+  atoms.clear();
+  p.conditional_atoms(15, 500, 4, atoms);  // 5, 15, 25, 485 (1000 bounded by the limit)
+  ASSERT_EQ(atoms.size(), 4u);
+  EXPECT_DOUBLE_EQ(atoms[0].tokens, 5);
+  EXPECT_DOUBLE_EQ(atoms[3].tokens, 485);
+  EXPECT_DOUBLE_EQ(atoms[3].weight, 0.25);
+  atoms.clear();
+  p.conditional_atoms(15, 500, 2, atoms);  // two runs: (5, 15) and (25, 485)
+  ASSERT_EQ(atoms.size(), 2u);
+  EXPECT_DOUBLE_EQ(atoms[0].tokens, 10);
+  EXPECT_DOUBLE_EQ(atoms[1].tokens, 255);
+  EXPECT_DOUBLE_EQ(atoms[1].weight, 0.5);
+  atoms.clear();
+  p.conditional_atoms(500, 500, 2, atoms);
+  EXPECT_TRUE(atoms.empty());
+}
+
+// Two slots, both decoding with 5 tokens generated; recent outputs 10 and 30 tokens, so each has 5
+// or 25 to go (mean 15). With the means both complete at step 15; the first of the two completes
+// at E[min] = 5 + 20 / 4 = 10 steps, the other at E[max] = 20 (the same 30 steps in all).
+TEST(TtuEstimator, OrderStatisticsFreeTheFirstSlotAtTheExpectedFirstCompletion) {
+  CostProfile profile = simple_profile();
+  OutputPredictor predictor(8, 16);
+  for (uint32_t n : {10u, 30u}) predictor.record_completion(n);
+  RuntimeSnapshot snap;
+  snap.max_active = 2;
+  snap.running.push_back({7, 5000, 5, 300, 0});
+  snap.running.push_back({8, 5000, 5, 300, 0});
+  snap.waiting.push_back({1, 1000, 0, 0, 64});
+  snap.waiting.push_back({2, 1000, 0, 0, 64});
+  const std::vector<Duration> mean = TtuEstimator(profile, predictor).estimate(snap);
+  EXPECT_EQ(mean[0], milliseconds(15 * 20));
+  EXPECT_EQ(mean[1], milliseconds(15 * 20));
+  const std::vector<Duration> ordered =
+      TtuEstimator(profile, predictor, 0, /*order_statistics=*/true).estimate(snap);
+  EXPECT_EQ(ordered[0], milliseconds(10 * 20));
+  // Request 1's prefill (1,010 ms) beside one decode step of the other (its 11th), then 9 more.
+  EXPECT_EQ(ordered[1], milliseconds(10 * 20 + 1010 + 20 + 9 * 20));
+}
+
+// Three slots with 10, 15 and 30 tokens generated; recent outputs 12, 20 and 40, so they have
+// {2, 10, 30}, {5, 25} and {10} to go (means 14, 15, 10). The expected order statistics are 17/3,
+// 35/3 and 65/3: the first slot frees after 6 steps, not at the smallest mean's 10.
+TEST(TtuEstimator, OrderStatisticsOfThreeKnownWindowsSetTheFirstFreeSlot) {
+  CostProfile profile = simple_profile();
+  OutputPredictor predictor(8, 16);
+  for (uint32_t n : {12u, 20u, 40u}) predictor.record_completion(n);
+  RuntimeSnapshot snap;
+  snap.max_active = 3;
+  snap.running.push_back({7, 5000, 10, 300, 0});
+  snap.running.push_back({8, 5000, 15, 300, 0});
+  snap.running.push_back({9, 5000, 30, 300, 0});
+  snap.waiting.push_back({1, 1000, 900, 100'000'000, 64});
+  EXPECT_EQ(TtuEstimator(profile, predictor).estimate(snap)[0], milliseconds(10 * 20));
+  EXPECT_EQ(TtuEstimator(profile, predictor, 0, true).estimate(snap)[0], milliseconds(6 * 20));
+}
+
+// Before any completion every output is the prior, a single value: the order statistics are the
+// means, and so is the projection.
+TEST(TtuEstimator, OrderStatisticsOfPriorsAreTheMeans) {
+  CostProfile profile = simple_profile();
+  OutputPredictor predictor(8, 16);
+  RuntimeSnapshot snap;
+  snap.max_active = 2;
+  snap.running.push_back({7, 5000, 10, 300, 0});
+  snap.running.push_back({8, 5000, 4, 300, 0});
+  snap.waiting.push_back({1, 1000, 0, 0, 64});
+  snap.waiting.push_back({2, 1000, 900, 100'000'000, 64});
+  EXPECT_EQ(TtuEstimator(profile, predictor, 0, true).estimate(snap),
+            TtuEstimator(profile, predictor).estimate(snap));
+}
+
 // The predictor as first written (a scan of the window per question): the reference the sorted
 // window with suffix sums must match exactly.
 uint32_t remaining_by_scan(const std::deque<uint32_t>& recent, uint32_t prior, uint32_t generated,
