@@ -270,10 +270,11 @@ void RuntimeAdapter::iteration_measured(IterationCost profile_cost, Duration act
   calibrate(profile_cost, actual);
 }
 
-void RuntimeAdapter::Scale::update(double log_ratio, double weight) {
+void RuntimeAdapter::Scale::update(double log_ratio, double weight, bool clamp_first) {
   const double log4 = std::log(4.0);
   ++n;
-  const double step = n == 1 ? log_ratio : std::clamp(log_ratio, log - log4, log + log4);
+  const double step = n == 1 && !clamp_first ? log_ratio
+                                             : std::clamp(log_ratio, log - log4, log + log4);
   log += std::max(weight, 1.0 / double(n)) * (step - log);
   value = std::exp(log);
 }
@@ -299,7 +300,10 @@ void RuntimeAdapter::calibrate(IterationCost cost, Duration actual) {
     prefill_scale_.update(std::log(double(actual.count()) / double(cost.total().count())), w);
     decode_scale_ = prefill_scale_;
   } else if (cost.prefill <= Duration::zero()) {
-    decode_scale_.update(std::log(double(actual.count()) / double(cost.decode.count())), w);
+    // Its first measurement replaces the prefill scale it followed, within 4x of it (an
+    // outlier, a stall, is no fresher than the prefills measured before it).
+    decode_scale_.update(std::log(double(actual.count()) / double(cost.decode.count())), w,
+                         prefill_scale_.n > 0);
   } else {
     // The prefills' share: what the decode step at its scale leaves (at least a quarter of the
     // measurement); before the decode step has its own scale, the whole iteration at one.

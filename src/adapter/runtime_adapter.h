@@ -236,7 +236,8 @@ class RuntimeAdapter : public RuntimeApi {
     double log = 0.0;
     double value = 1.0;
     uint64_t n = 0;  // measurements taken
-    void update(double log_ratio, double weight);
+    // clamp_first: the first measurement too moves it at most 4x (it was set from another).
+    void update(double log_ratio, double weight, bool clamp_first = false);
   };
   Scale prefill_scale_, decode_scale_;
   std::vector<double> load_ratios_;  // the last kLoadSamples measured copies / profile cost

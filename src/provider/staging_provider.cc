@@ -57,6 +57,20 @@ StagingProvider::~StagingProvider() {
   if (b.base() != nullptr) store_.unregister_read_buffer(b.base());
 }
 
+namespace {
+
+// Whether `key` comes for the first time in a manifest of n entries (a key twice counts once),
+// `kept` holding the keys kept so far. Manifests are short: a linear search of those costs less
+// than a set (this runs for every commit attempt, refused ones too); long ones use `seen`.
+bool first_time(const Key& key, size_t n, const std::vector<Key>& kept,
+                std::unordered_set<Key>& seen) {
+  constexpr size_t kLinearDedup = 64;
+  if (n <= kLinearDedup) return std::find(kept.begin(), kept.end(), key) == kept.end();
+  return seen.insert(key).second;
+}
+
+}  // namespace
+
 Status StagingProvider::validate_claim(const StagingClaim& claim, Validated& v) {
   if (claims_.count(claim.id) != 0) {
     return Status::failed_precondition("claim " + std::to_string(claim.id) +
@@ -64,16 +78,9 @@ Status StagingProvider::validate_claim(const StagingClaim& claim, Validated& v) 
   }
   v.keys.clear();
   v.payload_bytes.clear();
-  // A key twice in the manifest counts once. Manifests are short: a linear search of the keys
-  // kept so far costs less than a set (this runs for every commit attempt, refused ones too).
-  constexpr size_t kLinearDedup = 64;
   std::unordered_set<Key> seen;
   for (const ManifestEntry& e : claim.objects) {
-    if (claim.objects.size() <= kLinearDedup) {
-      if (std::find(v.keys.begin(), v.keys.end(), e.key) != v.keys.end()) continue;
-    } else if (!seen.insert(e.key).second) {
-      continue;
-    }
+    if (!first_time(e.key, claim.objects.size(), v.keys, seen)) continue;
     std::optional<ObjectInfo> info = store_.lookup(e.key);
     if (!info) {
       ++stats_.invalid;
@@ -175,14 +182,9 @@ bool StagingProvider::refused_now(const StagingClaim& claim) {
   Validated& v = validated_;
   v.keys.clear();
   v.payload_bytes.clear();
-  constexpr size_t kLinearDedup = 64;
   std::unordered_set<Key> seen;
   for (const ManifestEntry& e : claim.objects) {
-    if (claim.objects.size() <= kLinearDedup) {
-      if (std::find(v.keys.begin(), v.keys.end(), e.key) != v.keys.end()) continue;
-    } else if (!seen.insert(e.key).second) {
-      continue;
-    }
+    if (!first_time(e.key, claim.objects.size(), v.keys, seen)) continue;
     v.keys.push_back(e.key);
     v.payload_bytes.push_back(e.bytes);
   }

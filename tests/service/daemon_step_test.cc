@@ -98,16 +98,18 @@ TEST_F(DaemonTest, ARuntimesMeasuredStepTimesCalibrateItsAdapterAndArrivalTimesD
   EXPECT_EQ(runtime_stat(*c, "adapter_runtime_measures"), 1);
   const double first = runtime_stat(*c, "adapter_cost_scale");
   EXPECT_GT(first, 1.0);  // a second for a chunk the CPU profile costs at a few ms
-  // Step 5 measures step 4's decode at an hour, far above any profile's cost: the ratio is
-  // clamped at 4x the scale and the second measurement weighs 1/2 of its log: 2x.
+  // Step 5 measures step 4's decode at an hour, far above any profile's cost. It is the first
+  // decode-only measurement: the decode scale, which followed the prefill scale, takes it
+  // clamped at 4x that scale; the prefill scale is not moved.
   ASSERT_TRUE(c->step(Step{.decoders = {1},
                            .measured = {{4, int64_t(3600) * 1'000'000'000}},
                            .measures = true})
                   .is_ok());
   EXPECT_EQ(c->late_errors(), 0u) << c->last_late_error().to_string();
   EXPECT_EQ(runtime_stat(*c, "adapter_iterations_calibrated_total"), 2);
-  // Not moved by the milliseconds between the steps' arrivals (the prefill_done of step 4).
-  EXPECT_NEAR(runtime_stat(*c, "adapter_cost_scale"), 2 * first, 1e-6 * first);
+  // Neither moved by the milliseconds between the steps' arrivals (the prefill_done of step 4).
+  EXPECT_NEAR(runtime_stat(*c, "adapter_decode_scale"), 4 * first, 1e-6 * first);
+  EXPECT_NEAR(runtime_stat(*c, "adapter_cost_scale"), first, 1e-6 * first);
   ASSERT_TRUE(c->step(Step{.finished = {{1, 2}, {2, 0}}}).is_ok());
   EXPECT_EQ(runtime_stat(*c, "adapter_running_requests"), 0);
 }
