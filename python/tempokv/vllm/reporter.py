@@ -57,6 +57,7 @@ class StepReporter:
     def __init__(self, client, log_path=None):
         self.client = client
         self._log_path = log_path if log_path is not None else os.environ.get("TEMPOKV_STEP_LOG")
+        self._log_file = None
         self._admitted = set()
         self._queued = OrderedDict()  # rid -> row, for the next step
         self._finished = []  # [(rid, output_tokens)] for the next step
@@ -125,9 +126,11 @@ class StepReporter:
         return seq
 
     def _log(self, seq, fields):
+        # Opened once, line-buffered: a step is one write, not an open and a close.
         try:
-            with open(self._log_path, "a") as f:
-                f.write(json.dumps(dict(t=time.monotonic(), seq=seq, **fields)) + "\n")
+            if self._log_file is None:
+                self._log_file = open(self._log_path, "a", buffering=1)
+            self._log_file.write(json.dumps(dict(t=time.monotonic(), seq=seq, **fields)) + "\n")
         except OSError as e:
             print(f"tempokv: step log {self._log_path!r} dropped: {e}", file=sys.stderr)
             self._log_path = None
