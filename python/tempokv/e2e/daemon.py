@@ -55,6 +55,14 @@ def live_claims(stats):
                if k.startswith("claims_") and not k.endswith("_total"))
 
 
+def process_cpu_s(pid):
+    """User + system CPU seconds of process ``pid``, all its threads (/proc/PID/stat fields 14
+    and 15, after the command name, which may hold spaces)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Daemon:
     """tempokvd on ``data_dir`` with ``flags``; raises (with its log) when it does not start."""
 
@@ -135,6 +143,10 @@ class Daemon:
                 if k.endswith("_s") and k != "ttr_at_commit_s" and v is not None:
                     c[k] = v + shift
         return answer["claims"]
+
+    def cpu_s(self):
+        """CPU seconds (user + system) the daemon process has used so far (/proc/PID/stat)."""
+        return process_cpu_s(self.proc.pid)
 
     def stop(self):
         if self.proc.poll() is None:

@@ -196,12 +196,17 @@ def measured_run(llm, spec, run, prompts):
     before = connector_counters()
     ag = agent(llm) if connector else None
     errors_before = ag.errors if ag is not None else 0
+    cpu = (time.process_time(), d.cpu_s() if d else None)
     t = time.monotonic()
     try:
         reqs = drive(llm, prompts, spec["max_tokens"], run["interval_s"], run["name"], t0=t)
         run_s = time.monotonic() - t
         # t0_s: the run's first arrival on CLOCK_MONOTONIC, the clock of tempokvd's /claims.
         entry = {"name": run["name"], "run_s": run_s, "requests": reqs, "t0_s": t}
+        # CPU used while the requests ran: the engine's process (vLLM, the connector and its
+        # threads) and the daemon's; on two cores what one takes the other may wait for.
+        entry["engine_cpu_s"] = time.process_time() - cpu[0]
+        entry["daemon_cpu_s"] = d.cpu_s() - cpu[1] if d else None
         entry["flush_requests"] = release_blocks(llm, run["name"])
         after = connector_counters()
         entry["connector"] = {k: after[k] - before.get(k, 0) for k in after}

@@ -90,6 +90,8 @@ def row(run, entry, p, kv_bytes_per_token, model):
         "adapter_load_scale": max((v for k, v in s.items()
                                    if k.startswith("adapter_load_scale")), default=None),
         "wall_s": entry["run_s"],
+        "engine_cpu_s": entry.get("engine_cpu_s"),
+        "daemon_cpu_s": entry.get("daemon_cpu_s"),
         "histograms": entry.get("histograms", {}),
         "claims": claim_rows(entry),
         "_tokens": [q["tokens"] for q in reqs],
@@ -157,7 +159,8 @@ def invariants_hold(r):
 
 MEDIAN_FIELDS = ["p50_ttft_s", "p95_ttft_s", "mean_ttft_s", "throughput_tok_s",
                  "c_gib_s_per_req", "lateness_p50_s", "lateness_p95_s", "late_claims",
-                 "ttu_err_p50_s", "ttu_err_p95_s", "ttr_err_p50_s", "ttr_err_p95_s"]
+                 "ttu_err_p50_s", "ttu_err_p95_s", "ttr_err_p50_s", "ttr_err_p95_s",
+                 "engine_cpu_s", "daemon_cpu_s"]
 
 
 def medians(rows):

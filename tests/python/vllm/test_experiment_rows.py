@@ -54,3 +54,25 @@ def test_a_claims_hold_splits_into_staging_early_or_waiting_and_copy():
     assert abs(p["staging"] + p["early"] + p["copy"] - p["hold"]) < 1e-9
     assert claims.parts({"committed_s": 1.0, "ready_s": None, "retrieval_requested_s": 1.2,
                          "released_s": 1.6}) is None
+
+
+def test_process_cpu_counts_a_childs_busy_seconds_and_not_its_sleep():
+    import subprocess
+    import time
+
+    from tempokv.e2e.daemon import process_cpu_s
+
+    child = subprocess.Popen(["python3", "-c",
+                              "import time\nt=time.process_time()\n"
+                              "while time.process_time()-t<0.3: pass\n"
+                              "print('busy', flush=True)\ntime.sleep(30)"],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "busy"  # 0.3 s of CPU spent, now asleep
+        used = process_cpu_s(child.pid)
+        assert 0.3 <= used <= 0.8  # its own 0.3 s and the interpreter's start
+        time.sleep(0.5)
+        assert process_cpu_s(child.pid) - used < 0.05  # asleep: no more CPU
+    finally:
+        child.kill()
+        child.wait()
