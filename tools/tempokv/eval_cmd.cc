@@ -205,10 +205,12 @@ void add_eval_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--ratios", c->options.ratios, "fig4: prefix cache ratios (0.5,0.75,1.0)")
       ->delimiter(',');
   cmd->add_option("--read-bytes-per-s", c->read_bytes_per_s,
-                  "vllm: tempokvd's SSD read cap in bytes/s (0: none; default: the protocol's)")
+                  "vllm: tempokvd's SSD read cap in bytes/s (0: none; default: set from the "
+                  "engine's measured decode step)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--interval-s", c->interval_s,
-                  "vllm, fig4: arrival interval in seconds (default: the protocol's)")
+                  "vllm, fig4: arrival interval in seconds (default: by ratio, from the engine's "
+                  "measured speed and the protocol's offered load)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out", c->out_dir, "Write eval-<scenario>.json and requests-<scenario>.csv here");
   cmd->add_option("--json", c->json_path, "Write the JSON rows to this file");

@@ -28,14 +28,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 CACHE = os.path.expanduser(os.environ.get("TEMPOKV_CACHE", "~/.cache/tempokv"))
 
 
-def _daemon_flags(p):
-    cap = p["read_bytes_per_s"]
-    if not cap:
-        return []
-    return ["--set", f"store.read_bytes_per_s={cap:.0f}",
-            "--set", f"controller.prior_read_bytes_per_s={cap:.0f}"]
-
-
 def _table(rows):
     cols = [("policy", "{}"), ("ratio", "{:g}"), ("rate", "{:g}"), ("seed", "{}"),
             ("p95_ttft_s", "{:.2f}"), ("p50_ttft_s", "{:.2f}"), ("throughput_tok_s", "{:.1f}"),
@@ -65,8 +57,10 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="the tiny version (tests, demo)")
     ap.add_argument("--ratios", help="fig4 prefix ratios, e.g. 1.0,0.5")
     ap.add_argument("--read-bytes-per-s", type=float,
-                    help="tempokvd's SSD read cap (default: the protocol's; 0 = no cap)")
-    ap.add_argument("--interval-s", type=float, help="fig4 arrival interval")
+                    help="tempokvd's SSD read cap (default: from the engine's measured "
+                         "decode step; 0 = no cap)")
+    ap.add_argument("--interval-s", type=float, help="fig4 arrival interval (default: by "
+                    "ratio, from the engine's measured speed and the protocol's load)")
     ap.add_argument("--model-dir", default=os.environ.get(
         "TEMPOKV_MODEL_DIR", os.path.join(CACHE, "tiny-llama")))
     ap.add_argument("--tempokvd", default=os.environ.get("TEMPOKVD") or default_tempokvd())
@@ -104,8 +98,10 @@ def main(argv=None):
             "max_num_seqs": p["max_num_seqs"],
             "max_num_batched_tokens": p["max_num_batched_tokens"],
             "max_tokens": p["max_tokens"], "prompt_sets": prompt_sets, "stores": stores,
-            "runs": runs, "keep": a.keep,
-            "daemon_flags": _daemon_flags(p)}
+            "runs": runs, "keep": a.keep, "protocol": p,
+            # A calibrated cap is added by the engine once it has measured its speed.
+            "daemon_flags": (plan_mod.read_cap_flags(p["read_bytes_per_s"])
+                             if p["read_bytes_per_s"] is not None else [])}
     spec_path, out_path = os.path.join(work, "spec.json"), os.path.join(work, "out.json")
     with open(spec_path, "w") as f:
         json.dump(spec, f)
@@ -139,11 +135,15 @@ def main(argv=None):
     by_name = {e["name"]: e for e in out["runs"]}
     runs = [r for r in runs if r["name"] in by_name]
     kv = model_mod.kv_bytes_per_token()
+    cal = out.get("calibration")
+    if cal:
+        p = dict(p, read_bytes_per_s=cal["read_bytes_per_s"])
     rows = [rows_mod.row(r, by_name[r["name"]], p, kv, "tiny-llama") for r in runs]
     rows_mod.mark_identical(rows)
     ok = rc == 0 and all(rows_mod.invariants_hold(r) for r in rows)
     result = {"scenario": a.scenario, "mode": "vllm", "vllm_version": out.get("vllm_version"),
-              "protocol": p, "kv_bytes_per_token": kv, "engine_init_s": out.get("init_s"),
+              "protocol": p, "calibration": cal, "kv_bytes_per_token": kv,
+              "engine_init_s": out.get("init_s"),
               "precomputed": out.get("precomputed"), "wall_s": time.monotonic() - t0,
               "engine_max_rss_mib": round(max_rss_mib),
               "invariants_hold": ok, "rows": rows, "medians": rows_mod.medians(rows)}

@@ -156,6 +156,57 @@ def release_blocks(llm, rid_prefix, timeout_s=30.0):
         time.sleep(0.05)
 
 
+def measure_speed(llm, spec, probes=2):
+    """The engine's speed on this machine now, with the connector off (nothing claimed, loaded
+    or saved): ``max_num_seqs`` prompts of the protocol's mean length, submitted at once with
+    the output cap, ``probes`` times after one warm-up. ``prefill_s_per_token``: until the last
+    first token, per prompt token (chunked prefill at the token budget); ``decode_step_s``:
+    from then to the last finish, per step (the batch decoding). The mean over the probes."""
+    import random
+
+    from ..e2e import model as model_mod
+    from ..e2e.prompts import VOCAB_FIRST
+
+    p = spec["protocol"]
+    n_tokens = (p["prompt_min"] + p["prompt_max"]) // 2
+    r = random.Random(20261202)
+    vocab = model_mod.GEOMETRY["vocab_size"]
+    tps, tds = [], []
+    for k in range(probes + 1):
+        prompts = [[r.randrange(VOCAB_FIRST, vocab) for _ in range(n_tokens)]
+                   for _ in range(p["max_num_seqs"])]
+        with connector_off(llm):
+            res = drive(llm, prompts, p["max_tokens"], 0.0, f"speed{k}")
+            release_blocks(llm, f"speed{k}")
+        first = max(q["first_token_s"] for q in res)
+        last = max(q["finished_s"] for q in res)
+        if k > 0:  # the first one warms the engine up
+            tps.append(first / sum(len(x) for x in prompts))
+            tds.append((last - first) / max(1, p["max_tokens"] - 1))
+    return {"prefill_s_per_token": sum(tps) / len(tps), "decode_step_s": sum(tds) / len(tds),
+            "probes": probes, "probe_prompt_tokens": n_tokens}
+
+
+def calibrate(llm, spec):
+    """Sets what the protocol leaves to the machine (plan.scale): each fig4 run's interval and
+    the read cap of every daemon. Returns the calibration for the result."""
+    from ..e2e import model as model_mod
+    from . import plan
+
+    p = spec["protocol"]
+    if not plan.calibrated(p):
+        return None
+    speed = measure_speed(llm, spec)
+    intervals, cap = plan.scale(p, spec["prompt_sets"], speed, model_mod.kv_bytes_per_token())
+    for r in spec["runs"]:
+        if r["interval_s"] is None:
+            r["interval_s"] = intervals[r["ratio"]]
+            r["rate"] = 1.0 / r["interval_s"]
+    spec["daemon_flags"] = plan.read_cap_flags(cap) + spec["daemon_flags"]
+    return dict(speed, intervals_s={f"{k:g}": v for k, v in intervals.items()},
+                read_bytes_per_s=cap)
+
+
 def precompute(llm, spec, store):
     """Runs each stored prefix once (one output token) against a daemon on the cache
     directory: the connector saves every full chunk, which is the store."""
@@ -202,7 +253,8 @@ def measured_run(llm, spec, run, prompts):
         reqs = drive(llm, prompts, spec["max_tokens"], run["interval_s"], run["name"], t0=t)
         run_s = time.monotonic() - t
         # t0_s: the run's first arrival on CLOCK_MONOTONIC, the clock of tempokvd's /claims.
-        entry = {"name": run["name"], "run_s": run_s, "requests": reqs, "t0_s": t}
+        entry = {"name": run["name"], "run_s": run_s, "requests": reqs, "t0_s": t,
+                 "interval_s": run["interval_s"], "rate": run["rate"]}
         # CPU used while the requests ran: the engine's process (vLLM, the connector and its
         # threads) and the daemon's; on two cores what one takes the other may wait for.
         entry["engine_cpu_s"] = time.process_time() - cpu[0]
@@ -260,6 +312,14 @@ def run(spec, out_path=None):
         out["precomputed"].append({"key": store["key"], "s": time.monotonic() - t})
         print(f"tempokv experiment: store {store['key']} precomputed in "
               f"{time.monotonic() - t:.1f} s", flush=True)
+    t = time.monotonic()
+    out["calibration"] = calibrate(llm, spec)
+    if out["calibration"]:
+        c = out["calibration"]
+        print(f"tempokv experiment: speed measured in {time.monotonic() - t:.1f} s: prefill "
+              f"{c['prefill_s_per_token'] * 1e3:.3f} ms/token, decode step "
+              f"{c['decode_step_s'] * 1e3:.1f} ms; fig4 intervals {c['intervals_s']} s, read cap "
+              f"{c['read_bytes_per_s'] / 1e6:.0f} MB/s", flush=True)
     measure(llm, conn_runs)
     if plain_runs:
         with connector_off(llm):

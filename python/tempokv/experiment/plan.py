@@ -17,27 +17,86 @@ PROTOCOL = {
     "requests": 12,
     "prompt_min": 1536, "prompt_max": 2048,  # tokens, uniform
     "max_tokens": 32,  # output cap (ignore_eos: every request produces it)
-    # Fixed arrivals (fig4), by prefix ratio: at 100 % a request is ~1 s of decode on a quiet
-    # machine, so arrivals every 0.5 s never queue for the 4 slots (no lead to stage in); every
-    # 0.15 s they do, to a p95 TTFT of 3-4 s. At 50 % the prefills queue at 0.5 s already.
-    # --interval-s sets one interval for every ratio.
-    "interval_s": {1.0: 0.15, 0.5: 0.5},
+    # Fixed arrivals (fig4) and the SSD read cap are set from this machine's speed, measured
+    # when the engine starts (``scale``; docs/evaluation.md, "On vLLM": why): None here.
+    # --interval-s sets one interval for every ratio, --read-bytes-per-s the cap, instead.
+    "interval_s": None,
+    "read_bytes_per_s": None,
+    # Offered load of the fig4 arrivals by prefix ratio: the service a request needs (its
+    # computed prompt tokens and its share of 4-sequence decode steps, at the measured costs)
+    # over the arrival interval. Above 1 the slots queue, so requests have a lead to stage in.
+    "load": {1.0: 2.5, 0.5: 1.5},
+    # Decode steps (4 sequences, measured) one mean prompt's whole KV takes to read at the cap:
+    # staging is long against a step, yet twelve prompts' reads fit in their arrivals.
+    "read_steps": 4.0,
     "ratios": [1.0, 0.5],
     "fig6_rates": [0.5, 1.0, 2.0, 4.0],  # requests per second
-    "read_bytes_per_s": 64e6,  # tempokvd's SSD read cap (an emulated slower drive)
     "chunk_tokens": 256,
     "max_num_seqs": 4,
     "max_num_batched_tokens": 2048,
     "max_model_len": 4096,
 }
 QUICK = dict(PROTOCOL, requests=4, prompt_min=1024, prompt_max=1280, max_tokens=8,
-             interval_s=0.5, ratios=[1.0], fig6_rates=[1.0])
+             interval_s=0.5, read_bytes_per_s=64e6, ratios=[1.0], fig6_rates=[1.0])
+
+
+def read_cap_flags(cap):
+    """tempokvd flags of a read cap in bytes/s (none for 0: the drive's own speed)."""
+    if not cap:
+        return []
+    return ["--set", f"store.read_bytes_per_s={cap:.0f}",
+            "--set", f"controller.prior_read_bytes_per_s={cap:.0f}"]
+
+
+def calibrated(p):
+    """Whether fig4's arrivals and the read cap come from the machine's measured speed."""
+    return p["interval_s"] is None or p["read_bytes_per_s"] is None
+
+
+def computed_tokens(prompt_sets, ratio, chunk):
+    """Mean prompt tokens vLLM computes at a prefix ratio (what is not loaded), over every
+    prompt of every seed (one interval per ratio for all seeds)."""
+    lens = [len(x) for ps in prompt_sets.values() for x in ps]
+    return sum(n - stored_chunks(n, ratio, chunk) * chunk for n in lens) / len(lens)
+
+
+def scale(p, prompt_sets, speed, kv_bytes_per_token):
+    """The fig4 interval by ratio and the read cap from ``speed`` (``prefill_s_per_token``,
+    ``decode_step_s``: the engine's probe): a request's service is its computed tokens plus
+    max_tokens decode steps shared by max_num_seqs; the interval is that over the ratio's
+    load. Values given in ``p`` stay. Returns ({ratio: interval_s}, read_bytes_per_s)."""
+    tp, td = speed["prefill_s_per_token"], speed["decode_step_s"]
+    chunk, decode = p["chunk_tokens"], p["max_tokens"] * td / p["max_num_seqs"]
+    intervals = {}
+    for ratio in p["ratios"]:
+        if p["interval_s"] is not None:
+            intervals[ratio] = interval_at(p, ratio)
+            continue
+        service = computed_tokens(prompt_sets, ratio, chunk) * tp + decode
+        intervals[ratio] = service / load_at(p, ratio)
+    cap = p["read_bytes_per_s"]
+    if cap is None:
+        mean_len = sum(len(x) for ps in prompt_sets.values() for x in ps) / sum(
+            len(ps) for ps in prompt_sets.values())
+        cap = mean_len * kv_bytes_per_token / (p["read_steps"] * td)
+    return intervals, cap
+
+
+def load_at(p, ratio):
+    """The fig4 offered load at a prefix ratio (a ratio ``p['load']`` lacks takes the
+    lightest load given: the longest interval, as interval_at)."""
+    for r, v in p["load"].items():
+        if abs(float(r) - ratio) < 1e-9:
+            return float(v)
+    return min(float(v) for v in p["load"].values())
 
 
 def interval_at(p, ratio):
     """The fig4 arrival interval at a prefix ratio: ``p['interval_s']`` is one number for every
     ratio or a dict by ratio (a ratio it lacks takes the longest interval given)."""
     iv = p["interval_s"]
+    if iv is None:
+        return None  # calibrated (scale)
     if not isinstance(iv, dict):
         return float(iv)
     for r, v in iv.items():
@@ -100,13 +159,18 @@ def build(scenario, policies, seeds, p, cache_dir):
                 stores.append({"key": key, "data_dir": data_dir, "chunks": sum(ks),
                                "prefixes": [x[:k * p["chunk_tokens"] + 1]
                                             for x, k in zip(ps, ks) if k > 0]})
-            rates = ([1.0 / interval_at(p, ratio)] if scenario == "fig4-policies"
-                     else p["fig6_rates"])
+            if scenario == "fig4-policies":
+                iv = interval_at(p, ratio)
+                rates = [None if iv is None else 1.0 / iv]
+            else:
+                rates = p["fig6_rates"]
             for rate in rates:
-                for pol in run_order(policies, seed, ratio, rate):
-                    name = f"{scenario}-s{seed}-r{int(ratio * 100)}-q{rate:g}-{pol}"
+                tag = f"q{rate:g}" if rate is not None else "auto"
+                for pol in run_order(policies, seed, ratio, rate or 0.0):
+                    name = f"{scenario}-s{seed}-r{int(ratio * 100)}-{tag}-{pol}"
                     runs.append({"name": name, "scenario": scenario, "seed": seed,
-                                 "ratio": ratio, "rate": rate, "interval_s": 1.0 / rate,
+                                 "ratio": ratio, "rate": rate,
+                                 "interval_s": None if rate is None else 1.0 / rate,
                                  "policy": "none" if pol == RECOMPUTE else pol,
                                  "label": pol, "prompts": str(seed), "store_dir": data_dir})
     return prompt_sets, stores, runs
