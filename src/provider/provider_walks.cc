@@ -201,6 +201,13 @@ void StagingProvider::TtrWalk::advance(TimePoint use_at, uint64_t epoch, uint64_
 Duration StagingProvider::TtrWalk::ttr(const StagingClaim& claim) {
   const TimePoint use_at = p_->use_time(claim);
   if (last_use_ && use_at < *last_use_) return p_->ttr(claim);
+  // Used after every queued read: ttr() answers from the projection of the whole queue it keeps
+  // while the state and the clock stand still (so the evaluations of one instant share it). When
+  // that projection is current it costs nothing; otherwise it is what this walk would project
+  // for the claim's new reads anyway, and only a claim without new reads is walked (it may stop
+  // early, below).
+  const bool after_queue = p_->queue_.empty() || p_->queue_.rbegin()->first.first <= use_at;
+  if (after_queue && p_->snapshot_current()) return p_->ttr(claim);
   // A claim whose objects are all resident needs no read (0, as ttr_reference() answers), and the
   // projection need not advance for it: the next claim's call advances as far as it needs.
   if (std::all_of(claim.objects.begin(), claim.objects.end(),
@@ -240,13 +247,7 @@ Duration StagingProvider::TtrWalk::ttr(const StagingClaim& claim) {
   }
   fresh_keys_.clear();
   if (covered_.empty() && fresh_.empty()) return Duration::zero();
-  if ((p_->queue_.empty() || p_->queue_.rbegin()->first.first <= use_at) &&
-      (!fresh_.empty() || p_->snapshot_current())) {
-    // Used after every queued read: ttr() answers from the projection of the whole queue it keeps
-    // while the state and the clock stand still (so the evaluations of one instant share it),
-    // which is what this walk would project for its new reads anyway.
-    return p_->ttr(claim);
-  }
+  if (after_queue && !fresh_.empty()) return p_->ttr(claim);
   if (!fresh_.empty()) {
     advance(use_at);  // its new reads start at the checkpoint
   } else if (unfinished > 0) {
