@@ -5,6 +5,11 @@
 // apart from 0.5 s on (Arg), so the index's TTR window (the 640 ms backlog plus the largest
 // claim's 62.5 ms) holds about window / spacing claims; those already eligible commit at setup.
 // Claims arrive at 144 MiB per spacing on average: 2.8 GiB/s at 50 ms, 3.5 GiB/s at 40 ms.
+// At 20 ms they arrive at 7 GiB/s, faster than the device reads: the queue grows seconds deep,
+// the budget stays full and most claims are refused (parked) or go ordinary. An event there costs
+// the window's TTR ranges (nearly exact with one read size, so almost no claim needs an exact
+// TTR), the exact projection of the claim whose laxity reaches zero next (its wake-up, when that
+// comes before the tick), and the parked claims rechecked after each release (unpark_freed).
 //
 //   cmake -G Ninja -B build-ctl-rel -DCMAKE_BUILD_TYPE=Release -DTEMPOKV_WERROR=ON
 //   ninja -C build-ctl-rel controller_bench && build-ctl-rel/bench/controller_bench

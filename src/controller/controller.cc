@@ -303,7 +303,8 @@ void Controller::schedule_tick() {
   // draining protection ends inside the provider. Otherwise every change arrives as an event.
   if (tick_armed_ || planned_ == 0 || !(policy_->timed() || refused_planned_ > 0)) return;
   tick_armed_ = true;
-  tick_ = executor_.after(options_.tick, [this] {
+  tick_at_ = executor_.now() + options_.tick;
+  tick_ = executor_.at(tick_at_, [this] {
     tick_armed_ = false;
     ++stats_.ticks;
     reevaluate();

@@ -31,7 +31,11 @@
 // bytes, O(log queue) and one lookup per object): those whose upper bound of TTR leaves laxity
 // > 0 only set the wake-up, those whose lower bound already gives laxity <= 0 are attempted
 // without a TTR (the provider projects one only for a commit that succeeds), and only the claims
-// in between get an exact TTR. A claim whose last refusal stands (refusal_stands()) leaves the
+// in between get an exact TTR (from one projection of the queue shared by the pass,
+// StagingProvider::TtrWalk). Of the claims that only set the wake-up, the one with the least
+// bound of laxity is projected exactly, then the next while its bound could be earlier, but only
+// while that bound places it no later than the next tick (a wake-up after the tick never fires:
+// the tick's evaluation replaces it). A claim whose last refusal stands (refusal_stands()) leaves the
 // index until the bytes it lacked have been freed (park()), so a deep window of refused claims is
 // not stepped over at every event; when they have been, the provider's refusal check alone
 // (StagingProvider::refused_now: no store lookup, nothing committed) decides whether a commit
@@ -394,6 +398,7 @@ class Controller {
   bool again_ = false;
   TimerHandle tick_;
   bool tick_armed_ = false;
+  TimePoint tick_at_{};  // when the armed tick fires
   std::optional<TimePoint> next_wake_;  // earliest projected zero laxity of a planned claim
   TimerHandle wake_;
   struct Candidate {  // evaluate_timed_indexed: a claim to attempt, and its TTR when walked
@@ -409,7 +414,13 @@ class Controller {
   std::map<uint32_t, std::function<void()>> revisers_;      // set_reviser()
   std::set<uint32_t> revising_;  // runtimes with a revision posted and not yet run
   std::map<uint32_t, TimePoint> revised_at_;  // when each runtime's last revision ran
-  std::vector<std::pair<Duration, ClaimId>> skipped_;  // evaluate_timed_indexed: (least laxity, id)
+  struct Skipped {  // evaluate_timed_indexed: a claim whose least laxity is > 0
+    Duration least;
+    ClaimId id;
+    bool ranged;  // least is from its TtrBoundWalk::range, not from its whole footprint
+    bool operator<(const Skipped& o) const { return std::tie(least, id) < std::tie(o.least, o.id); }
+  };
+  std::vector<Skipped> skipped_;
   ErrorFeedback feedback_;
   ByteTimeMeter meter_;
   ControllerStats stats_;

@@ -221,7 +221,7 @@ void Controller::evaluate_timed_indexed() {
         Duration least = policy_->laxity(
             EligibilityInput{r.use_at - now, r.rank, ttr_up, static_up, feedback_.margin()});
         if (least > Duration::zero()) {
-          skipped_.emplace_back(least, it->second);
+          skipped_.push_back({least, it->second, false});
           continue;
         }
         const StagingProvider::TtrBoundWalk::Range range = bounds.range(r.claim);
@@ -235,7 +235,7 @@ void Controller::evaluate_timed_indexed() {
         least = policy_->laxity(
             EligibilityInput{r.use_at - now, r.rank, ttr_up, static_up, feedback_.margin()});
         if (least > Duration::zero()) {
-          skipped_.emplace_back(least, it->second);
+          skipped_.push_back({least, it->second, true});
           continue;
         }
         // With the lower bounds (TTR's from the range; static TTR's 0) the laxity is at most
@@ -300,11 +300,38 @@ void Controller::evaluate_timed_indexed() {
     candidates_ = std::move(walk);
     if (committed) continue;  // the next pass decides the wake-up
     std::sort(skipped_.begin(), skipped_.end());
-    for (const auto& [least, id] : skipped_) {
+    // A wake-up later than the next tick is never reached: the tick reevaluates first, and that
+    // evaluation sets the wake-up anew (schedule_wake() replaces it). So only the claims whose
+    // least laxity could place a wake-up no later than the tick need their exact laxity.
+    const TimePoint tick_at = tick_armed_ ? tick_at_ : now + options_.tick;
+    for (const Skipped& skip : skipped_) {
+      const Duration least = skip.least;
       if (next_wake_ && now + least >= *next_wake_) break;
-      Rec* r = find(id);
+      if (now + least > tick_at) break;
+      Rec* r = find(skip.id);
       if (!r || r->info.state != ClaimState::kPlanned) continue;
-      note_wake(now + laxity(*r, now));  // > 0: at least `least`
+      if (!skip.ranged) {
+        // Skipped by the bound of its whole footprint: its range (its new reads only, or the
+        // queue up to its covered reads) may place it beyond the wake-up or the tick already.
+        const StagingProvider::TtrBoundWalk::Range range = bounds.range(r->claim);
+        std::function<Duration()> ttr_up = [&] { return range.hi; };
+        const Duration own_static = provider_.static_ttr_bound(r->info.footprint_bytes);
+        std::function<Duration()> static_up = [&] { return own_static; };
+        const Duration tight = policy_->laxity(
+            EligibilityInput{r->use_at - now, r->rank, ttr_up, static_up, feedback_.margin()});
+        if ((next_wake_ && now + tight >= *next_wake_) || now + tight > tick_at) continue;
+      }
+      // Nothing has changed since the walk began (no commit in this pass): its exact TTR is the
+      // shared walk's, which answers a claim used sooner than the last one it projected by
+      // ttr() (the skipped claims come in order of least laxity, not of use time).
+      std::function<Duration()> ttr = [&] {
+        ++stats_.ttr_queries;
+        return exact.ttr(r->claim);
+      };
+      std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r->claim); };
+      const Duration lax = policy_->laxity(
+          EligibilityInput{r->use_at - now, r->rank, ttr, static_ttr, feedback_.margin()});
+      note_wake(now + lax);  // > 0: at least `least`
     }
   }
 }

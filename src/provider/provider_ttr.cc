@@ -10,18 +10,6 @@
 #include "provider/ttr_projection.h"
 
 namespace tempokv {
-namespace {
-
-// The claim's fresh reads (their bytes, in manifest order) as continue_projection_s's next().
-auto fresh_reads(const std::vector<double>& fresh) {
-  return [&fresh, i = size_t{0}]() mutable -> std::optional<PlannedRead> {
-    if (i == fresh.size()) return std::nullopt;
-    return PlannedRead{fresh[i++], true};
-  };
-}
-
-}  // namespace
-
 Duration StagingProvider::ttr_reference(const StagingClaim& claim) const {
   const uint64_t epoch = ++ttr_epoch_;
   const TimePoint use_at = use_time(claim);
@@ -74,12 +62,17 @@ Duration StagingProvider::ttr_reference(const StagingClaim& claim) const {
   return Duration(std::llround((s + write_ahead_s()) * 1e9));
 }
 
+bool StagingProvider::snapshot_current() const {
+  return snap_.version == state_version_ && snap_.at == executor_.now();
+}
+
 // The reads in service share the rate equally; the projection tracks `served`, the progress every
 // read in service has received, and orders reads by the progress at which they finish (as
 // project_last_finish_s does, with the same arithmetic, so ttr() equals ttr_reference()).
+
 const StagingProvider::TtrSnapshot& StagingProvider::ttr_snapshot() const {
   const TimePoint now = executor_.now();
-  if (snap_.version == state_version_ && snap_.at == now) return snap_;
+  if (snapshot_current()) return snap_;
   const uint64_t version = state_version_;
   const double rate = rate_.bytes_per_s();
   const double served_now_bytes = served_now();
@@ -198,230 +191,6 @@ Duration StagingProvider::drained_ttr_bound(uint64_t extra_bytes) const {
   return Duration(static_cast<int64_t>(std::ceil(static_cast<double>(extra_bytes) * 1e9 /
                                                  rate_.bytes_per_s())) +
                   1000);
-}
-
-StagingProvider::Queue::iterator StagingProvider::queue_erase(Queue::iterator it) {
-  if (!cum_stale_) {
-    if (it == queue_.begin() && cum_head_ < cum_.size() && cum_[cum_head_].first == it->first) {
-      cum_head_bytes_ = cum_[cum_head_++].second;
-    } else {
-      cum_stale_ = true;
-    }
-  }
-  return queue_.erase(it);
-}
-
-void StagingProvider::refresh_cum() const {
-  if (!cum_stale_) return;
-  cum_.clear();
-  uint64_t sum = 0;
-  for (const auto& [key, read] : queue_) {
-    sum += read.rec->read_bytes;
-    cum_.emplace_back(key, sum);
-  }
-  cum_head_ = 0;
-  cum_head_bytes_ = 0;
-  cum_stale_ = false;
-}
-
-StagingProvider::TtrBoundWalk StagingProvider::ttr_bound_walk() const {
-  TtrBoundWalk w;
-  const double served = served_now();
-  for (const Key& key : in_flight_keys_) {
-    const ObjectRec& rec = objects_.at(key);
-    w.bytes_ahead_ +=
-        std::max(0.0, static_cast<double>(rec.read_bytes) - (served - rec.served_at_issue));
-  }
-  w.in_flight_bytes_ = w.bytes_ahead_;
-  w.bytes_ahead_ += static_cast<double>(write_bytes_in_flight_) * options_.write_cost;
-  refresh_cum();
-  w.p_ = this;
-  w.cum_ = &cum_;
-  w.head_ = cum_head_;
-  w.head_bytes_ = cum_head_bytes_;
-  w.bytes_per_s_ = rate_.bytes_per_s();
-  return w;
-}
-
-Duration StagingProvider::ttr_bound_reference(TimePoint use_at, uint64_t bytes) const {
-  uint64_t queued = 0;
-  for (const auto& [key, read] : queue_) {
-    if (key.first <= use_at) queued += read.rec->read_bytes;
-  }
-  const TtrBoundWalk w = ttr_bound_walk();
-  const double total = w.bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
-  return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / w.bytes_per_s_)) + 1000);
-}
-
-uint64_t StagingProvider::TtrBoundWalk::queued_through(const QueueKey& last) const {
-  const auto first = cum_->begin() + static_cast<std::ptrdiff_t>(head_);
-  const auto end = std::upper_bound(
-      first, cum_->end(), last, [](const QueueKey& k, const CumBytes& e) { return k < e.first; });
-  return end == first ? 0 : std::prev(end)->second - head_bytes_;
-}
-
-StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
-    const StagingClaim& claim) {
-  const StagingProvider& p = *p_;
-  const TimePoint use_at = p.use_time(claim);
-  Range out;
-  uint64_t fresh = 0;  // bytes of the reads it would add
-  uint64_t largest = p.max_read_bytes_;
-  std::optional<QueueKey> last_covered;  // the latest queued read ahead that it needs
-  fresh_keys_.clear();
-  for (const ManifestEntry& e : claim.objects) {
-    if (p.tier_.resident(e.key)) continue;
-    out.all_resident = false;
-    auto it = p.objects_.find(e.key);
-    if (it != p.objects_.end() && it->second.read != ReadState::kNone &&
-        (it->second.read == ReadState::kInFlight || it->second.queue_pos->first.first <= use_at)) {
-      if (it->second.read == ReadState::kQueued &&
-          (!last_covered || *last_covered < it->second.queue_pos->first)) {
-        last_covered = it->second.queue_pos->first;
-      }
-      continue;
-    }
-    const uint64_t bytes = round_up(e.bytes, kBlockBytes);
-    fresh += bytes;
-    largest = std::max(largest, bytes);
-    fresh_keys_.push_back(e.key);
-  }
-  if (out.all_resident) return out;
-  const double rate = bytes_per_s_;
-  const uint64_t ahead = queued_through(QueueKey{use_at, UINT64_MAX});
-  const double write_s = p.write_ahead_s();
-  // hi: as bound(), with its own bytes only (ttr() projects exactly those reads).
-  const double total = bytes_ahead_ + static_cast<double>(ahead) + static_cast<double>(fresh);
-  out.hi = Duration(static_cast<int64_t>(std::ceil(total * 1e9 / rate)) + 1000);
-  bool repeated = false;
-  if (fresh_keys_.size() > 1) {
-    std::sort(fresh_keys_.begin(), fresh_keys_.end());
-    repeated = std::adjacent_find(fresh_keys_.begin(), fresh_keys_.end()) != fresh_keys_.end();
-  }
-  if (repeated) return out;  // lo stays 0 (ttr() reads a repeated key once)
-  // The bytes issued up to its last needed read: with new reads, everything ahead and them; else
-  // up to its latest queued read ahead (0: only reads in flight, which give no more than 0).
-  double issued = 0;
-  if (fresh > 0) {
-    issued = in_flight_bytes_ + static_cast<double>(ahead) + static_cast<double>(fresh);
-  } else if (last_covered) {
-    issued = in_flight_bytes_ + static_cast<double>(queued_through(*last_covered));
-  }
-  const uint64_t slots =
-      std::max<uint64_t>(p.options_.max_reads_in_flight, p.in_flight_keys_.size());
-  const double left = static_cast<double>(slots - 1) * static_cast<double>(largest);
-  const double lo_s = std::max(0.0, (issued - left) / rate) + write_s;
-  out.lo = Duration(std::max<int64_t>(0, static_cast<int64_t>(std::floor(lo_s * 1e9)) - 1000));
-  return out;
-}
-
-Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) const {
-  // The queued reads used no later than use_at are a prefix of the issue order.
-  const uint64_t queued = queued_through(QueueKey{use_at, UINT64_MAX});
-  const double total = bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
-  // Rounded up, with a microsecond for the rounding of ttr() itself (as ttr_bound()).
-  return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / bytes_per_s_)) + 1000);
-}
-
-StagingProvider::TtrWalk StagingProvider::ttr_walk() const {
-  TtrWalk w;
-  w.p_ = this;
-  w.id_ = ++walk_seq_;
-  const double served = served_now();
-  for (const Key& key : in_flight_keys_) {
-    const ObjectRec& rec = objects_.at(key);
-    double done = served - rec.served_at_issue;
-    w.active_.push_back({std::max(0.0, static_cast<double>(rec.read_bytes) - done), &rec});
-    rec.walk_id = w.id_;
-    rec.walk_finish_s = std::numeric_limits<double>::quiet_NaN();
-  }
-  std::make_heap(w.active_.begin(), w.active_.end(), std::greater<>());
-  w.next_ = queue_.begin();
-  return w;
-}
-
-// The loop of project_last_finish_s() (refill, then one read leaves service), stopped where a
-// refill would take a read used later than use_at.
-void StagingProvider::TtrWalk::advance(TimePoint use_at) {
-  const uint32_t slots = p_->options_.max_reads_in_flight;
-  const double rate = p_->rate_.bytes_per_s();
-  for (;;) {
-    while (active_.size() < slots) {
-      if (next_ == p_->queue_.end() || next_->first.first > use_at) return;
-      const ObjectRec& rec = *(next_++)->second.rec;
-      active_.push_back({served_ + static_cast<double>(rec.read_bytes), &rec});
-      std::push_heap(active_.begin(), active_.end(), std::greater<>());
-      rec.walk_id = id_;
-      rec.walk_finish_s = std::numeric_limits<double>::quiet_NaN();
-    }
-    std::pop_heap(active_.begin(), active_.end(), std::greater<>());
-    const Active top = active_.back();
-    active_.pop_back();
-    const double n = static_cast<double>(active_.size() + 1);
-    advance_shared(t_, served_, top.first, n, rate);
-    top.second->walk_finish_s = t_;
-  }
-}
-
-Duration StagingProvider::TtrWalk::ttr(const StagingClaim& claim) {
-  const TimePoint use_at = p_->use_time(claim);
-  if (last_use_ && use_at < *last_use_) return p_->ttr(claim);
-  // A claim whose objects are all resident needs no read (0, as ttr_reference() answers), and the
-  // projection need not advance for it: the next claim's call advances as far as it needs.
-  if (std::all_of(claim.objects.begin(), claim.objects.end(),
-                  [this](const ManifestEntry& e) { return p_->tier_.resident(e.key); })) {
-    return Duration::zero();
-  }
-  last_use_ = use_at;
-  advance(use_at);
-  const uint64_t epoch = ++p_->ttr_epoch_;
-  double last = 0;
-  uint64_t in_service = 0;  // needed reads in service at the checkpoint
-  bool needed = false;
-  fresh_.clear();
-  fresh_keys_.clear();
-  for (const ManifestEntry& e : claim.objects) {
-    if (p_->tier_.resident(e.key)) continue;
-    auto it = p_->objects_.find(e.key);
-    if (it != p_->objects_.end() && it->second.read != ReadState::kNone &&
-        (it->second.read == ReadState::kInFlight || it->second.queue_pos->first.first <= use_at)) {
-      const ObjectRec& rec = it->second;
-      if (rec.mark == epoch) continue;
-      rec.mark = epoch;
-      needed = true;
-      if (rec.walk_id != id_) return p_->ttr_reference(claim);  // not projected: cannot happen
-      if (std::isnan(rec.walk_finish_s)) {
-        ++in_service;
-      } else {
-        last = std::max(last, rec.walk_finish_s);
-      }
-      continue;
-    }
-    // Not covered, or queued for a claim used later (committing this one moves it up to here).
-    fresh_.push_back(static_cast<double>(round_up(e.bytes, kBlockBytes)));
-    fresh_keys_.push_back(e.key);
-    needed = true;
-  }
-  if (fresh_keys_.size() > 1) {
-    // A key twice in the manifest is read once (ttr_reference's set); rare, so answered there.
-    std::sort(fresh_keys_.begin(), fresh_keys_.end());
-    const bool repeated =
-        std::adjacent_find(fresh_keys_.begin(), fresh_keys_.end()) != fresh_keys_.end();
-    fresh_keys_.clear();
-    if (repeated) return p_->ttr_reference(claim);
-  }
-  fresh_keys_.clear();
-  if (!needed) return Duration::zero();
-  uint64_t left = in_service + fresh_.size();
-  if (left > 0) {
-    // From the checkpoint: the reads in service and the claim's new reads.
-    std::vector<PlannedRead>& heap = scratch_;
-    heap.clear();
-    for (const auto& [finish, rec] : active_) heap.push_back({finish, rec->mark == epoch});
-    last = continue_projection_s(heap, {served_, t_}, last, fresh_reads(fresh_),
-                                 p_->options_.max_reads_in_flight, p_->rate_.bytes_per_s(), left);
-  }
-  return Duration(std::llround((last + p_->write_ahead_s()) * 1e9));
 }
 
 Duration StagingProvider::static_ttr(const StagingClaim& claim) const {

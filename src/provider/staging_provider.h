@@ -177,9 +177,13 @@ class StagingProvider {
   // queue shared by all of them: the projection runs in issue order up to each claim's checkpoint
   // (the first moment a slot is free and the next queued read is used later than the claim, where
   // ttr_reference() would start the claim's new reads), and only the claim's own reads are
-  // projected from there. Equal to ttr_reference() (same arithmetic). A claim used earlier than
-  // the one before is answered by ttr(). O(queued reads passed) over all calls of one walk, plus
-  // O((reads in service + the claim's reads) log slots) per claim. Valid until the provider's
+  // projected from there. A claim with no new read needs the projection only until its last read
+  // leaves service, which may come before its checkpoint: the walk stops there (claims used later
+  // continue from there). A claim used after every queued read is answered by ttr() when it has
+  // new reads or ttr()'s projection of the whole queue is current (ttr() keeps it while the state
+  // and the clock stand still). Equal to ttr_reference() (same arithmetic). A claim used earlier
+  // than the one before is answered by ttr(). O(queued reads passed) over all calls of one walk,
+  // plus O((reads in service + the claim's reads) log slots) per claim. Valid until the provider's
   // state changes (a walk is used within one evaluation); one walk at a time.
   class TtrWalk;
   TtrWalk ttr_walk() const;
@@ -239,11 +243,14 @@ class StagingProvider {
     Duration bound(TimePoint use_at, uint64_t bytes) const;
     // Bounds of ttr(claim) from one lookup per object and the prefix sums, no projection: hi is
     // bound() with the bytes of the reads the claim would add; lo is the work-conserving argument
-    // turned round: when the claim's last read (in issue order) is done, every read issued up to
-    // it has started, and what is left is in service, at most slots - 1 other reads of at most
-    // the largest read's bytes, so lo = (bytes issued up to it - (slots - 1) x largest) / rate
-    // (less a microsecond for rounding; 0 when a key repeats). lo = hi = 0 when every object is
-    // resident (all_resident).
+    // turned round: when the claim's last read M (in issue order) is done, every read issued up to
+    // it has started, and what is left is in service, at most slots - 1 other reads, each issued
+    // before M and so served at least M's bytes since (the reads in service share the rate
+    // equally): lo = (bytes issued up to M - (slots - 1) x (largest - M's bytes)) / rate (less a
+    // microsecond for rounding; 0 when a key repeats), nearly exact when reads have one size.
+    // A claim with no new read also has hi <= (bytes up to M + (slots - 1) x largest) / rate: the
+    // reads issued after M share the rate with the claim's last read to finish, so they get at
+    // most its bytes each by then. lo = hi = 0 when every object is resident (all_resident).
     struct Range {
       Duration lo{0}, hi{0};
       bool all_resident = true;
@@ -271,8 +278,9 @@ class StagingProvider {
    private:
     friend class StagingProvider;
     using Active = std::pair<double, const ObjectRec*>;  // (finish progress, read)
-    // Advances the shared projection to the checkpoint of use time `use_at`.
-    void advance(TimePoint use_at);
+    // Advances the shared projection to the checkpoint of use time `use_at`, or only until
+    // `pending` reads marked `epoch` (ObjectRec::mark) have left service when that comes first.
+    void advance(TimePoint use_at, uint64_t epoch = 0, uint64_t pending = 0);
     const StagingProvider* p_ = nullptr;
     uint64_t id_ = 0;                   // this walk's mark in ObjectRec::walk_id
     Queue::const_iterator next_;        // the first queued read not yet issued in the projection
@@ -282,6 +290,7 @@ class StagingProvider {
     std::vector<PlannedRead> scratch_;  // a claim's continuation (continue_projection_s's heap)
     std::vector<double> fresh_;         // a claim's new reads
     std::vector<Key> fresh_keys_;       // and their keys
+    std::vector<const ObjectRec*> covered_;  // its reads in flight or queued ahead
   };
 
  private:
@@ -384,6 +393,9 @@ class StagingProvider {
   double write_ahead_s() const;
   // provider_ttr.cc
   const TtrSnapshot& ttr_snapshot() const;
+  // snap_ was built at this state and this instant: ttr_snapshot() costs nothing now.
+  bool snapshot_current() const;
+  // provider_walks.cc
   // Every removal of a queued read goes through here: a read issued from the head keeps cum_.
   Queue::iterator queue_erase(Queue::iterator it);
   // cum_ brought up to date with queue_ (rebuilt when stale).

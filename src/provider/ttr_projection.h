@@ -86,6 +86,15 @@ double continue_projection_s(std::vector<PlannedRead>& in_service, ProjectionPoi
   return last;
 }
 
+// A claim's new reads (their bytes, in manifest order; all needed) as continue_projection_s's
+// next(). `fresh` must outlive it.
+inline auto fresh_reads(const std::vector<double>& fresh) {
+  return [&fresh, i = size_t{0}]() mutable -> std::optional<PlannedRead> {
+    if (i == fresh.size()) return std::nullopt;
+    return PlannedRead{fresh[i++], true};
+  };
+}
+
 // Seconds from now until every needed read has finished. `in_flight` are in service now (their
 // remaining bytes); `next()` yields the waiting reads in issue order (std::nullopt at the end).
 // `needed` is how many needed reads there are in total. 0 when needed is 0.

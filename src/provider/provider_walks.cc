@@ -1,0 +1,281 @@
+// StagingProvider's TTR walks for one evaluation (see staging_provider.h): TtrBoundWalk, bounds
+// from the queue's prefix sums of bytes (kept here with the queue's removals that keep them), and
+// TtrWalk, the exact projection shared by claims taken in use order.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/units.h"
+#include "provider/staging_provider.h"
+#include "provider/ttr_projection.h"
+
+namespace tempokv {
+
+StagingProvider::Queue::iterator StagingProvider::queue_erase(Queue::iterator it) {
+  if (!cum_stale_) {
+    if (it == queue_.begin() && cum_head_ < cum_.size() && cum_[cum_head_].first == it->first) {
+      cum_head_bytes_ = cum_[cum_head_++].second;
+    } else {
+      cum_stale_ = true;
+    }
+  }
+  return queue_.erase(it);
+}
+
+void StagingProvider::refresh_cum() const {
+  if (!cum_stale_) return;
+  cum_.clear();
+  uint64_t sum = 0;
+  for (const auto& [key, read] : queue_) {
+    sum += read.rec->read_bytes;
+    cum_.emplace_back(key, sum);
+  }
+  cum_head_ = 0;
+  cum_head_bytes_ = 0;
+  cum_stale_ = false;
+}
+
+StagingProvider::TtrBoundWalk StagingProvider::ttr_bound_walk() const {
+  TtrBoundWalk w;
+  const double served = served_now();
+  for (const Key& key : in_flight_keys_) {
+    const ObjectRec& rec = objects_.at(key);
+    w.bytes_ahead_ +=
+        std::max(0.0, static_cast<double>(rec.read_bytes) - (served - rec.served_at_issue));
+  }
+  w.in_flight_bytes_ = w.bytes_ahead_;
+  w.bytes_ahead_ += static_cast<double>(write_bytes_in_flight_) * options_.write_cost;
+  refresh_cum();
+  w.p_ = this;
+  w.cum_ = &cum_;
+  w.head_ = cum_head_;
+  w.head_bytes_ = cum_head_bytes_;
+  w.bytes_per_s_ = rate_.bytes_per_s();
+  return w;
+}
+
+Duration StagingProvider::ttr_bound_reference(TimePoint use_at, uint64_t bytes) const {
+  uint64_t queued = 0;
+  for (const auto& [key, read] : queue_) {
+    if (key.first <= use_at) queued += read.rec->read_bytes;
+  }
+  const TtrBoundWalk w = ttr_bound_walk();
+  const double total = w.bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
+  return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / w.bytes_per_s_)) + 1000);
+}
+
+uint64_t StagingProvider::TtrBoundWalk::queued_through(const QueueKey& last) const {
+  const auto first = cum_->begin() + static_cast<std::ptrdiff_t>(head_);
+  const auto end = std::upper_bound(
+      first, cum_->end(), last, [](const QueueKey& k, const CumBytes& e) { return k < e.first; });
+  return end == first ? 0 : std::prev(end)->second - head_bytes_;
+}
+
+StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
+    const StagingClaim& claim) {
+  const StagingProvider& p = *p_;
+  const TimePoint use_at = p.use_time(claim);
+  Range out;
+  uint64_t fresh = 0;  // bytes of the reads it would add
+  uint64_t largest = p.max_read_bytes_;
+  std::optional<QueueKey> last_covered;  // the latest queued read ahead that it needs
+  uint64_t covered_bytes = 0;            // and its bytes
+  uint64_t last_fresh_bytes = 0;         // the bytes of its last new read (manifest order)
+  fresh_keys_.clear();
+  for (const ManifestEntry& e : claim.objects) {
+    if (p.tier_.resident(e.key)) continue;
+    out.all_resident = false;
+    auto it = p.objects_.find(e.key);
+    if (it != p.objects_.end() && it->second.read != ReadState::kNone &&
+        (it->second.read == ReadState::kInFlight || it->second.queue_pos->first.first <= use_at)) {
+      if (it->second.read == ReadState::kQueued &&
+          (!last_covered || *last_covered < it->second.queue_pos->first)) {
+        last_covered = it->second.queue_pos->first;
+        covered_bytes = it->second.read_bytes;
+      }
+      continue;
+    }
+    const uint64_t bytes = round_up(e.bytes, kBlockBytes);
+    fresh += bytes;
+    largest = std::max(largest, bytes);
+    last_fresh_bytes = bytes;
+    fresh_keys_.push_back(e.key);
+  }
+  if (out.all_resident) return out;
+  const double rate = bytes_per_s_;
+  const uint64_t ahead = queued_through(QueueKey{use_at, UINT64_MAX});
+  const double write_s = p.write_ahead_s();
+  const uint64_t slots =
+      std::max<uint64_t>(p.options_.max_reads_in_flight, p.in_flight_keys_.size());
+  // hi: as bound(), with its own bytes only (ttr() projects exactly those reads).
+  double total = bytes_ahead_ + static_cast<double>(ahead) + static_cast<double>(fresh);
+  if (fresh == 0) {
+    // Every read it needs is in flight or queued up to its latest covered read. The reads issued
+    // after that one share the rate with one of its reads until its TTR, each at that read's pace,
+    // so they get at most (slots - 1) x largest of service by then: a bound that does not grow
+    // with the reads queued between its reads and its use time.
+    const double through = bytes_ahead_ +
+                           (last_covered ? static_cast<double>(queued_through(*last_covered)) : 0) +
+                           static_cast<double>(slots - 1) * static_cast<double>(largest);
+    total = std::min(total, through);
+  }
+  out.hi = Duration(static_cast<int64_t>(std::ceil(total * 1e9 / rate)) + 1000);
+  bool repeated = false;
+  if (fresh_keys_.size() > 1) {
+    std::sort(fresh_keys_.begin(), fresh_keys_.end());
+    repeated = std::adjacent_find(fresh_keys_.begin(), fresh_keys_.end()) != fresh_keys_.end();
+  }
+  if (repeated) return out;  // lo stays 0 (ttr() reads a repeated key once)
+  // The bytes issued up to its last needed read: with new reads, everything ahead and them; else
+  // up to its latest queued read ahead (0: only reads in flight, which give no more than 0).
+  double issued = 0;
+  uint64_t last_bytes = 0;  // the bytes of that last needed read
+  if (fresh > 0) {
+    issued = in_flight_bytes_ + static_cast<double>(ahead) + static_cast<double>(fresh);
+    last_bytes = last_fresh_bytes;
+  } else if (last_covered) {
+    issued = in_flight_bytes_ + static_cast<double>(queued_through(*last_covered));
+    last_bytes = covered_bytes;
+  }
+  // Every other read still in service then was issued no later than that last read, so it has
+  // had at least as much service since (the reads in service share the rate equally): at least
+  // that read's bytes. What is left of it is at most largest - last_bytes (0 when every read has
+  // one size, which makes lo nearly exact).
+  const double left = static_cast<double>(slots - 1) *
+                      static_cast<double>(largest - std::min(largest, last_bytes));
+  const double lo_s = std::max(0.0, (issued - left) / rate) + write_s;
+  out.lo = Duration(std::max<int64_t>(0, static_cast<int64_t>(std::floor(lo_s * 1e9)) - 1000));
+  return out;
+}
+
+Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) const {
+  // The queued reads used no later than use_at are a prefix of the issue order.
+  const uint64_t queued = queued_through(QueueKey{use_at, UINT64_MAX});
+  const double total = bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
+  // Rounded up, with a microsecond for the rounding of ttr() itself (as ttr_bound()).
+  return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / bytes_per_s_)) + 1000);
+}
+
+StagingProvider::TtrWalk StagingProvider::ttr_walk() const {
+  TtrWalk w;
+  w.p_ = this;
+  w.id_ = ++walk_seq_;
+  const double served = served_now();
+  for (const Key& key : in_flight_keys_) {
+    const ObjectRec& rec = objects_.at(key);
+    double done = served - rec.served_at_issue;
+    w.active_.push_back({std::max(0.0, static_cast<double>(rec.read_bytes) - done), &rec});
+    rec.walk_id = w.id_;
+    rec.walk_finish_s = std::numeric_limits<double>::quiet_NaN();
+  }
+  std::make_heap(w.active_.begin(), w.active_.end(), std::greater<>());
+  w.next_ = queue_.begin();
+  return w;
+}
+
+// The loop of project_last_finish_s() (refill, then one read leaves service), stopped where a
+// refill would take a read used later than use_at, or once `pending` reads marked `epoch` have
+// left service (0: no such stop).
+void StagingProvider::TtrWalk::advance(TimePoint use_at, uint64_t epoch, uint64_t pending) {
+  const uint32_t slots = p_->options_.max_reads_in_flight;
+  const double rate = p_->rate_.bytes_per_s();
+  for (;;) {
+    while (active_.size() < slots) {
+      if (next_ == p_->queue_.end() || next_->first.first > use_at) return;
+      const ObjectRec& rec = *(next_++)->second.rec;
+      active_.push_back({served_ + static_cast<double>(rec.read_bytes), &rec});
+      std::push_heap(active_.begin(), active_.end(), std::greater<>());
+      rec.walk_id = id_;
+      rec.walk_finish_s = std::numeric_limits<double>::quiet_NaN();
+    }
+    std::pop_heap(active_.begin(), active_.end(), std::greater<>());
+    const Active top = active_.back();
+    active_.pop_back();
+    const double n = static_cast<double>(active_.size() + 1);
+    advance_shared(t_, served_, top.first, n, rate);
+    top.second->walk_finish_s = t_;
+    if (pending > 0 && top.second->mark == epoch && --pending == 0) return;
+  }
+}
+
+Duration StagingProvider::TtrWalk::ttr(const StagingClaim& claim) {
+  const TimePoint use_at = p_->use_time(claim);
+  if (last_use_ && use_at < *last_use_) return p_->ttr(claim);
+  // Used after every queued read: ttr() answers from the projection of the whole queue it keeps
+  // while the state and the clock stand still (so the evaluations of one instant share it). When
+  // that projection is current it costs nothing; otherwise it is what this walk would project
+  // for the claim's new reads anyway, and only a claim without new reads is walked (it may stop
+  // early, below).
+  const bool after_queue = p_->queue_.empty() || p_->queue_.rbegin()->first.first <= use_at;
+  if (after_queue && p_->snapshot_current()) return p_->ttr(claim);
+  // A claim whose objects are all resident needs no read (0, as ttr_reference() answers), and the
+  // projection need not advance for it: the next claim's call advances as far as it needs.
+  if (std::all_of(claim.objects.begin(), claim.objects.end(),
+                  [this](const ManifestEntry& e) { return p_->tier_.resident(e.key); })) {
+    return Duration::zero();
+  }
+  last_use_ = use_at;
+  const uint64_t epoch = ++p_->ttr_epoch_;
+  // Its reads first: those covered by a read in flight or queued ahead (marked), and its new ones.
+  covered_.clear();
+  fresh_.clear();
+  fresh_keys_.clear();
+  uint64_t unfinished = 0;  // covered reads the projection has not yet seen leave service
+  for (const ManifestEntry& e : claim.objects) {
+    if (p_->tier_.resident(e.key)) continue;
+    auto it = p_->objects_.find(e.key);
+    if (it != p_->objects_.end() && it->second.read != ReadState::kNone &&
+        (it->second.read == ReadState::kInFlight || it->second.queue_pos->first.first <= use_at)) {
+      const ObjectRec& rec = it->second;
+      if (rec.mark == epoch) continue;
+      rec.mark = epoch;
+      covered_.push_back(&rec);
+      if (rec.walk_id != id_ || std::isnan(rec.walk_finish_s)) ++unfinished;
+      continue;
+    }
+    // Not covered, or queued for a claim used later (committing this one moves it up to here).
+    fresh_.push_back(static_cast<double>(round_up(e.bytes, kBlockBytes)));
+    fresh_keys_.push_back(e.key);
+  }
+  if (fresh_keys_.size() > 1) {
+    // A key twice in the manifest is read once (ttr_reference's set); rare, so answered there.
+    std::sort(fresh_keys_.begin(), fresh_keys_.end());
+    const bool repeated =
+        std::adjacent_find(fresh_keys_.begin(), fresh_keys_.end()) != fresh_keys_.end();
+    fresh_keys_.clear();
+    if (repeated) return p_->ttr_reference(claim);
+  }
+  fresh_keys_.clear();
+  if (covered_.empty() && fresh_.empty()) return Duration::zero();
+  if (after_queue && !fresh_.empty()) return p_->ttr(claim);
+  if (!fresh_.empty()) {
+    advance(use_at);  // its new reads start at the checkpoint
+  } else if (unfinished > 0) {
+    // Only reads already issued or queued ahead: its TTR is when the last of them leaves service,
+    // which the projection reaches before the checkpoint when the queue goes on past them (the
+    // reads after them change nothing before then). Claims used later continue from there.
+    advance(use_at, epoch, unfinished);
+  }
+  double last = 0;
+  uint64_t in_service = 0;  // needed reads in service where the projection stopped
+  for (const ObjectRec* rec : covered_) {
+    if (rec->walk_id != id_) return p_->ttr_reference(claim);  // not projected: cannot happen
+    if (std::isnan(rec->walk_finish_s)) {
+      ++in_service;
+    } else {
+      last = std::max(last, rec->walk_finish_s);
+    }
+  }
+  uint64_t left = in_service + fresh_.size();
+  if (left > 0) {
+    // From the checkpoint: the reads in service and the claim's new reads.
+    std::vector<PlannedRead>& heap = scratch_;
+    heap.clear();
+    for (const auto& [finish, rec] : active_) heap.push_back({finish, rec->mark == epoch});
+    last = continue_projection_s(heap, {served_, t_}, last, fresh_reads(fresh_),
+                                 p_->options_.max_reads_in_flight, p_->rate_.bytes_per_s(), left);
+  }
+  return Duration(std::llround((last + p_->write_ahead_s()) * 1e9));
+}
+
+}  // namespace tempokv
