@@ -25,7 +25,9 @@ PROTOCOL = {
     # Offered load of the fig4 arrivals by prefix ratio: the service a request needs (its
     # computed prompt tokens and its share of 4-sequence decode steps, at the measured costs)
     # over the arrival interval. Above 1 the slots queue, so requests have a lead to stage in.
-    "load": {1.0: 2.5, 0.5: 1.5},
+    # At 2.5 (100 %) a prompt's reads (4 steps) took as long as an arrival interval: the reads
+    # queued and even Demand held 0.42-0.72 x Immediate's C (docs/evaluation.md, session 11).
+    "load": {1.0: 1.5, 0.5: 1.5},
     # Decode steps (4 sequences, measured) one mean prompt's whole KV takes to read at the cap:
     # staging is long against a step, yet twelve prompts' reads fit in their arrivals.
     "read_steps": 4.0,
