@@ -136,6 +136,10 @@ def main(argv=None):
     runs = [r for r in runs if r["name"] in by_name]
     kv = model_mod.kv_bytes_per_token()
     cal = out.get("calibration")
+    if plan_mod.calibrated(p) and not cal and out["runs"]:
+        print("tempokv experiment: the protocol is calibrated but the engine recorded no "
+              "calibration", file=sys.stderr)
+        rc = rc or 1
     if cal:
         p = dict(p, read_bytes_per_s=cal["read_bytes_per_s"])
     rows = [rows_mod.row(r, by_name[r["name"]], p, kv, "tiny-llama") for r in runs]

@@ -28,10 +28,11 @@ def test_fig4_arrivals_are_faster_at_100_percent_unless_one_interval_is_given(tm
     assert intervals(fixed) == {1.0: 0.15, 0.5: 0.5}
     assert intervals(dict(plan.PROTOCOL, interval_s=0.3)) == {1.0: 0.3, 0.5: 0.3}
     assert intervals(dict(fixed, ratios=[0.75])) == {0.75: 0.5}
-    assert intervals(plan.QUICK) == {1.0: 0.5}
-    # The protocol's own: set by the engine from the speed it measures (scale).
+    # The protocol's own (the quick one's too): set by the engine from the speed it measures.
     assert intervals(plan.PROTOCOL) == {1.0: None, 0.5: None}
-    assert plan.calibrated(plan.PROTOCOL) and not plan.calibrated(plan.QUICK)
+    assert intervals(plan.QUICK) == {1.0: None}
+    assert plan.calibrated(plan.PROTOCOL) and plan.calibrated(plan.QUICK)
+    assert not plan.calibrated(dict(plan.PROTOCOL, interval_s=0.5, read_bytes_per_s=64e6))
 
 
 def test_the_machines_speed_sets_the_arrivals_by_offered_load_and_the_cap_by_read_steps():
