@@ -293,6 +293,9 @@ class Controller {
   void for_each_in_attempt_order(uint32_t rank_limit, Fn&& fn);
   static AttemptKey attempt_key(const Rec& r);
   Duration laxity(Rec& r, TimePoint now);
+  // The policy's laxity of `r` at `now` for given TTRs (bounds of them give bounds of it: a
+  // policy's laxity is nonincreasing in both).
+  Duration laxity_given(const Rec& r, TimePoint now, Duration ttr, Duration static_ttr) const;
   // Timed: laxity <= 0 -> one attempt (true when committed); else notes the wake-up.
   // known_ttr: the claim's exact TTR now, when the caller has it (the evaluation's shared walk).
   // eligible: the caller has bounded its laxity at most zero (TtrBoundWalk::range) in this pass,

@@ -92,6 +92,14 @@ Duration Controller::laxity(Rec& r, TimePoint now) {
   return policy_->laxity(in);
 }
 
+Duration Controller::laxity_given(const Rec& r, TimePoint now, Duration ttr,
+                                  Duration static_ttr) const {
+  std::function<Duration()> ttr_at = [ttr] { return ttr; };
+  std::function<Duration()> static_at = [static_ttr] { return static_ttr; };
+  return policy_->laxity(
+      EligibilityInput{r.use_at - now, r.rank, ttr_at, static_at, feedback_.margin()});
+}
+
 void Controller::note_wake(TimePoint t) {
   if (!next_wake_ || t < *next_wake_) next_wake_ = t;
 }
@@ -214,12 +222,9 @@ void Controller::evaluate_timed_indexed() {
       }
       if (r.use_at > now) {
         // First the bound that needs no lookup (its whole footprint read), then the range.
-        Duration own = bounds.bound(r.use_at, r.info.footprint_bytes);
         const Duration own_static = provider_.static_ttr_bound(r.info.footprint_bytes);
-        std::function<Duration()> ttr_up = [&] { return own; };
-        std::function<Duration()> static_up = [&] { return own_static; };
-        Duration least = policy_->laxity(
-            EligibilityInput{r.use_at - now, r.rank, ttr_up, static_up, feedback_.margin()});
+        Duration least = laxity_given(
+            r, now, bounds.bound(r.use_at, r.info.footprint_bytes), own_static);
         if (least > Duration::zero()) {
           skipped_.push_back({least, it->second, false});
           continue;
@@ -231,9 +236,7 @@ void Controller::evaluate_timed_indexed() {
           consider_resting(r, now, horizon, drained);
           continue;
         }
-        own = range.hi;  // only its new reads
-        least = policy_->laxity(
-            EligibilityInput{r.use_at - now, r.rank, ttr_up, static_up, feedback_.margin()});
+        least = laxity_given(r, now, range.hi, own_static);  // only its new reads
         if (least > Duration::zero()) {
           skipped_.push_back({least, it->second, true});
           continue;
@@ -241,10 +244,7 @@ void Controller::evaluate_timed_indexed() {
         // With the lower bounds (TTR's from the range; static TTR's 0) the laxity is at most
         // `most`: at most zero means eligible whatever the exact TTR, which the attempt then
         // needs only if it is not refused (the provider projects it then).
-        std::function<Duration()> ttr_down = [&] { return range.lo; };
-        std::function<Duration()> static_down = [] { return Duration::zero(); };
-        const Duration most = policy_->laxity(
-            EligibilityInput{r.use_at - now, r.rank, ttr_down, static_down, feedback_.margin()});
+        const Duration most = laxity_given(r, now, range.lo, Duration::zero());
         if (most <= Duration::zero()) {
           candidates_.push_back({attempt_key(r), it->second, std::nullopt, true});
           continue;
@@ -313,12 +313,9 @@ void Controller::evaluate_timed_indexed() {
       if (!skip.ranged) {
         // Skipped by the bound of its whole footprint: its range (its new reads only, or the
         // queue up to its covered reads) may place it beyond the wake-up or the tick already.
-        const StagingProvider::TtrBoundWalk::Range range = bounds.range(r->claim);
-        std::function<Duration()> ttr_up = [&] { return range.hi; };
-        const Duration own_static = provider_.static_ttr_bound(r->info.footprint_bytes);
-        std::function<Duration()> static_up = [&] { return own_static; };
-        const Duration tight = policy_->laxity(
-            EligibilityInput{r->use_at - now, r->rank, ttr_up, static_up, feedback_.margin()});
+        const Duration tight =
+            laxity_given(*r, now, bounds.range(r->claim).hi,
+                         provider_.static_ttr_bound(r->info.footprint_bytes));
         if ((next_wake_ && now + tight >= *next_wake_) || now + tight > tick_at) continue;
       }
       // Nothing has changed since the walk began (no commit in this pass): its exact TTR is the

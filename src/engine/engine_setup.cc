@@ -70,8 +70,8 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(const EngineContext
     ao.max_active = options.max_active;
     ao.prior_output_tokens = options.prior_output_tokens;
     ao.predictor_window = options.predictor_window;
-    ao.runtime_id = options.engine_id;
-    ao.wait_order_statistics = options.wait_order_statistics;  // engines sharing the controller keep separate orders
+    ao.runtime_id = options.engine_id;  // engines sharing the controller keep separate orders
+    ao.wait_order_statistics = options.wait_order_statistics;
     TEMPOKV_ASSIGN_OR_RETURN(e->adapter_,
                              RuntimeAdapter::create(
                                  *c.controller, profile.scaled(1 + options.estimator_bias), ao));

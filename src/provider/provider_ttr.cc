@@ -18,12 +18,10 @@ Duration StagingProvider::ttr_reference(const StagingClaim& claim) const {
   std::unordered_set<Key> fresh_keys;
   for (const ManifestEntry& e : claim.objects) {
     if (tier_.resident(e.key)) continue;  // protecting a resident object is instant
-    auto it = objects_.find(e.key);
-    if (it != objects_.end() && it->second.read != ReadState::kNone &&
-        (it->second.read == ReadState::kInFlight || it->second.queue_pos->first.first <= use_at)) {
+    if (const ObjectRec* rec = covered_read(e.key, use_at)) {
       // Covered by a read in flight or queued ahead: it keeps that read's completion time.
-      if (it->second.mark != epoch) {
-        it->second.mark = epoch;
+      if (rec->mark != epoch) {
+        rec->mark = epoch;
         ++needed;
       }
       continue;

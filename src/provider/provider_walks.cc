@@ -85,13 +85,11 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
   for (const ManifestEntry& e : claim.objects) {
     if (p.tier_.resident(e.key)) continue;
     out.all_resident = false;
-    auto it = p.objects_.find(e.key);
-    if (it != p.objects_.end() && it->second.read != ReadState::kNone &&
-        (it->second.read == ReadState::kInFlight || it->second.queue_pos->first.first <= use_at)) {
-      if (it->second.read == ReadState::kQueued &&
-          (!last_covered || *last_covered < it->second.queue_pos->first)) {
-        last_covered = it->second.queue_pos->first;
-        covered_bytes = it->second.read_bytes;
+    if (const ObjectRec* rec = p.covered_read(e.key, use_at)) {
+      if (rec->read == ReadState::kQueued &&
+          (!last_covered || *last_covered < rec->queue_pos->first)) {
+        last_covered = rec->queue_pos->first;
+        covered_bytes = rec->read_bytes;
       }
       continue;
     }
@@ -223,14 +221,11 @@ Duration StagingProvider::TtrWalk::ttr(const StagingClaim& claim) {
   uint64_t unfinished = 0;  // covered reads the projection has not yet seen leave service
   for (const ManifestEntry& e : claim.objects) {
     if (p_->tier_.resident(e.key)) continue;
-    auto it = p_->objects_.find(e.key);
-    if (it != p_->objects_.end() && it->second.read != ReadState::kNone &&
-        (it->second.read == ReadState::kInFlight || it->second.queue_pos->first.first <= use_at)) {
-      const ObjectRec& rec = it->second;
-      if (rec.mark == epoch) continue;
-      rec.mark = epoch;
-      covered_.push_back(&rec);
-      if (rec.walk_id != id_ || std::isnan(rec.walk_finish_s)) ++unfinished;
+    if (const ObjectRec* rec = p_->covered_read(e.key, use_at)) {
+      if (rec->mark == epoch) continue;
+      rec->mark = epoch;
+      covered_.push_back(rec);
+      if (rec->walk_id != id_ || std::isnan(rec->walk_finish_s)) ++unfinished;
       continue;
     }
     // Not covered, or queued for a claim used later (committing this one moves it up to here).

@@ -359,6 +359,10 @@ class StagingProvider {
   // enqueue() without counting a coalesced read: queues it, or moves its queued read up.
   void place(const Key& key, ObjectRec& rec, TimePoint use_at);
   TimePoint use_time(const StagingClaim& claim) const;
+  // The object's record when a read already covers it for a claim used at use_at: one in flight,
+  // or one queued for use no later than use_at (a read queued for later use would move up to it
+  // instead: that counts as a new read). nullptr otherwise. The TTR projections' shared test.
+  const ObjectRec* covered_read(const Key& key, TimePoint use_at) const;
   void flush_callbacks();
   // Ordinary admission (provider_ordinary.cc).
   uint64_t ordinary_extra_bytes(const ClaimRec& c) const;

@@ -164,17 +164,14 @@ def measure_speed(llm, spec, probes=2):
     from then to the last finish, per step (the batch decoding). The mean over the probes."""
     import random
 
-    from ..e2e import model as model_mod
-    from ..e2e.prompts import VOCAB_FIRST
+    from .plan import random_prompt
 
     p = spec["protocol"]
     n_tokens = (p["prompt_min"] + p["prompt_max"]) // 2
     r = random.Random(20261202)
-    vocab = model_mod.GEOMETRY["vocab_size"]
     tps, tds = [], []
     for k in range(probes + 1):
-        prompts = [[r.randrange(VOCAB_FIRST, vocab) for _ in range(n_tokens)]
-                   for _ in range(p["max_num_seqs"])]
+        prompts = [random_prompt(r, n_tokens) for _ in range(p["max_num_seqs"])]
         with connector_off(llm):
             res = drive(llm, prompts, p["max_tokens"], 0.0, f"speed{k}")
             release_blocks(llm, f"speed{k}")

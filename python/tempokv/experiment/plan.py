@@ -58,7 +58,7 @@ def calibrated(p):
 
 def computed_tokens(prompt_sets, ratio, chunk):
     """Mean prompt tokens vLLM computes at a prefix ratio (what is not loaded), over every
-    prompt of every seed (one interval per ratio for all seeds)."""
+    prompt of every seed (one interval per ratio for all seeds); at ratio 0, the mean prompt."""
     lens = [len(x) for ps in prompt_sets.values() for x in ps]
     return sum(n - stored_chunks(n, ratio, chunk) * chunk for n in lens) / len(lens)
 
@@ -79,8 +79,7 @@ def scale(p, prompt_sets, speed, kv_bytes_per_token):
         intervals[ratio] = service / load_at(p, ratio)
     cap = p["read_bytes_per_s"]
     if cap is None:
-        mean_len = sum(len(x) for ps in prompt_sets.values() for x in ps) / sum(
-            len(ps) for ps in prompt_sets.values())
+        mean_len = computed_tokens(prompt_sets, 0.0, chunk)  # nothing stored: whole prompts
         cap = mean_len * kv_bytes_per_token / (p["read_steps"] * td)
     return intervals, cap
 
@@ -88,10 +87,16 @@ def scale(p, prompt_sets, speed, kv_bytes_per_token):
 def load_at(p, ratio):
     """The fig4 offered load at a prefix ratio (a ratio ``p['load']`` lacks takes the
     lightest load given: the longest interval, as interval_at)."""
-    for r, v in p["load"].items():
+    return _at_ratio(p["load"], ratio, min)
+
+
+def _at_ratio(table, ratio, otherwise):
+    """``table``'s value for ``ratio`` (keys may be JSON's strings); for a ratio it lacks,
+    ``otherwise`` of all its values."""
+    for r, v in table.items():
         if abs(float(r) - ratio) < 1e-9:
             return float(v)
-    return min(float(v) for v in p["load"].values())
+    return otherwise(float(v) for v in table.values())
 
 
 def interval_at(p, ratio):
@@ -102,22 +107,21 @@ def interval_at(p, ratio):
         return None  # calibrated (scale)
     if not isinstance(iv, dict):
         return float(iv)
-    for r, v in iv.items():
-        if abs(float(r) - ratio) < 1e-9:
-            return float(v)
-    return max(float(v) for v in iv.values())
+    return _at_ratio(iv, ratio, max)
+
+
+def random_prompt(rng, n):
+    """``n`` token ids drawn by ``rng`` from the model's ordinary vocabulary."""
+    vocab = model_mod.GEOMETRY["vocab_size"]
+    return [rng.randrange(VOCAB_FIRST, vocab) for _ in range(n)]
 
 
 def prompts(seed, p):
     """``p['requests']`` distinct prompts (no shared prefixes), lengths uniform in
     [prompt_min, prompt_max], from ``seed``."""
     r = random.Random(1_000_003 * seed + 15)
-    vocab = model_mod.GEOMETRY["vocab_size"]
-    out = []
-    for _ in range(p["requests"]):
-        n = r.randint(p["prompt_min"], p["prompt_max"])
-        out.append([r.randrange(VOCAB_FIRST, vocab) for _ in range(n)])
-    return out
+    return [random_prompt(r, r.randint(p["prompt_min"], p["prompt_max"]))
+            for _ in range(p["requests"])]
 
 
 def stored_chunks(prompt_len, ratio, chunk):

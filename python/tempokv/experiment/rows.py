@@ -33,8 +33,8 @@ def row(run, entry, p, kv_bytes_per_token, model):
     copy_byte_s = conn.get("transfer_byte_s", 0.0)
     r = {
         "scenario": run["scenario"], "policy": run["label"], "model": model,
-        "seed": run["seed"], "ratio": run["ratio"], "rate": entry.get("rate", run["rate"]),
-        "interval_s": entry.get("interval_s", run.get("interval_s")), "engines": 1,
+        "seed": run["seed"], "ratio": run["ratio"], "rate": entry["rate"],
+        "interval_s": entry["interval_s"], "engines": 1,
         "requests": len(reqs), "completed": len(done), "output_tokens": out_tokens,
         "p50_ttft_s": percentile(ttft, 0.50), "p95_ttft_s": percentile(ttft, 0.95),
         "p99_ttft_s": percentile(ttft, 0.99),
