@@ -51,6 +51,9 @@ class CommitPolicy {
   // True when eligibility depends on TTU and TTR: laxity() then tells how long until it may become
   // eligible if nothing else changes, so the controller can wake exactly then.
   virtual bool timed() const { return false; }
+  // Its laxity uses the provider's state-aware TTR (the reads ahead of a claim): the controller
+  // then also lets a commit wait while those reads drain (ControllerOptions::wait_for_reads_ahead).
+  virtual bool state_aware() const { return false; }
   // Estimated laxity TTU − TTR (timed policies only). Nonincreasing in ttr and static_ttr: given
   // upper bounds of both it gives a lower bound (how the controller skips claims cheaply).
   virtual Duration laxity(const EligibilityInput&) const { return Duration::zero(); }

@@ -315,9 +315,11 @@ Result<std::unique_ptr<Controller>> make_controller(Executor& executor, StagingP
                                                     std::string_view configuration,
                                                     ControllerOptions options) {
   const bool progressive = configuration == "tempokv-progressive";
-  TEMPOKV_ASSIGN_OR_RETURN(auto policy,
-                           make_commit_policy(progressive ? "tempokv" : configuration));
+  const bool eager = configuration == "tempokv-eager";
+  TEMPOKV_ASSIGN_OR_RETURN(
+      auto policy, make_commit_policy(progressive || eager ? "tempokv" : configuration));
   options.progressive_release = progressive;
+  if (eager) options.wait_for_reads_ahead = false;
   return std::make_unique<Controller>(executor, provider, std::move(policy), options);
 }
 

@@ -21,6 +21,12 @@
 //    a periodic tick while planned claims exist (so a simulation with nothing pending ends). Timed
 //    policies also wake exactly when a planned claim's projected laxity reaches zero, so commits
 //    are not late by up to a tick (the paper relies on the tick alone).
+//  * TempoKV (state-aware TTR) lets an eligible claim that the budget would take wait while the
+//    reads ahead of it drain, when its own reads started after them would end when they would
+//    end if it committed now (StagingProvider::commit_wait; ControllerOptions::
+//    wait_for_reads_ahead): it is ready no later and holds nothing meanwhile. It wakes when they
+//    should have drained and decides again; its timing error is judged from where it first waited.
+//    "tempokv-eager" (make_controller) commits at once, the rule before session 12.
 //  * Every state change goes through transition(), which aborts on an illegal one.
 //
 // Cost of an evaluation (controller_eval.cc): timed policies keep planned claims in an index by
@@ -95,6 +101,13 @@ struct ControllerOptions {
   // commit (update()'s lower_bound, set_reviser) and fig4 over ten seeds is the same with it on.
   // On by default since the whole suite passed with it (session 6: 574 passed, 6 skipped).
   bool ttu_horizon = true;
+  // A claim a state-aware policy (TempoKV) finds eligible waits while the reads ahead of it
+  // drain, when its own reads started after them would end when they would end if committed now
+  // (StagingProvider::commit_wait: no read ahead outlasts it). It is then ready no later and holds
+  // nothing meanwhile. Claims used at one instant (vLLM starts every waiting load at the first
+  // free slot) commit one after another rather than together. Off: every eligible claim commits
+  // at once (the rule before session 12).
+  bool wait_for_reads_ahead = true;
   ErrorFeedbackOptions feedback;
   Status validate() const;
 };
@@ -143,6 +156,7 @@ struct ControllerStats {
   uint64_t rested = 0;    // planned claims set aside with every object resident (TTR 0)
   uint64_t unrested = 0;  // of those, put back in the walk by an eviction of one of their objects
   uint64_t ticks = 0;
+  uint64_t commit_waits = 0;  // eligible claims left to wait for the reads ahead of them
   double protected_gib_s = 0;  // ∫ (protected + reserved) dt so far
 };
 
@@ -246,6 +260,13 @@ class Controller {
     bool feedback_noted = false;  // its timing error went to feedback_
     // note_missed(): how much sooner than projected its use came; recorded once it is ready.
     std::optional<Duration> missed_by;
+    // wait_for_reads_ahead: when it first waited (eligible, its reads not due to start yet), with
+    // its TTR and projected use then. Its timing error is judged from there, as if committed then
+    // (the wait leaves its ready time as it was, and eager TempoKV would have committed it then),
+    // so waiting does not move the feedback margin.
+    std::optional<TimePoint> waited_from;
+    Duration ttr_at_wait{0};
+    TimePoint use_at_wait{};
     bool ttu_bound = false;       // its TTU is a lower bound (update()'s lower_bound)
     // use_at as the last update at an earlier instant than ttu_at left it (keep_prior_use()).
     std::optional<TimePoint> prior_use_at;
@@ -430,9 +451,11 @@ class Controller {
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
-// A controller for a commit configuration by name: a policy of make_commit_policy(), or
+// A controller for a commit configuration by name: a policy of make_commit_policy(),
 // "tempokv-progressive" (TempoKV's eligibility, each object released after its own copy:
-// options.progressive_release is set from the name). InvalidArgument for an unknown name.
+// options.progressive_release is set from the name) or "tempokv-eager" (TempoKV committing every
+// eligible claim at once: options.wait_for_reads_ahead is cleared, the ablation of the wait).
+// InvalidArgument for an unknown name.
 Result<std::unique_ptr<Controller>> make_controller(Executor& executor, StagingProvider& provider,
                                                     std::string_view configuration,
                                                     ControllerOptions options = {});

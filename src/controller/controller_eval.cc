@@ -156,6 +156,22 @@ bool Controller::consider_timed(Rec& r, TimePoint now, std::optional<Duration> k
   // Eligible by a lower bound of its TTU only: the true laxity may still be positive. No commit
   // on that; the runtime projects it exactly (the controller reevaluates on that update).
   if (r.ttu_bound && request_revision(r)) return false;
+  // A claim the budget refuses now is attempted (and parked); one it takes may wait.
+  if (options_.wait_for_reads_ahead && policy_->state_aware() &&
+      !provider_.refused_now(r.claim)) {
+    if (!known_ttr) known_ttr = provider_.ttr(r.claim);
+    const Duration wait = provider_.commit_wait(r.claim, *known_ttr);
+    if (wait > Duration::zero()) {
+      ++stats_.commit_waits;
+      if (!r.waited_from) {
+        r.waited_from = now;
+        r.ttr_at_wait = *known_ttr;
+        r.use_at_wait = r.use_at;
+      }
+      note_wake(now + wait);
+      return false;
+    }
+  }
   r.attempted_in = eval_id_;  // once per evaluation: a refusal stands until something changes
   return try_commit(r, known_ttr);
 }

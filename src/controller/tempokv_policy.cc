@@ -17,6 +17,7 @@ class TempoKvPolicy final : public CommitPolicy {
     return in.ttu - in.ttr() - in.margin;
   }
   bool timed() const override { return true; }
+  bool state_aware() const override { return true; }
   Duration ttr_bound(const TtrBoundInput& in) const override {
     return in.ttr() + std::max(Duration::zero(), in.margin);
   }

@@ -63,7 +63,8 @@ Status check_endpoint(const std::string& endpoint, bool allow_remote) {
 
 Status check_policy(const std::string& policy) {
   for (std::string_view known :
-       {"demand", "immediate", "tempokv-static", "tempokv", "tempokv-progressive"}) {
+       {"demand", "immediate", "tempokv-static", "tempokv", "tempokv-progressive",
+        "tempokv-eager"}) {
     if (policy == known) return Status::ok();
   }
   if (policy.starts_with("queue-")) {
@@ -77,7 +78,7 @@ Status check_policy(const std::string& policy) {
   return bad("controller.policy",
              "'" + policy +
                  "' is not one of demand, immediate, queue-K (K >= 1), tempokv-static, tempokv, "
-                 "tempokv-progressive");
+                 "tempokv-progressive, tempokv-eager");
 }
 
 Status check_profile(const std::string& profile) {

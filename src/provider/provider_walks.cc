@@ -154,6 +154,33 @@ Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) 
   return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / bytes_per_s_)) + 1000);
 }
 
+Duration StagingProvider::commit_wait(const StagingClaim& claim, Duration ttr) const {
+  if (ttr <= Duration::zero()) return Duration::zero();
+  const TimePoint use_at = use_time(claim);
+  // Its new reads, as ttr() counts them (a key twice in the manifest is read once).
+  std::vector<std::pair<Key, uint64_t>>& reads = wait_reads_;
+  reads.clear();
+  for (const ManifestEntry& e : claim.objects) {
+    if (tier_.resident(e.key) || covered_read(e.key, use_at)) continue;
+    reads.emplace_back(e.key, round_up(e.bytes, kBlockBytes));
+  }
+  std::sort(reads.begin(), reads.end());
+  reads.erase(std::unique(reads.begin(), reads.end(),
+                          [](const auto& a, const auto& b) { return a.first == b.first; }),
+              reads.end());
+  uint64_t fresh = 0;
+  for (const auto& read : reads) fresh += read.second;
+  const TtrBoundWalk w = ttr_bound_walk();
+  const double ahead =
+      w.in_flight_bytes_ + static_cast<double>(w.queued_through(QueueKey{use_at, UINT64_MAX}));
+  if (ahead <= 0) return Duration::zero();
+  const double rate = w.bytes_per_s_;
+  const double reads_s = static_cast<double>(ttr.count()) * 1e-9 - write_ahead_s();
+  // ttr() is rounded to the nanosecond: a microsecond of slack for that and the sums' rounding.
+  if (reads_s < (ahead + static_cast<double>(fresh)) / rate - 1e-6) return Duration::zero();
+  return Duration(static_cast<int64_t>(std::ceil(ahead * 1e9 / rate)));
+}
+
 StagingProvider::TtrWalk StagingProvider::ttr_walk() const {
   TtrWalk w;
   w.p_ = this;

@@ -187,6 +187,16 @@ class StagingProvider {
   // state changes (a walk is used within one evaluation); one walk at a time.
   class TtrWalk;
   TtrWalk ttr_walk() const;
+  // How long a commit of `claim` can wait and still leave it ready no later than a commit now, if
+  // nothing else is committed meanwhile; `ttr` is ttr(claim) now. Its new reads would share the
+  // device with the reads ahead of it (in flight, and queued for use no later than it). When all
+  // of those end by its last read, the device moves exactly their bytes and its own until its TTR
+  // (less the store's writes), so its own reads started once the others have drained end at the
+  // same time: the wait is the others' bytes at the calibrated rate, during which it holds no
+  // budget. Otherwise 0: a read ahead outlasts it, and its reads started later would end later.
+  // The writes in flight are not waited for (writes issued during the wait would go ahead of its
+  // reads). No I/O; O(reads in flight + the claim's objects), plus the prefix sums if stale.
+  Duration commit_wait(const StagingClaim& claim, Duration ttr) const;
   // TempoKV-Static's estimate: non-resident bytes / options.static_read_bytes_per_s.
   Duration static_ttr(const StagingClaim& claim) const;
   // An upper bound of static_ttr() for any claim whose non-resident bytes total at most bytes.
@@ -445,6 +455,7 @@ class StagingProvider {
   mutable TtrSnapshot snap_;
   mutable std::vector<double> ttr_fresh_;       // ttr()'s scratch
   mutable std::vector<Key> ttr_fresh_keys_;
+  mutable std::vector<std::pair<Key, uint64_t>> wait_reads_;  // commit_wait()'s scratch
   mutable std::vector<PlannedRead> ttr_heap_;
   std::vector<std::pair<ReadyCallback, std::pair<ClaimId, Status>>> callbacks_;
   Validated validated_;                                    // commit()'s scratch

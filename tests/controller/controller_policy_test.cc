@@ -26,8 +26,8 @@ struct Outcome {
   double gib_s;
 };
 
-Outcome run_three_claims(const char* policy) {
-  Fixture f(policy);
+Outcome run_three_claims(const char* policy, ControllerOptions options = {}) {
+  Fixture f(policy, {}, options);
   EXPECT_TRUE(f.controller->report(kA, manifest({1, 2, 3, 4}), milliseconds(500)).is_ok());
   EXPECT_TRUE(f.controller->report(kB, manifest({5, 6}), milliseconds(600)).is_ok());
   EXPECT_TRUE(f.controller->report(kC, manifest({7, 8}), milliseconds(1000)).is_ok());
@@ -109,10 +109,22 @@ TEST(PolicyScenario, TempoKvStaticIgnoresTheBacklogAhead) {
 
 TEST(PolicyScenario, TempoKvSeesTheBacklogItsOwnCommitCreates) {
   // A's laxity reaches zero at 250 (TTR 250). Right after, B's state-aware TTR is 375 (A's pairs
-  // until 500, then its own until 625): laxity 350 - 375 < 0, so B commits at 250 too; it cannot
-  // be on time either way, and the device is busy throughout. C: laxity 250 until the device
-  // idles at 625, then zero at 875. Releases: A 600, B 725, C 1100.
+  // until 500, then its own until 625): laxity 350 - 375 < 0, so B is eligible at 250; it cannot
+  // be on time either way, and the device is busy throughout. Its reads would wait behind A's, so
+  // it waits for them (wait_for_reads_ahead) and commits at 500, ready at 625 all the same. C:
+  // laxity 250 until the device idles at 625, then zero at 875. Releases: A 600, B 725, C 1100.
   Outcome o = run_three_claims("tempokv");
+  expect_times(o, {250, 500, 875}, {500, 625, 1000});
+  // 0.25 x 0.35 + 0.125 x 0.225 + 0.125 x 0.225
+  EXPECT_NEAR(o.gib_s, 0.0875 + 0.028125 + 0.028125, kGiBTol);
+}
+
+TEST(PolicyScenario, TempoKvWithoutTheWaitCommitsBehindTheBacklogAtOnce) {
+  // The rule before wait_for_reads_ahead: B commits at 250 and holds its 128 MiB while its reads
+  // wait behind A's, ready at the same 625.
+  ControllerOptions co;
+  co.wait_for_reads_ahead = false;
+  Outcome o = run_three_claims("tempokv", co);
   expect_times(o, {250, 250, 875}, {500, 625, 1000});
   // 0.25 x 0.35 + 0.125 x 0.475 + 0.125 x 0.225
   EXPECT_NEAR(o.gib_s, 0.0875 + 0.059375 + 0.028125, kGiBTol);

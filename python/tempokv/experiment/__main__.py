@@ -48,7 +48,8 @@ def main(argv=None):
                                  description="commit policies measured on a real vLLM")
     ap.add_argument("--scenario", required=True, choices=["fig4-policies", "fig6-rate"])
     ap.add_argument("--policies", help="comma-separated (default fig4: the six; fig6: "
-                                       "recompute,demand); 'recompute' = vLLM with no connector")
+                                       "recompute,demand); 'recompute' = vLLM with no connector; "
+                                       "'tempokv-eager' = TempoKV without the commit wait")
     ap.add_argument("--seeds", type=int, default=1, help="seeds 1..N")
     ap.add_argument("--seed", type=int, help="one seed (instead of 1..N)")
     ap.add_argument("--json", help="write the rows here")
@@ -84,7 +85,8 @@ def main(argv=None):
         p["interval_s"] = a.interval_s
     policies = [x.strip() for x in a.policies.split(",")] if a.policies else None
     for pol in policies or []:
-        if pol not in plan_mod.SIX + [plan_mod.RECOMPUTE] and not pol.startswith("queue-"):
+        known = plan_mod.SIX + plan_mod.VARIANTS + [plan_mod.RECOMPUTE]
+        if pol not in known and not pol.startswith("queue-"):
             ap.error(f"unknown policy {pol!r}")
     seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
     model_mod.build(a.model_dir)

@@ -1,0 +1,114 @@
+// StagingProvider::commit_wait: how long a commit can wait for the reads ahead of a claim and
+// still leave it ready when a commit now would. Each case checks the answer against the simulated
+// device: the claim committed after the wait is ready exactly when the claim committed at once is
+// (on a second, identical stack), or, where the answer is 0, a commit after the reads ahead would
+// have been later.
+#include <gtest/gtest.h>
+
+#include "provider/sim_fixture.h"
+
+namespace tempokv::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+// When `c` is ready if committed after `wait` (0: at once), with `ahead` committed first, now.
+Duration ready_after_wait(const SimStackOptions& o, const StagingClaim& ahead,
+                          const StagingClaim& c, Duration wait) {
+  SimStack s(o);
+  EXPECT_TRUE(s.commit(ahead).is_ok());
+  s.ex.run_until(s.ex.now() + wait);
+  EXPECT_TRUE(s.commit(c).is_ok());
+  s.ex.run();
+  return s.ready_after(c.id);
+}
+
+TEST(ProviderWait, NothingAheadMeansNoWait) {
+  SimStack s;
+  const StagingClaim c = claim_of(1, {1, 2});
+  EXPECT_EQ(s.provider->commit_wait(c, s.provider->ttr(c)), Duration::zero());
+}
+
+TEST(ProviderWait, BehindReadsThatHoldEverySlotItWaitsForThemAndIsReadyAsSoon) {
+  // Two slots, both taken by claim 1's reads: claim 2's reads would queue until they end.
+  const SimStackOptions o{.max_reads_in_flight = 2};
+  SimStack s(o);
+  const StagingClaim first = claim_of(1, {1, 2}), c = claim_of(2, {3, 4});
+  ASSERT_TRUE(s.commit(first).is_ok());
+  const Duration ttr = s.provider->ttr(c);
+  EXPECT_EQ(ttr, 4 * kObjTime);
+  const Duration wait = s.provider->commit_wait(c, ttr);
+  EXPECT_EQ(wait, 2 * kObjTime);
+  EXPECT_EQ(ready_after_wait(o, first, c, wait), ready_after_wait(o, first, c, Duration::zero()));
+}
+
+TEST(ProviderWait, SharingTheDeviceWithReadsThatEndFirstItWaitsForThemAndIsReadyAsSoon) {
+  // Four slots: claim 2's reads would start at once beside claim 1's and share the device. Claim
+  // 1's reads end first, so the device moves all four reads' bytes by claim 2's TTR either way.
+  const SimStackOptions o{.max_reads_in_flight = 4};
+  SimStack s(o);
+  const StagingClaim first = claim_of(1, {1, 2}), c = claim_of(2, {3, 4});
+  ASSERT_TRUE(s.commit(first).is_ok());
+  s.ex.run_until(s.ex.now() + milliseconds(25));  // claim 1's reads ahead by 25 ms
+  const Duration ttr = s.provider->ttr(c);
+  const Duration wait = s.provider->commit_wait(c, ttr);
+  EXPECT_EQ(wait, 2 * kObjTime - milliseconds(25));
+  // Both ways: ready when the device has moved the remaining 100 ms of claim 1 and 125 ms of its own.
+  SimStack now_s(o), later_s(o);
+  for (SimStack* x : {&now_s, &later_s}) {
+    ASSERT_TRUE(x->commit(first).is_ok());
+    x->ex.run_until(x->ex.now() + milliseconds(25));
+  }
+  ASSERT_TRUE(now_s.commit(c).is_ok());
+  later_s.ex.run_until(later_s.ex.now() + wait);
+  ASSERT_TRUE(later_s.commit(c).is_ok());
+  now_s.ex.run();
+  later_s.ex.run();
+  EXPECT_EQ(now_s.ready_after(2), later_s.ready_after(2));
+  EXPECT_EQ(now_s.ready_after(2), 4 * kObjTime);
+}
+
+TEST(ProviderWait, NoWaitWhenAReadAheadOutlastsIt) {
+  // A small object (a third of the others) shares the device with claim 1's two reads and ends
+  // first; the reads ahead end after it, so starting it after them would make it later.
+  const SimStackOptions o{.max_reads_in_flight = 4, .small_every = 10};
+  SimStack s(o);
+  const StagingClaim first = claim_of(1, {1, 2});
+  StagingClaim c = claim_of(2, {});
+  c.objects.push_back({obj(10), obj_bytes(10, 10)});
+  ASSERT_TRUE(s.commit(first).is_ok());
+  const Duration ttr = s.provider->ttr(c);
+  EXPECT_EQ(s.provider->commit_wait(c, ttr), Duration::zero());
+  const Duration now_ready = ready_after_wait(o, first, c, Duration::zero());
+  EXPECT_NEAR(now_ready.count(), ttr.count(), 1000);  // the device rounds each end up to a ns
+  EXPECT_GT(ready_after_wait(o, first, c, 2 * kObjTime), now_ready);
+}
+
+TEST(ProviderWait, TheStoresWritesAreNotWaitedFor) {
+  // A 64 MiB write in flight (as fast as reads here) is ahead of every read in the TTR, but the
+  // wait covers only claim 1's reads: a write issued during the wait would share the device with
+  // claim 2's reads as it would if claim 2 had committed at once.
+  const SimStackOptions o{.max_reads_in_flight = 2, .write_bytes_per_s = kRate};
+  SimStack s(o);
+  ASSERT_TRUE(s.commit(claim_of(1, {1, 2})).is_ok());
+  s.store->put(obj(101), {0, 256}, nullptr, kObj - 4096, [](Status st) { EXPECT_TRUE(st.is_ok()); });
+  const StagingClaim c = claim_of(2, {3, 4});
+  const Duration ttr = s.provider->ttr(c);
+  EXPECT_EQ(ttr, 5 * kObjTime);  // the write, claim 1's reads, then its own
+  EXPECT_EQ(s.provider->commit_wait(c, ttr), 2 * kObjTime);
+}
+
+TEST(ProviderWait, AClaimWhoseObjectsAreResidentOrCoveredWaitsOnlyForTheReadsItNeeds) {
+  // Claim 2 needs only objects claim 1 is reading: nothing of its own to read. The reads ahead
+  // are exactly what it waits for; committed after them it is ready at once.
+  const SimStackOptions o{.max_reads_in_flight = 2};
+  SimStack s(o);
+  ASSERT_TRUE(s.commit(claim_of(1, {1, 2})).is_ok());
+  const StagingClaim c = claim_of(2, {1, 2});
+  const Duration ttr = s.provider->ttr(c);
+  EXPECT_EQ(ttr, 2 * kObjTime);
+  EXPECT_EQ(s.provider->commit_wait(c, ttr), 2 * kObjTime);
+}
+
+}  // namespace
+}  // namespace tempokv::testing
