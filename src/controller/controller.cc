@@ -34,11 +34,16 @@ Controller::Controller(Executor& executor, StagingProvider& provider,
     meter_.set(executor_.now(), bytes);
   });
   provider_.tier().set_eviction_listener([this](const Key& key) { on_evicted(key); });
+  provider_.set_entry_listener([this](const Key& key, uint64_t budget_bytes,
+                                      uint64_t occupied_bytes) {
+    on_entry(key, budget_bytes, occupied_bytes);
+  });
 }
 
 Controller::~Controller() {
   provider_.tier().set_budget_listener(nullptr);
   provider_.tier().set_eviction_listener(nullptr);
+  provider_.set_entry_listener(nullptr);
   tick_.cancel();
   wake_.cancel();
 }

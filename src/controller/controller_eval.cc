@@ -187,7 +187,7 @@ void Controller::evaluate_timed_indexed() {
   while (committed && planned_ > 0) {
     committed = false;
     next_wake_.reset();
-    unpark_freed();
+    unpark_fitting();
     // The window: a claim used later than now + bound has laxity > 0 whatever its exact TTR.
     const Duration bound = policy_->ttr_bound(TtrBoundInput{ttr_bound, static_bound, feedback_.margin()});
     const TimePoint horizon =

@@ -1,0 +1,158 @@
+// Controller: refused claims, and the bound of their share of a commit's cost that keeps them out
+// of the walk while it exceeds the room (see controller.h: refusal_stands(), park()).
+#include <algorithm>
+
+#include "controller/controller.h"
+
+namespace tempokv {
+
+bool Controller::refusal_stands(const Rec& r) const {
+  if (!r.info.refused || r.cost_store_changes != provider_.store_index_changes()) return false;
+  return static_cast<int64_t>(r.cost.budget_bytes) > provider_.budget_room() ||
+         r.cost.occupied_bytes > provider_.capacity_room();
+}
+
+void Controller::park(Rec& r) {
+  index_of(r).erase({r.index_at, r.info.id});
+  r.indexed = false;
+  r.resting = false;
+  if (static_cast<int64_t>(r.cost.budget_bytes) > provider_.budget_room()) {
+    r.park = Rec::Park::kBudget;
+    r.park_at = static_cast<int64_t>(r.cost.budget_bytes);
+    parked_budget_.emplace(r.park_at, r.info.id);
+  } else {
+    r.park = Rec::Park::kCapacity;
+    r.park_at = r.cost.occupied_bytes;
+    parked_capacity_.emplace(r.park_at, r.info.id);
+  }
+}
+
+void Controller::unpark(Rec& r) {
+  if (r.park == Rec::Park::kBudget) parked_budget_.erase({r.park_at, r.info.id});
+  if (r.park == Rec::Park::kCapacity) parked_capacity_.erase({r.park_at, r.info.id});
+  r.park = Rec::Park::kNo;
+}
+
+void Controller::note_cost(Rec& r) {
+  r.cost = provider_.last_own_cost();
+  r.cost_store_changes = provider_.store_index_changes();
+  if (r.cost_gen != 0) return;  // its objects are listed already (the manifest does not change)
+  r.cost_gen = ++cost_seq_;
+  for (const ManifestEntry& e : r.claim.objects) {
+    ClaimsOfKey& k = costed_by_key_[e.key];
+    if (!k.claims.empty() && k.claims.back().first == r.info.id) continue;  // a key twice in a row
+    if (k.claims.size() >= k.compact_at) {
+      // Drop the entries of claims no longer planned (amortized: the threshold doubles what is
+      // left). A key that enters the sums drops them too (on_entry()).
+      std::erase_if(k.claims, [this](const std::pair<ClaimId, uint64_t>& c) {
+        const Rec* other = find(c.first);
+        return !other || other->cost_gen != c.second || other->info.state != ClaimState::kPlanned;
+      });
+      k.compact_at = std::max<size_t>(8, 2 * k.claims.size());
+    }
+    k.claims.emplace_back(r.info.id, r.cost_gen);
+  }
+}
+
+void Controller::on_entry(const Key& key, uint64_t budget_bytes, uint64_t occupied_bytes) {
+  auto it = costed_by_key_.find(key);
+  if (it == costed_by_key_.end()) return;
+  // Lowers the share of every planned claim listed with the key, and drops the entries of claims
+  // no longer planned (or reported again since: another generation).
+  std::erase_if(it->second.claims, [&](const std::pair<ClaimId, uint64_t>& c) {
+    Rec* r = find(c.first);
+    if (!r || r->cost_gen != c.second || r->info.state != ClaimState::kPlanned) return true;
+    const Rec::Park park = r->park;
+    unpark(*r);
+    r->cost.budget_bytes -= std::min(r->cost.budget_bytes, budget_bytes);
+    r->cost.occupied_bytes -= static_cast<int64_t>(occupied_bytes);
+    if (park == Rec::Park::kBudget) {
+      r->park = park;
+      r->park_at = static_cast<int64_t>(r->cost.budget_bytes);
+      parked_budget_.emplace(r->park_at, r->info.id);
+    } else if (park == Rec::Park::kCapacity) {
+      r->park = park;
+      r->park_at = r->cost.occupied_bytes;
+      parked_capacity_.emplace(r->park_at, r->info.id);
+    }
+    return false;
+  });
+  if (it->second.claims.empty()) costed_by_key_.erase(it);
+}
+
+bool Controller::refused_again(Rec& r) {
+  if (r.ttu_bound || r.cost_store_changes != provider_.store_index_changes()) return false;
+  if (!provider_.refused_now(r.claim)) return false;
+  ++stats_.refused_attempts;
+  note_cost(r);
+  park(r);  // short of one room or both: its share is beyond that room now
+  return true;
+}
+
+void Controller::unpark_fitting() {
+  if (provider_.store_index_changes() != parked_store_changes_) {
+    // An object has left the store: no refusal stands (a commit's store check comes first), so
+    // every parked claim goes back to be attempted (and ends, or is refused and parked again).
+    parked_store_changes_ = provider_.store_index_changes();
+    for (auto* parked : {&parked_budget_, &parked_capacity_}) {
+      while (!parked->empty()) {
+        Rec& r = claims_.at(parked->begin()->second);
+        unpark(r);
+        r.index_at = r.use_at;
+        r.indexed = true;
+        by_use_.emplace(r.use_at, r.info.id);
+      }
+    }
+  }
+  // A parked claim's refusal stands while its share is beyond one room; the keys are those shares,
+  // so only the claims whose share now fits the room they are parked for are looked at.
+  while (!parked_budget_.empty() && parked_budget_.begin()->first <= provider_.budget_room()) {
+    Rec& r = claims_.at(parked_budget_.begin()->second);
+    unpark(r);
+    if (refusal_stands(r)) {
+      park(r);  // now waits for the capacity's room
+      continue;
+    }
+    if (refused_again(r)) continue;
+    r.index_at = r.use_at;
+    r.indexed = true;
+    by_use_.emplace(r.use_at, r.info.id);
+  }
+  while (!parked_capacity_.empty() &&
+         parked_capacity_.begin()->first <= provider_.capacity_room()) {
+    Rec& r = claims_.at(parked_capacity_.begin()->second);
+    unpark(r);
+    if (refusal_stands(r)) {
+      park(r);  // the budget's room is taken again: it waits for that
+      continue;
+    }
+    if (refused_again(r)) continue;
+    r.index_at = r.use_at;
+    r.indexed = true;
+    by_use_.emplace(r.use_at, r.info.id);
+  }
+}
+
+Status Controller::check_refusal_bounds() {
+  for (auto& [id, r] : claims_) {
+    if (r.info.state != ClaimState::kPlanned || !r.info.refused ||
+        r.cost_store_changes != provider_.store_index_changes()) {
+      continue;
+    }
+    const bool stands = refusal_stands(r);
+    const bool refused = provider_.refused_now(r.claim);
+    const StagingProvider::OwnCost share = provider_.last_own_cost();
+    if (r.cost.budget_bytes > share.budget_bytes || r.cost.occupied_bytes > share.occupied_bytes ||
+        (stands && !refused)) {
+      return Status::internal(
+          "claim " + std::to_string(id) + ": bound of its share " +
+          std::to_string(r.cost.budget_bytes) + " / " + std::to_string(r.cost.occupied_bytes) +
+          " bytes, share " + std::to_string(share.budget_bytes) + " / " +
+          std::to_string(share.occupied_bytes) + ", refusal " + (stands ? "stands" : "not standing") +
+          ", refused now: " + (refused ? "yes" : "no"));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace tempokv
