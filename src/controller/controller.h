@@ -36,16 +36,17 @@
 // bound of laxity is projected exactly, then the next while its bound could be earlier, but only
 // while that bound places it no later than the next tick (a wake-up after the tick never fires:
 // the tick's evaluation replaces it). A refused claim keeps a lower bound of its own share of a
-// commit's cost (StagingProvider::OwnCost: measured at each refusal or check, lowered by every
-// entry of one of its objects into the sums, on_entry()); while that bound exceeds the budget's or
-// the capacity's room its refusal stands (refusal_stands()) and it leaves the index (park(),
-// keyed by that bound), so a deep window of refused claims is not stepped over at every event.
-// Only the claims whose bound fits the room they wait for are looked at again (unpark_fitting():
-// after a release, those that could fit, not every claim short by less than the bytes freed, most
-// of which the next commit takes the room from again); the provider's refusal check alone
-// (StagingProvider::refused_now: no store lookup, nothing committed) then measures the share
-// exactly, and a claim still refused is parked again at once (refused_again()) rather than walked
-// and attempted. A claim found with every object
+// commit's cost (StagingProvider::OwnCost: measured at each refusal, lowered by every entry of one
+// of its objects into the sums, on_entry()); while that bound exceeds the budget's or the
+// capacity's room its refusal stands (refusal_stands()) and it leaves the index (park(), keyed
+// by that bound), so a deep window of refused claims is not stepped over at every event. Only
+// the claims whose bound fits the room they wait for are looked at again (find_fitting(): after
+// a release, those that could fit now, not every claim short by less than the bytes freed), and
+// each only when its turn in the attempt order comes: the provider's refusal check alone
+// (StagingProvider::refused_now: no store lookup, nothing committed) measures its share (a claim
+// still refused is parked again at once, refused_again()), then it is walked as any claim of the
+// window. The claims behind the pass's first commit, which usually takes the room they fitted,
+// are not looked at in that pass. A claim found with every object
 // resident (TTR 0: eligible only by its use time) leaves the index for resting_ until one of its
 // objects is evicted (the tier's eviction listener), and only the resting claims that can be
 // candidates or set the wake-up are looked at (walk_resting()). The rest is not looked at. Queue-K
@@ -326,11 +327,14 @@ class Controller {
   bool refusal_stands(const Rec& r) const;
   // A planned claim in by_use_ whose refusal stands leaves it for the parked sets, keyed by the
   // bound of its share the room must reach (evaluate_timed_indexed; its TTU is still kept up to
-  // date). unpark_fitting() puts back every claim whose refusal no longer stands: then, and only
-  // then, refusal_stands() turns false, so the window walk sees exactly the claims it would have
-  // looked at, without stepping over the refused ones at every event.
+  // date). find_fitting() lists in fitting_ every parked claim whose refusal no longer stands
+  // (its bound fits both rooms), in attempt order; each pass walks them as the window walk would
+  // have (walk_claim()) when their turn in the attempt order comes, and puts them back into
+  // by_use_. So a pass looks at exactly the claims it would have looked at, without stepping over
+  // the refused ones at every event, and the claims that fit behind the pass's commit (which
+  // usually takes the room they fitted) are not walked at all.
   void park(Rec& r);
-  void unpark_fitting();
+  void find_fitting();
   void unpark(Rec& r);
   // A parked claim whose bound fits both rooms, before it goes back into by_use_: when no object
   // has left the store since its share was measured (so a commit would pass the store checks
@@ -433,6 +437,18 @@ class Controller {
     bool operator<(const Candidate& o) const { return std::tie(key, id) < std::tie(o.key, o.id); }
   };
   std::vector<Candidate> candidates_;  // scratch of evaluate_timed_indexed
+  std::vector<Candidate> fitting_;     // find_fitting(): parked claims that fit, in attempt order
+  // What walk_claim() shares within one pass of evaluate_timed_indexed.
+  struct WalkPass {
+    TimePoint now, horizon;
+    Duration drained;
+    StagingProvider::TtrBoundWalk& bounds;
+    StagingProvider::TtrWalk& exact;
+  };
+  // One planned claim of the window whose refusal does not stand, as the pass's walk decides it:
+  // a candidate (candidates_), a wake-up, a claim whose least laxity is > 0 (skipped_), or set
+  // aside with every object resident (rest(), then consider_resting()). controller_eval.cc.
+  void walk_claim(Rec& r, WalkPass& pass);
   std::vector<ClaimId> scratch_ids_;                        // scratch of the attempt-order walk
   std::vector<Rec*> scratch_recs_;                          // scratch of update()
   std::map<uint32_t, std::function<void()>> revisers_;      // set_reviser()

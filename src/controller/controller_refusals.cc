@@ -89,7 +89,8 @@ bool Controller::refused_again(Rec& r) {
   return true;
 }
 
-void Controller::unpark_fitting() {
+void Controller::find_fitting() {
+  fitting_.clear();
   if (provider_.store_index_changes() != parked_store_changes_) {
     // An object has left the store: no refusal stands (a commit's store check comes first), so
     // every parked claim goes back to be attempted (and ends, or is refused and parked again).
@@ -104,33 +105,34 @@ void Controller::unpark_fitting() {
       }
     }
   }
-  // A parked claim's refusal stands while its share is beyond one room; the keys are those shares,
-  // so only the claims whose share now fits the room they are parked for are looked at.
-  while (!parked_budget_.empty() && parked_budget_.begin()->first <= provider_.budget_room()) {
-    Rec& r = claims_.at(parked_budget_.begin()->second);
-    unpark(r);
-    if (refusal_stands(r)) {
-      park(r);  // now waits for the capacity's room
+  // A parked claim's refusal stands while its bound is beyond one room; the keys are those bounds,
+  // so only the claims whose bound now fits the room they are parked for are looked at. One that
+  // fits that room and not the other moves to the other's set.
+  const int64_t budget_room = provider_.budget_room();
+  const int64_t capacity_room = provider_.capacity_room();
+  for (auto it = parked_budget_.begin(), following = it;
+       it != parked_budget_.end() && it->first <= budget_room; it = following) {
+    ++following;  // park() erases it
+    Rec& r = claims_.at(it->second);
+    if (r.cost.occupied_bytes > capacity_room) {
+      unpark(r);
+      park(r);  // waits for the capacity's room
       continue;
     }
-    if (refused_again(r)) continue;
-    r.index_at = r.use_at;
-    r.indexed = true;
-    by_use_.emplace(r.use_at, r.info.id);
+    fitting_.push_back({attempt_key(r), r.info.id, std::nullopt, false});
   }
-  while (!parked_capacity_.empty() &&
-         parked_capacity_.begin()->first <= provider_.capacity_room()) {
-    Rec& r = claims_.at(parked_capacity_.begin()->second);
-    unpark(r);
-    if (refusal_stands(r)) {
+  for (auto it = parked_capacity_.begin(), following = it;
+       it != parked_capacity_.end() && it->first <= capacity_room; it = following) {
+    ++following;
+    Rec& r = claims_.at(it->second);
+    if (static_cast<int64_t>(r.cost.budget_bytes) > budget_room) {
+      unpark(r);
       park(r);  // the budget's room is taken again: it waits for that
       continue;
     }
-    if (refused_again(r)) continue;
-    r.index_at = r.use_at;
-    r.indexed = true;
-    by_use_.emplace(r.use_at, r.info.id);
+    fitting_.push_back({attempt_key(r), r.info.id, std::nullopt, false});
   }
+  std::sort(fitting_.begin(), fitting_.end());
 }
 
 Status Controller::check_refusal_bounds() {

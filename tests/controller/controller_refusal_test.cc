@@ -121,6 +121,40 @@ TEST(ControllerRefusal, AnEntryOfOneOfItsObjectsLowersTheBoundOfItsShare) {
   EXPECT_TRUE(f.info(2).timeline.committed.has_value());
 }
 
+// Three refused claims of two objects each fit the room a release frees (two objects); the first
+// in attempt order commits and takes it, and the two behind it (not looked at in that pass) stay
+// set aside until the next room: the second commits when the first is released, the third when
+// the second is, as the full scan decides.
+TEST(ControllerRefusal, ClaimsThatFitBehindACommitWaitForTheNextRoom) {
+  for (bool full_scan : {false, true}) {
+    SCOPED_TRACE(full_scan ? "full scan" : "index");
+    ControllerOptions co;
+    co.full_scan = full_scan;
+    Fixture f("tempokv", SimStackOptions{.capacity_objects = 16, .budget_objects = 2}, co);
+    ASSERT_TRUE(f.stack.provider->commit(claim_of(100, {1, 2}), {}).is_ok());
+    f.run_to(seconds(1));
+    for (ClaimId id : {2, 3, 4}) {
+      ASSERT_TRUE(f.controller->report(id, manifest({2 * id - 1, 2 * id}), Duration::zero()).is_ok());
+      ASSERT_TRUE(f.info(id).refused);
+    }
+    ASSERT_TRUE(f.controller->update_estimates({}).is_ok());
+    ASSERT_TRUE(f.stack.provider->release(100).is_ok());
+    ASSERT_TRUE(f.controller->update_estimates({}).is_ok());
+    EXPECT_EQ(f.info(2).state, ClaimState::kStaging);
+    EXPECT_EQ(f.info(3).state, ClaimState::kPlanned);
+    EXPECT_EQ(f.info(4).state, ClaimState::kPlanned);
+    EXPECT_TRUE(f.controller->check_refusal_bounds().is_ok());
+    f.run_to(milliseconds(1500));  // claim 2 stage-ready (two reads: 125 ms)
+    f.retrieve(2, milliseconds(10));
+    f.run_to(milliseconds(1750));  // claim 3 committed at 1.51 s, stage-ready by 1.635 s
+    EXPECT_EQ(f.since(f.info(3).timeline.committed), milliseconds(1510));
+    EXPECT_EQ(f.info(4).state, ClaimState::kPlanned);
+    f.retrieve(3, milliseconds(10));
+    f.run_to(seconds(2));
+    EXPECT_EQ(f.since(f.info(4).timeline.committed), milliseconds(1760));
+  }
+}
+
 TEST(ControllerRefusal, AParkedClaimWithAnObjectGoneFromTheStoreIsAttemptedAndEnds) {
   Fixture f("tempokv", SimStackOptions{.capacity_objects = 16, .budget_objects = 2});
   ASSERT_NO_FATAL_FAILURE(hold_the_budget_and_refuse_claim_2(f));
