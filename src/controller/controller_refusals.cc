@@ -13,7 +13,7 @@ bool Controller::refusal_stands(const Rec& r) const {
 }
 
 void Controller::park(Rec& r) {
-  index_of(r).erase({r.index_at, r.info.id});
+  if (r.indexed) index_of(r).erase({r.index_at, r.info.id});
   r.indexed = false;
   r.resting = false;
   if (static_cast<int64_t>(r.cost.budget_bytes) > provider_.budget_room()) {
