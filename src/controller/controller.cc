@@ -96,12 +96,12 @@ void Controller::set_ttu(Rec& r, Duration ttu, TimePoint now) {
   const TimePoint use = now + ttu;
   r.ttu = ttu;
   r.ttu_at = now;
-  const bool placed = r.indexed || r.park != Rec::Park::kNo;
+  const bool placed = r.indexed || r.parked;
   if (use == r.use_at && placed == (r.info.state == ClaimState::kPlanned)) return;
   r.use_at = use;
   if (r.info.state != ClaimState::kPlanned) return;
   if (!r.requested) r.claim.use_at = use;  // its reads, if committed, go in use order
-  if (r.park != Rec::Park::kNo) return;    // indexed at its use time when unparked
+  if (r.parked) return;    // indexed at its use time when unparked
   // The index key may lag the use time by up to an eighth of the key's distance from now, never
   // exceed it: a queue whose projection drifts a little at every update then costs no index
   // change per claim, and the window walk still finds every claim used inside the window.

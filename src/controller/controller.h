@@ -238,10 +238,10 @@ class Controller {
     // Its key in by_use_ while planned (indexed): at most use_at, lagging it by a little (set_ttu).
     TimePoint index_at{};
     bool indexed = false;
-    // Out of by_use_ while its refusal stands (park()): in parked_budget_ or parked_capacity_
-    // under park_at, the bound of its share that the room must reach.
-    enum class Park : uint8_t { kNo, kBudget, kCapacity } park = Park::kNo;
-    int64_t park_at = 0;
+    // Out of by_use_ while its refusal stands (park()): in parked_budget_ under park_budget_at
+    // and in parked_capacity_ under park_capacity_at, the bounds of its share of each room.
+    bool parked = false;
+    int64_t park_budget_at = 0, park_capacity_at = 0;
     // Indexed in resting_ rather than by_use_ (same key): every object was resident when it was
     // set aside (rest()), and none has been evicted since. rest_gen tells its current stay from
     // an earlier one in resting_by_key_.
@@ -401,8 +401,8 @@ class Controller {
     std::vector<std::pair<ClaimId, uint64_t>> claims;
     size_t compact_at = 8;
   };
-  // Planned claims whose refusal stands, by the bound of their share of the budget's room, and
-  // (once that fits) by the bound of their share of the capacity's room (park()).
+  // Planned claims whose refusal stands, each in both: by the bound of its share of the budget's
+  // room, and by the bound of its share of the capacity's room (park()).
   std::set<std::pair<int64_t, ClaimId>> parked_budget_, parked_capacity_;
   // By key, the refused claims listed under it, as (id, cost_gen) (note_cost(), on_entry()); stale
   // entries are dropped when the key enters the sums or the list is compacted.

@@ -259,7 +259,7 @@ void Controller::evaluate_timed_indexed() {
         continue;
       }
       Rec* r = find(fitting_[next_fitting++].id);
-      if (!r || r->info.state != ClaimState::kPlanned || r->park == Rec::Park::kNo) continue;
+      if (!r || r->info.state != ClaimState::kPlanned || !r->parked) continue;
       unpark(*r);
       if (refusal_stands(*r)) {  // the room has not changed since find_fitting(): not expected
         park(*r);

@@ -16,21 +16,20 @@ void Controller::park(Rec& r) {
   if (r.indexed) index_of(r).erase({r.index_at, r.info.id});
   r.indexed = false;
   r.resting = false;
-  if (static_cast<int64_t>(r.cost.budget_bytes) > provider_.budget_room()) {
-    r.park = Rec::Park::kBudget;
-    r.park_at = static_cast<int64_t>(r.cost.budget_bytes);
-    parked_budget_.emplace(r.park_at, r.info.id);
-  } else {
-    r.park = Rec::Park::kCapacity;
-    r.park_at = r.cost.occupied_bytes;
-    parked_capacity_.emplace(r.park_at, r.info.id);
-  }
+  // In both sets, each by the bound of one room's share: it fits when it is in both prefixes that
+  // fit, and it never moves between them as the two rooms come and go out of step.
+  r.parked = true;
+  r.park_budget_at = static_cast<int64_t>(r.cost.budget_bytes);
+  r.park_capacity_at = r.cost.occupied_bytes;
+  parked_budget_.emplace(r.park_budget_at, r.info.id);
+  parked_capacity_.emplace(r.park_capacity_at, r.info.id);
 }
 
 void Controller::unpark(Rec& r) {
-  if (r.park == Rec::Park::kBudget) parked_budget_.erase({r.park_at, r.info.id});
-  if (r.park == Rec::Park::kCapacity) parked_capacity_.erase({r.park_at, r.info.id});
-  r.park = Rec::Park::kNo;
+  if (!r.parked) return;
+  parked_budget_.erase({r.park_budget_at, r.info.id});
+  parked_capacity_.erase({r.park_capacity_at, r.info.id});
+  r.parked = false;
 }
 
 void Controller::note_cost(Rec& r) {
@@ -62,19 +61,11 @@ void Controller::on_entry(const Key& key, uint64_t budget_bytes, uint64_t occupi
   std::erase_if(it->second.claims, [&](const std::pair<ClaimId, uint64_t>& c) {
     Rec* r = find(c.first);
     if (!r || r->cost_gen != c.second || r->info.state != ClaimState::kPlanned) return true;
-    const Rec::Park park = r->park;
+    const bool parked = r->parked;
     unpark(*r);
     r->cost.budget_bytes -= std::min(r->cost.budget_bytes, budget_bytes);
     r->cost.occupied_bytes -= static_cast<int64_t>(occupied_bytes);
-    if (park == Rec::Park::kBudget) {
-      r->park = park;
-      r->park_at = static_cast<int64_t>(r->cost.budget_bytes);
-      parked_budget_.emplace(r->park_at, r->info.id);
-    } else if (park == Rec::Park::kCapacity) {
-      r->park = park;
-      r->park_at = r->cost.occupied_bytes;
-      parked_capacity_.emplace(r->park_at, r->info.id);
-    }
+    if (parked) park(*r);  // the same sets, under the lowered bounds
     return false;
   });
   if (it->second.claims.empty()) costed_by_key_.erase(it);
@@ -95,42 +86,42 @@ void Controller::find_fitting() {
     // An object has left the store: no refusal stands (a commit's store check comes first), so
     // every parked claim goes back to be attempted (and ends, or is refused and parked again).
     parked_store_changes_ = provider_.store_index_changes();
-    for (auto* parked : {&parked_budget_, &parked_capacity_}) {
-      while (!parked->empty()) {
-        Rec& r = claims_.at(parked->begin()->second);
-        unpark(r);
-        r.index_at = r.use_at;
-        r.indexed = true;
-        by_use_.emplace(r.use_at, r.info.id);
-      }
+    while (!parked_budget_.empty()) {
+      Rec& r = claims_.at(parked_budget_.begin()->second);
+      unpark(r);
+      r.index_at = r.use_at;
+      r.indexed = true;
+      by_use_.emplace(r.use_at, r.info.id);
     }
   }
-  // A parked claim's refusal stands while its bound is beyond one room; the keys are those bounds,
-  // so only the claims whose bound now fits the room they are parked for are looked at. One that
-  // fits that room and not the other moves to the other's set.
+  // A parked claim's refusal stands while its bound is beyond one room. It is listed in both sets
+  // under the bound for that set's room, so the claims that fit both are in both prefixes that fit
+  // (the keys up to the room): the shorter prefix is walked (both are stepped through in turn
+  // until one ends), each claim in it checked against the other room.
   const int64_t budget_room = provider_.budget_room();
   const int64_t capacity_room = provider_.capacity_room();
-  for (auto it = parked_budget_.begin(), following = it;
-       it != parked_budget_.end() && it->first <= budget_room; it = following) {
-    ++following;  // park() erases it
-    Rec& r = claims_.at(it->second);
-    if (r.cost.occupied_bytes > capacity_room) {
-      unpark(r);
-      park(r);  // waits for the capacity's room
-      continue;
+  auto b = parked_budget_.begin(), c = parked_capacity_.begin();
+  while (true) {
+    if (b == parked_budget_.end() || b->first > budget_room) {
+      for (auto it = parked_budget_.begin(); it != b; ++it) {
+        const Rec& r = claims_.at(it->second);
+        if (r.cost.occupied_bytes <= capacity_room) {
+          fitting_.push_back({attempt_key(r), it->second, std::nullopt, false});
+        }
+      }
+      break;
     }
-    fitting_.push_back({attempt_key(r), r.info.id, std::nullopt, false});
-  }
-  for (auto it = parked_capacity_.begin(), following = it;
-       it != parked_capacity_.end() && it->first <= capacity_room; it = following) {
-    ++following;
-    Rec& r = claims_.at(it->second);
-    if (static_cast<int64_t>(r.cost.budget_bytes) > budget_room) {
-      unpark(r);
-      park(r);  // the budget's room is taken again: it waits for that
-      continue;
+    if (c == parked_capacity_.end() || c->first > capacity_room) {
+      for (auto it = parked_capacity_.begin(); it != c; ++it) {
+        const Rec& r = claims_.at(it->second);
+        if (static_cast<int64_t>(r.cost.budget_bytes) <= budget_room) {
+          fitting_.push_back({attempt_key(r), it->second, std::nullopt, false});
+        }
+      }
+      break;
     }
-    fitting_.push_back({attempt_key(r), r.info.id, std::nullopt, false});
+    ++b;
+    ++c;
   }
   std::sort(fitting_.begin(), fitting_.end());
 }
