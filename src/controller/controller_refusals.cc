@@ -141,7 +141,8 @@ Status Controller::check_refusal_bounds() {
           "claim " + std::to_string(id) + ": bound of its share " +
           std::to_string(r.cost.budget_bytes) + " / " + std::to_string(r.cost.occupied_bytes) +
           " bytes, share " + std::to_string(share.budget_bytes) + " / " +
-          std::to_string(share.occupied_bytes) + ", refusal " + (stands ? "stands" : "not standing") +
+          std::to_string(share.occupied_bytes) + ", refusal " +
+          (stands ? "stands" : "not standing") +
           ", refused now: " + (refused ? "yes" : "no"));
     }
   }

@@ -176,7 +176,8 @@ class FastTier {
     return static_cast<int64_t>(options_.protected_budget_bytes) -
            static_cast<int64_t>(stats_.protected_bytes + stats_.reserved_bytes);
   }
-  // The same for a cost's occupied_bytes and the capacity: capacity − protected − reserved − pinned.
+  // The same for a cost's occupied_bytes and the capacity: capacity − protected − reserved −
+  // pinned.
   int64_t capacity_room() const {
     return static_cast<int64_t>(options_.capacity_bytes) -
            static_cast<int64_t>(stats_.protected_bytes + stats_.reserved_bytes +

@@ -134,7 +134,8 @@ TEST(ControllerRefusal, ClaimsThatFitBehindACommitWaitForTheNextRoom) {
     ASSERT_TRUE(f.stack.provider->commit(claim_of(100, {1, 2}), {}).is_ok());
     f.run_to(seconds(1));
     for (ClaimId id : {2, 3, 4}) {
-      ASSERT_TRUE(f.controller->report(id, manifest({2 * id - 1, 2 * id}), Duration::zero()).is_ok());
+      const std::vector<uint64_t> objects{2 * id - 1, 2 * id};
+      ASSERT_TRUE(f.controller->report(id, manifest(objects), Duration::zero()).is_ok());
       ASSERT_TRUE(f.info(id).refused);
     }
     ASSERT_TRUE(f.controller->update_estimates({}).is_ok());

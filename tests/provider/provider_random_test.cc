@@ -45,7 +45,8 @@ class RandomRun {
     // listener reported for it during the step.
     for (const auto& [k, after] : shares()) {
       const StagingProvider::OwnCost& was = before.at(k);
-      const StagingProvider::OwnCost told = entries_.count(k) ? entries_.at(k) : StagingProvider::OwnCost{};
+      const StagingProvider::OwnCost told =
+          entries_.count(k) ? entries_.at(k) : StagingProvider::OwnCost{};
       if (after.budget_bytes < was.budget_bytes) {
         ASSERT_LE(was.budget_bytes - after.budget_bytes, told.budget_bytes) << k.to_string();
       }
