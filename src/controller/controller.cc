@@ -34,11 +34,16 @@ Controller::Controller(Executor& executor, StagingProvider& provider,
     meter_.set(executor_.now(), bytes);
   });
   provider_.tier().set_eviction_listener([this](const Key& key) { on_evicted(key); });
+  provider_.set_entry_listener([this](const Key& key, uint64_t budget_bytes,
+                                      uint64_t occupied_bytes) {
+    on_entry(key, budget_bytes, occupied_bytes);
+  });
 }
 
 Controller::~Controller() {
   provider_.tier().set_budget_listener(nullptr);
   provider_.tier().set_eviction_listener(nullptr);
+  provider_.set_entry_listener(nullptr);
   tick_.cancel();
   wake_.cancel();
 }
@@ -91,12 +96,12 @@ void Controller::set_ttu(Rec& r, Duration ttu, TimePoint now) {
   const TimePoint use = now + ttu;
   r.ttu = ttu;
   r.ttu_at = now;
-  const bool placed = r.indexed || r.park != Rec::Park::kNo;
+  const bool placed = r.indexed || r.parked;
   if (use == r.use_at && placed == (r.info.state == ClaimState::kPlanned)) return;
   r.use_at = use;
   if (r.info.state != ClaimState::kPlanned) return;
   if (!r.requested) r.claim.use_at = use;  // its reads, if committed, go in use order
-  if (r.park != Rec::Park::kNo) return;    // indexed at its use time when unparked
+  if (r.parked) return;    // indexed at its use time when unparked
   // The index key may lag the use time by up to an eighth of the key's distance from now, never
   // exceed it: a queue whose projection drifts a little at every update then costs no index
   // change per claim, and the window walk still finds every claim used inside the window.

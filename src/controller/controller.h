@@ -41,12 +41,18 @@
 // StagingProvider::TtrWalk). Of the claims that only set the wake-up, the one with the least
 // bound of laxity is projected exactly, then the next while its bound could be earlier, but only
 // while that bound places it no later than the next tick (a wake-up after the tick never fires:
-// the tick's evaluation replaces it). A claim whose last refusal stands (refusal_stands()) leaves the
-// index until the bytes it lacked have been freed (park()), so a deep window of refused claims is
-// not stepped over at every event; when they have been, the provider's refusal check alone
-// (StagingProvider::refused_now: no store lookup, nothing committed) decides whether a commit
-// would still be refused (the room may have been taken again), and if so the claim is parked
-// again at once (refused_again()) rather than walked and attempted. A claim found with every object
+// the tick's evaluation replaces it). A refused claim keeps a lower bound of its own share of a
+// commit's cost (StagingProvider::OwnCost: measured at each refusal, lowered by every entry of one
+// of its objects into the sums, on_entry()); while that bound exceeds the budget's or the
+// capacity's room its refusal stands (refusal_stands()) and it leaves the index (park(), keyed
+// by that bound), so a deep window of refused claims is not stepped over at every event. Only
+// the claims whose bound fits the room they wait for are looked at again (find_fitting(): after
+// a release, those that could fit now, not every claim short by less than the bytes freed), and
+// each only when its turn in the attempt order comes: the provider's refusal check alone
+// (StagingProvider::refused_now: no store lookup, nothing committed) measures its share (a claim
+// still refused is parked again at once, refused_again()), then it is walked as any claim of the
+// window. The claims behind the pass's first commit, which usually takes the room they fitted,
+// are not looked at in that pass. A claim found with every object
 // resident (TTR 0: eligible only by its use time) leaves the index for resting_ until one of its
 // objects is evicted (the tier's eviction listener), and only the resting claims that can be
 // candidates or set the wake-up are looked at (walk_resting()). The rest is not looked at. Queue-K
@@ -229,6 +235,11 @@ class Controller {
   TimePoint now() const { return executor_.now(); }
   // Forgets released claims (long-running services); their timelines are gone afterwards.
   void forget_released();
+  // For tests: every planned claim refused before, with the store as its share was measured,
+  // has a bound of its share (Rec::cost) no larger than its share now, and one whose refusal
+  // stands is refused by the provider's check now (StagingProvider::refused_now). Internal error
+  // naming the claim otherwise.
+  Status check_refusal_bounds();
 
  private:
   static constexpr uint32_t kUnranked = UINT32_MAX;
@@ -241,10 +252,10 @@ class Controller {
     // Its key in by_use_ while planned (indexed): at most use_at, lagging it by a little (set_ttu).
     TimePoint index_at{};
     bool indexed = false;
-    // Out of by_use_ while its last refusal stands (park()): in parked_budget_ or
-    // parked_capacity_ under park_at, the freed-byte count it waits for.
-    enum class Park : uint8_t { kNo, kBudget, kCapacity } park = Park::kNo;
-    uint64_t park_at = 0;
+    // Out of by_use_ while its refusal stands (park()): in parked_budget_ under park_budget_at
+    // and in parked_capacity_ under park_capacity_at, the bounds of its share of each room.
+    bool parked = false;
+    int64_t park_budget_at = 0, park_capacity_at = 0;
     // Indexed in resting_ rather than by_use_ (same key): every object was resident when it was
     // set aside (rest()), and none has been evicted since. rest_gen tells its current stay from
     // an earlier one in resting_by_key_.
@@ -270,13 +281,13 @@ class Controller {
     bool ttu_bound = false;       // its TTU is a lower bound (update()'s lower_bound)
     // use_at as the last update at an earlier instant than ttu_at left it (keep_prior_use()).
     std::optional<TimePoint> prior_use_at;
-    // Its last refusal: the bytes it lacked of the budget's and of the capacity's room, and the
-    // provider's budget_freed_bytes() and capacity_freed_bytes() then.
-    uint64_t refusal_budget_short = 0, refusal_capacity_short = 0;
-    uint64_t refusal_budget_freed = 0, refusal_capacity_freed = 0;
-    // StagingProvider::store_index_changes() at its last refusal: while unchanged, its objects are
-    // all still in the store as the refused commit found them (refused_again()).
-    uint64_t refusal_store_changes = 0;
+    // Once refused: a lower bound of its own share of a commit's cost (note_cost(), on_entry()),
+    // and StagingProvider::store_index_changes() when it was measured: while unchanged, its
+    // objects are all still in the store as the refused commit found them (refused_again()).
+    // cost_gen: its entries in costed_by_key_ (0: none yet).
+    StagingProvider::OwnCost cost;
+    uint64_t cost_store_changes = 0;
+    uint64_t cost_gen = 0;
     RetrievalCallback on_ready;
   };
   // Where a claim sits in the attempt order: rank, then runtime id; unranked claims last, in
@@ -327,31 +338,39 @@ class Controller {
   // A claim would be eligible by its lower-bound TTU: asks its runtime's reviser for an exact
   // one (posted). False when that runtime has no reviser (the bound is then used as it is).
   bool request_revision(const Rec& r);
-  // controller_claims.cc
-  // Refused, and fewer bytes than it lacked of the budget's room have been freed since, or fewer
-  // than it lacked of the capacity's (StagingProvider::last_refusal_budget_shortfall and
-  // capacity_freed_bytes): an attempt would be refused again. Such a claim is not looked at (no
-  // TTR, no attempt, no wake-up) until then; the evaluation after that looks again.
+  // controller_refusals.cc
+  // Refused before, no object has left the store since its share was measured, and the lower
+  // bound of that share (Rec::cost) exceeds the budget's room or the capacity's
+  // (StagingProvider::budget_room, capacity_room): an attempt would be refused. Such a
+  // claim is not looked at (no TTR, no attempt, no wake-up) until the room grows to it; the
+  // evaluation after that looks again. (An entry of one of its objects lowers the bound by what it
+  // takes from the room, so only room freed ends it.)
   bool refusal_stands(const Rec& r) const;
-  // A planned claim in by_use_ whose refusal stands leaves it for the parked sets until enough
-  // bytes have been freed (evaluate_timed_indexed; its TTU is still kept up to date).
-  // unpark_freed() puts back every claim whose refusal no longer stands: then, and only then,
-  // refusal_stands() turns false, so the window walk sees exactly the claims it would have looked
-  // at, without stepping over the refused ones at every event.
+  // A planned claim in by_use_ whose refusal stands leaves it for the parked sets, keyed by the
+  // bound of its share the room must reach (evaluate_timed_indexed; its TTU is still kept up to
+  // date). find_fitting() lists in fitting_ every parked claim whose refusal no longer stands
+  // (its bound fits both rooms), in attempt order; each pass walks them as the window walk would
+  // have (walk_claim()) when their turn in the attempt order comes, and puts them back into
+  // by_use_. So a pass looks at exactly the claims it would have looked at, without stepping over
+  // the refused ones at every event, and the claims that fit behind the pass's commit (which
+  // usually takes the room they fitted) are not walked at all.
   void park(Rec& r);
-  void unpark_freed();
+  void find_fitting();
   void unpark(Rec& r);
-  // A parked claim whose count of freed bytes has been reached, before it goes back into by_use_:
-  // when no object has left the store since its refusal (so a commit would pass the store checks
+  // A parked claim whose bound fits both rooms, before it goes back into by_use_: when no object
+  // has left the store since its share was measured (so a commit would pass the store checks
   // again), the provider's refusal check alone (StagingProvider::refused_now, no store lookup)
-  // decides whether a commit would be refused now; if so, that is counted as a refused attempt,
-  // recorded as its refusal, and it is parked again (true) instead of being walked, projected and
+  // measures its share and decides whether a commit would be refused now; if so, that is counted
+  // as a refused attempt and it is parked again (true) instead of being walked, projected and
   // attempted only to be refused. A claim whose TTU is a lower bound goes back as before (the
-  // walk may ask its runtime for a revision). Nothing a commit could decide changes: the claim is
-  // only looked at again once enough bytes are freed.
+  // walk may ask its runtime for a revision). Nothing a commit could decide changes.
   bool refused_again(Rec& r);
-  // Records the provider's last refusal as r's (refusal_stands() reads it).
-  void note_refusal(Rec& r);
+  // Records the share the provider last measured (StagingProvider::last_own_cost) as r's bound,
+  // and lists r under its objects (once) so that their entries lower it.
+  void note_cost(Rec& r);
+  // The provider's entry listener: lowers the bound of every planned claim listed under key (and
+  // re-keys it if parked).
+  void on_entry(const Key& key, uint64_t budget_bytes, uint64_t occupied_bytes);
   // controller_resting.cc
   // The index an indexed claim is in: resting_ or by_use_.
   std::set<std::pair<TimePoint, ClaimId>>& index_of(const Rec& r);
@@ -369,6 +388,7 @@ class Controller {
   // and the claims whose wake-up could be the earliest (laxity is nondecreasing in TTU, so the
   // walk stops where the key alone places every later claim's wake-up no earlier than next_wake_).
   void walk_resting(TimePoint now, TimePoint horizon, Duration drained);
+  // controller_claims.cc
   // Tries to commit; true when committed (STAGING or STAGE_READY).
   // known_ttr: its exact TTR now when known; else the provider projects it, only if not refused.
   bool try_commit(Rec& r, std::optional<Duration> known_ttr = {});
@@ -398,19 +418,24 @@ class Controller {
   std::map<uint64_t, ClaimId> unranked_;            // in no runtime's order, by report order
   // By index_at: a lower bound of the use time, close to it (set_ttu).
   std::set<std::pair<TimePoint, ClaimId>> by_use_;
-  // Planned claims whose refusal stands, by the budget_freed_bytes() it waits for, and (once
-  // that is reached) by the capacity_freed_bytes() it waits for (park()).
-  std::set<std::pair<uint64_t, ClaimId>> parked_budget_, parked_capacity_;
+  struct ClaimsOfKey {  // (id, generation); compacted when it reaches compact_at
+    std::vector<std::pair<ClaimId, uint64_t>> claims;
+    size_t compact_at = 8;
+  };
+  // Planned claims whose refusal stands, each in both: by the bound of its share of the budget's
+  // room, and by the bound of its share of the capacity's room (park()).
+  std::set<std::pair<int64_t, ClaimId>> parked_budget_, parked_capacity_;
+  // By key, the refused claims listed under it, as (id, cost_gen) (note_cost(), on_entry()); stale
+  // entries are dropped when the key enters the sums or the list is compacted.
+  std::unordered_map<Key, ClaimsOfKey> costed_by_key_;
+  uint64_t cost_seq_ = 0;
+  uint64_t parked_store_changes_ = 0;  // StagingProvider::store_index_changes() at the last unpark
   // Planned claims whose objects are all resident (TTR 0), by index_at like by_use_ but outside
   // it, so the window walk does not project them at every pass (walk_resting() looks only at the
   // few that can matter). By key, the claims set aside with that object, as (id, rest_gen); stale
   // entries are dropped when the key is evicted or the list is compacted.
   std::set<std::pair<TimePoint, ClaimId>> resting_;
-  struct RestingKey {
-    std::vector<std::pair<ClaimId, uint64_t>> claims;
-    size_t compact_at = 8;
-  };
-  std::unordered_map<Key, RestingKey> resting_by_key_;
+  std::unordered_map<Key, ClaimsOfKey> resting_by_key_;
   uint64_t rest_seq_ = 0;
   std::multiset<uint64_t> planned_footprints_;      // for the largest one
   uint64_t planned_ = 0;
@@ -433,6 +458,18 @@ class Controller {
     bool operator<(const Candidate& o) const { return std::tie(key, id) < std::tie(o.key, o.id); }
   };
   std::vector<Candidate> candidates_;  // scratch of evaluate_timed_indexed
+  std::vector<Candidate> fitting_;     // find_fitting(): parked claims that fit, in attempt order
+  // What walk_claim() shares within one pass of evaluate_timed_indexed.
+  struct WalkPass {
+    TimePoint now, horizon;
+    Duration drained;
+    StagingProvider::TtrBoundWalk& bounds;
+    StagingProvider::TtrWalk& exact;
+  };
+  // One planned claim of the window whose refusal does not stand, as the pass's walk decides it:
+  // a candidate (candidates_), a wake-up, a claim whose least laxity is > 0 (skipped_), or set
+  // aside with every object resident (rest(), then consider_resting()). controller_eval.cc.
+  void walk_claim(Rec& r, WalkPass& pass);
   std::vector<ClaimId> scratch_ids_;                        // scratch of the attempt-order walk
   std::vector<Rec*> scratch_recs_;                          // scratch of update()
   std::map<uint32_t, std::function<void()>> revisers_;      // set_reviser()

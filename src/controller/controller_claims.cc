@@ -4,79 +4,9 @@
 
 namespace tempokv {
 
-bool Controller::refusal_stands(const Rec& r) const {
-  if (!r.info.refused) return false;
-  return provider_.budget_freed_bytes() - r.refusal_budget_freed < r.refusal_budget_short ||
-         provider_.capacity_freed_bytes() - r.refusal_capacity_freed < r.refusal_capacity_short;
-}
-
-void Controller::park(Rec& r) {
-  index_of(r).erase({r.index_at, r.info.id});
-  r.indexed = false;
-  r.resting = false;
-  const uint64_t budget_at = r.refusal_budget_freed + r.refusal_budget_short;
-  if (provider_.budget_freed_bytes() < budget_at) {
-    r.park = Rec::Park::kBudget;
-    r.park_at = budget_at;
-    parked_budget_.emplace(budget_at, r.info.id);
-  } else {
-    r.park = Rec::Park::kCapacity;
-    r.park_at = r.refusal_capacity_freed + r.refusal_capacity_short;
-    parked_capacity_.emplace(r.park_at, r.info.id);
-  }
-}
-
-void Controller::unpark(Rec& r) {
-  if (r.park == Rec::Park::kBudget) parked_budget_.erase({r.park_at, r.info.id});
-  if (r.park == Rec::Park::kCapacity) parked_capacity_.erase({r.park_at, r.info.id});
-  r.park = Rec::Park::kNo;
-}
-
-void Controller::note_refusal(Rec& r) {
-  r.refusal_budget_short = provider_.last_refusal_budget_shortfall();
-  r.refusal_capacity_short = provider_.last_refusal_capacity_shortfall();
-  r.refusal_budget_freed = provider_.budget_freed_bytes();
-  r.refusal_capacity_freed = provider_.capacity_freed_bytes();
-  r.refusal_store_changes = provider_.store_index_changes();
-}
-
-bool Controller::refused_again(Rec& r) {
-  if (r.ttu_bound || r.refusal_store_changes != provider_.store_index_changes()) return false;
-  if (!provider_.refused_now(r.claim)) return false;
-  ++stats_.refused_attempts;
-  note_refusal(r);
-  park(r);  // at least one shortfall > 0: beyond what has been freed so far
-  return true;
-}
-
-void Controller::unpark_freed() {
-  const uint64_t budget_freed = provider_.budget_freed_bytes();
-  while (!parked_budget_.empty() && parked_budget_.begin()->first <= budget_freed) {
-    Rec& r = claims_.at(parked_budget_.begin()->second);
-    unpark(r);
-    if (refusal_stands(r)) {
-      park(r);  // now waits for the capacity
-      continue;
-    }
-    if (refused_again(r)) continue;
-    r.index_at = r.use_at;
-    r.indexed = true;
-    by_use_.emplace(r.use_at, r.info.id);
-  }
-  const uint64_t capacity_freed = provider_.capacity_freed_bytes();
-  while (!parked_capacity_.empty() && parked_capacity_.begin()->first <= capacity_freed) {
-    Rec& r = claims_.at(parked_capacity_.begin()->second);
-    unpark(r);
-    if (refused_again(r)) continue;
-    r.index_at = r.use_at;
-    r.indexed = true;
-    by_use_.emplace(r.use_at, r.info.id);
-  }
-}
-
 bool Controller::try_commit(Rec& r, std::optional<Duration> known_ttr) {
   if (r.info.ordinary_only) return false;  // larger than the budget: only the ordinary path
-  if (refusal_stands(r)) {  // too little room freed since its refusal: it would be refused again
+  if (refusal_stands(r)) {  // its share's bound exceeds the room: it would be refused again
     ++stats_.refused_attempts;
     return false;
   }
@@ -96,7 +26,7 @@ bool Controller::try_commit(Rec& r, std::optional<Duration> known_ttr) {
         ++refused_planned_;  // it is still planned: unindex() takes it back
       }
       r.info.refused = true;
-      note_refusal(r);
+      note_cost(r);
       return false;
     }
     // The claim cannot be staged at all (an object left the store): it ends here.

@@ -203,7 +203,7 @@ void Controller::evaluate_timed_indexed() {
   while (committed && planned_ > 0) {
     committed = false;
     next_wake_.reset();
-    unpark_freed();
+    find_fitting();
     // The window: a claim used later than now + bound has laxity > 0 whatever its exact TTR.
     const Duration bound = policy_->ttr_bound(TtrBoundInput{ttr_bound, static_bound, feedback_.margin()});
     const TimePoint horizon =
@@ -223,6 +223,7 @@ void Controller::evaluate_timed_indexed() {
     // Claims the bound cannot settle get their exact TTR from one projection of the queue shared
     // by all of them (they come in use order), not a projection each.
     StagingProvider::TtrWalk exact = provider_.ttr_walk();
+    WalkPass pass{now, horizon, drained, bounds, exact};
     for (auto it = by_use_.begin(), following = it; it != by_use_.end() && it->first <= horizon;
          it = following) {
       ++following;  // park() erases it
@@ -232,58 +233,7 @@ void Controller::evaluate_timed_indexed() {
         park(r);
         continue;
       }
-      if (r.use_at > horizon) {
-        note_wake(std::max(r.use_at - drained, now + Duration(1)));
-        continue;
-      }
-      if (r.use_at > now) {
-        // First the bound that needs no lookup (its whole footprint read), then the range.
-        const Duration own_static = provider_.static_ttr_bound(r.info.footprint_bytes);
-        Duration least = laxity_given(
-            r, now, bounds.bound(r.use_at, r.info.footprint_bytes), own_static);
-        if (least > Duration::zero()) {
-          skipped_.push_back({least, it->second, false});
-          continue;
-        }
-        const StagingProvider::TtrBoundWalk::Range range = bounds.range(r.claim);
-        if (range.all_resident) {
-          // TTR 0 until one of its objects is evicted: out of by_use_ until then.
-          rest(r);
-          consider_resting(r, now, horizon, drained);
-          continue;
-        }
-        least = laxity_given(r, now, range.hi, own_static);  // only its new reads
-        if (least > Duration::zero()) {
-          skipped_.push_back({least, it->second, true});
-          continue;
-        }
-        // With the lower bounds (TTR's from the range; static TTR's 0) the laxity is at most
-        // `most`: at most zero means eligible whatever the exact TTR, which the attempt then
-        // needs only if it is not refused (the provider projects it then).
-        const Duration most = laxity_given(r, now, range.lo, Duration::zero());
-        if (most <= Duration::zero()) {
-          candidates_.push_back({attempt_key(r), it->second, std::nullopt, true});
-          continue;
-        }
-        // No commit has happened in this pass, so this is the laxity consider_timed() would
-        // find: a claim not eligible now only sets the wake-up.
-        std::optional<Duration> walked;  // kept for the attempt: nothing changes before it
-        std::function<Duration()> ttr = [&] {
-          ++stats_.ttr_queries;
-          walked = exact.ttr(r.claim);
-          return *walked;
-        };
-        std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r.claim); };
-        const Duration lax = policy_->laxity(
-            EligibilityInput{r.use_at - now, r.rank, ttr, static_ttr, feedback_.margin()});
-        if (lax > Duration::zero()) {
-          note_wake(now + lax);
-          continue;
-        }
-        candidates_.push_back({attempt_key(r), it->second, walked, false});
-        continue;
-      }
-      candidates_.push_back({attempt_key(r), it->second, std::nullopt, false});
+      walk_claim(r, pass);
     }
 
     // Past the window: while reads are in service the bound falls exactly as fast as time passes
@@ -303,12 +253,43 @@ void Controller::evaluate_timed_indexed() {
     walk_resting(now, horizon, drained);
     std::sort(candidates_.begin(), candidates_.end());
     std::vector<Candidate> walk = std::move(candidates_);
+    candidates_.clear();
     // Attempts stop at the first commit, and a refusal changes nothing: each TTR walked above is
-    // still the provider's ttr() when its claim is attempted.
-    for (const Candidate& c : walk) {
+    // still the provider's ttr() when its claim is attempted. The parked claims that fit the room
+    // (fitting_, in attempt order) are walked only when their turn in the attempt order comes, so
+    // those behind a commit are not walked in this pass (they stay parked; the next pass finds
+    // them again if they still fit).
+    auto attempt = [&](const Candidate& c) {
       Rec* r = find(c.id);
-      if (!r || r->info.state != ClaimState::kPlanned || r->attempted_in == eval_id_) continue;
-      if (consider_timed(*r, now, c.ttr, c.eligible)) {
+      if (!r || r->info.state != ClaimState::kPlanned || r->attempted_in == eval_id_) return false;
+      return consider_timed(*r, now, c.ttr, c.eligible);
+    };
+    size_t next_fitting = 0;
+    for (size_t i = 0; i < walk.size() || next_fitting < fitting_.size();) {
+      if (next_fitting == fitting_.size() ||
+          (i < walk.size() && walk[i] < fitting_[next_fitting])) {
+        if (attempt(walk[i++])) {
+          committed = true;
+          break;
+        }
+        continue;
+      }
+      Rec* r = find(fitting_[next_fitting++].id);
+      if (!r || r->info.state != ClaimState::kPlanned || !r->parked) continue;
+      unpark(*r);
+      if (refusal_stands(*r)) {  // the room has not changed since find_fitting(): not expected
+        park(*r);
+        continue;
+      }
+      if (refused_again(*r)) continue;
+      r->index_at = r->use_at;
+      r->indexed = true;
+      by_use_.emplace(r->use_at, r->info.id);
+      walk_claim(*r, pass);
+      if (candidates_.empty()) continue;
+      const Candidate c = candidates_.back();
+      candidates_.clear();
+      if (attempt(c)) {
         committed = true;
         break;
       }
@@ -347,6 +328,62 @@ void Controller::evaluate_timed_indexed() {
       note_wake(now + lax);  // > 0: at least `least`
     }
   }
+}
+
+void Controller::walk_claim(Rec& r, WalkPass& pass) {
+  const TimePoint now = pass.now;
+  if (r.use_at > pass.horizon) {
+    note_wake(std::max(r.use_at - pass.drained, now + Duration(1)));
+    return;
+  }
+  if (r.use_at <= now) {
+    candidates_.push_back({attempt_key(r), r.info.id, std::nullopt, false});
+    return;
+  }
+  // First the bound that needs no lookup (its whole footprint read), then the range.
+  const Duration own_static = provider_.static_ttr_bound(r.info.footprint_bytes);
+  Duration least =
+      laxity_given(r, now, pass.bounds.bound(r.use_at, r.info.footprint_bytes), own_static);
+  if (least > Duration::zero()) {
+    skipped_.push_back({least, r.info.id, false});
+    return;
+  }
+  const StagingProvider::TtrBoundWalk::Range range = pass.bounds.range(r.claim);
+  if (range.all_resident) {
+    // TTR 0 until one of its objects is evicted: out of by_use_ until then.
+    rest(r);
+    consider_resting(r, now, pass.horizon, pass.drained);
+    return;
+  }
+  least = laxity_given(r, now, range.hi, own_static);  // only its new reads
+  if (least > Duration::zero()) {
+    skipped_.push_back({least, r.info.id, true});
+    return;
+  }
+  // With the lower bounds (TTR's from the range; static TTR's 0) the laxity is at most `most`: at
+  // most zero means eligible whatever the exact TTR, which the attempt then needs only if it is
+  // not refused (the provider projects it then).
+  const Duration most = laxity_given(r, now, range.lo, Duration::zero());
+  if (most <= Duration::zero()) {
+    candidates_.push_back({attempt_key(r), r.info.id, std::nullopt, true});
+    return;
+  }
+  // No commit has happened in this pass, so this is the laxity consider_timed() would find: a
+  // claim not eligible now only sets the wake-up.
+  std::optional<Duration> walked;  // kept for the attempt: nothing changes before it
+  std::function<Duration()> ttr = [&] {
+    ++stats_.ttr_queries;
+    walked = pass.exact.ttr(r.claim);
+    return *walked;
+  };
+  std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r.claim); };
+  const Duration lax = policy_->laxity(
+      EligibilityInput{r.use_at - now, r.rank, ttr, static_ttr, feedback_.margin()});
+  if (lax > Duration::zero()) {
+    note_wake(now + lax);
+    return;
+  }
+  candidates_.push_back({attempt_key(r), r.info.id, walked, false});
 }
 
 }  // namespace tempokv

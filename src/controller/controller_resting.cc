@@ -17,7 +17,7 @@ void Controller::rest(Rec& r) {
   r.rest_gen = ++rest_seq_;
   ++stats_.rested;
   for (const ManifestEntry& e : r.claim.objects) {
-    RestingKey& k = resting_by_key_[e.key];
+    ClaimsOfKey& k = resting_by_key_[e.key];
     if (k.claims.size() >= k.compact_at) {
       // Drop the entries of claims that left resting_ since (amortized: the threshold doubles
       // what is left).

@@ -65,11 +65,16 @@ void FastTier::update(const Key& key, FastObject& o, Fn&& fn) {
   const uint64_t budgeted_before = stats_.protected_bytes + stats_.reserved_bytes;
   const uint64_t occupied_before = budgeted_before + stats_.pinned_bytes;
   bool was_evictable = evictable(o);
+  const bool budgeted_was = budgeted(o);
+  const bool occupied_was = budgeted_was || pinned(o);
   const bool held_before = o.residency != Residency::kAbsent;
   const uint64_t offset_before = o.offset;
   apply(contribution(o), -1);
   fn(o);
   apply(contribution(o), +1);
+  const uint64_t entered_budget = !budgeted_was && budgeted(o) ? o.charge_bytes : 0;
+  const uint64_t entered_occupied =
+      !occupied_was && (budgeted(o) || pinned(o)) ? o.charge_bytes : 0;
   const bool held_after = o.residency != Residency::kAbsent;
   if (held_before && (!held_after || o.offset != offset_before)) by_offset_.erase(offset_before);
   if (held_after && (!held_before || o.offset != offset_before)) by_offset_.emplace(o.offset, key);
@@ -85,6 +90,9 @@ void FastTier::update(const Key& key, FastObject& o, Fn&& fn) {
   const uint64_t occupied_after = budgeted_after + stats_.pinned_bytes;
   if (occupied_after < occupied_before) capacity_freed_bytes_ += occupied_before - occupied_after;
   if (budget_listener_ && budgeted_after != budgeted_before) budget_listener_(budgeted_after);
+  if (entry_listener_ && (entered_budget > 0 || entered_occupied > 0)) {
+    entry_listener_(key, entered_budget, entered_occupied);
+  }
 }
 
 const FastObject* FastTier::find(const Key& key) const {

@@ -149,6 +149,18 @@ class FastTier {
   void set_eviction_listener(std::function<void(const Key& key)> listener) {
     eviction_listener_ = std::move(listener);
   }
+  // Called with the key of each object that enters protected + reserved (budget_bytes: its
+  // charge; 0 when it stays outside) or protected + reserved + pinned (occupied_bytes: its charge;
+  // 0 likewise), after the tier's state has changed; it may read the tier but not change it. Only
+  // such an entry lowers what protecting the object would add (add_protect_cost(): by exactly
+  // those bytes), so a claim's cost can fall only with an entry of one of its own objects. One
+  // listener; replaces the previous one. The staging provider uses it (StagingProvider::
+  // set_entry_listener).
+  void set_entry_listener(
+      std::function<void(const Key& key, uint64_t budget_bytes, uint64_t occupied_bytes)>
+          listener) {
+    entry_listener_ = std::move(listener);
+  }
 
   FastTierStats stats() const;
   // check_protect_cost() would refuse this cost for the budget (not only for capacity).
@@ -158,6 +170,19 @@ class FastTier {
   // By how many bytes this cost exceeds the capacity's room now: protected + reserved + pinned +
   // cost.occupied_bytes − capacity (0: it fits the capacity).
   uint64_t capacity_shortfall(const ProtectCost& cost) const;
+  // What a cost's budget_bytes may be and still fit the budget now: budget − protected − reserved
+  // (negative when a hold or a smaller budget left the tier over it).
+  int64_t budget_room() const {
+    return static_cast<int64_t>(options_.protected_budget_bytes) -
+           static_cast<int64_t>(stats_.protected_bytes + stats_.reserved_bytes);
+  }
+  // The same for a cost's occupied_bytes and the capacity: capacity − protected − reserved −
+  // pinned.
+  int64_t capacity_room() const {
+    return static_cast<int64_t>(options_.capacity_bytes) -
+           static_cast<int64_t>(stats_.protected_bytes + stats_.reserved_bytes +
+                                stats_.pinned_bytes);
+  }
   // The bytes by which protected + reserved has fallen, summed since creation (never falls). A
   // refused cost's shortfall (protected + reserved + its cost − budget) can shrink only by bytes
   // freed since: a protection of one of its objects by someone else takes from the room what it
@@ -213,6 +238,7 @@ class FastTier {
   uint64_t capacity_freed_bytes_ = 0;  // capacity_freed_bytes()
   std::function<void(uint64_t)> budget_listener_;
   std::function<void(const Key&)> eviction_listener_;
+  std::function<void(const Key&, uint64_t, uint64_t)> entry_listener_;
 };
 
 }  // namespace tempokv

@@ -69,9 +69,16 @@ void StagingProvider::pump() {
       const Key key = it->second.key;
       ObjectRec& rec = *it->second.rec;
       uint64_t& failed = failed_bytes[rec.owners.empty() ? 0 : 1];
-      if (rec.read_bytes >= failed || !tier_.begin_fill(key, rec.read_bytes).is_ok()) {
-        failed = std::min(failed, rec.read_bytes);
+      if (rec.read_bytes >= failed) {
         ++it;  // no room yet: it waits in place
+        continue;
+      }
+      entries_muted_ = demand_charge(rec) > 0;  // the fill takes the room owed to the read
+      const bool filling = tier_.begin_fill(key, rec.read_bytes).is_ok();
+      entries_muted_ = false;
+      if (!filling) {
+        failed = std::min(failed, rec.read_bytes);
+        ++it;
         continue;
       }
       demand_queued_bytes_ -= demand_charge(rec);  // now pinned by its fill: nothing freed

@@ -125,6 +125,8 @@ void StagingProvider::drop_member(const Key& key, ClaimId id, bool ordinary) {
   const uint64_t owed_after = demand_charge(rec);
   demand_queued_bytes_ = demand_queued_bytes_ - owed_before + owed_after;
   if (owed_after < owed_before) demand_freed_bytes_ += owed_before - owed_after;
+  // Owed more: its last owner left a queued read to waiters, and it is unreserved below; a claim's
+  // share for it (OwnCost) stays as it was, so this is no entry.
   if (!ordinary) {
     if (tier_.resident(key)) {
       tier_.unprotect(key);

@@ -49,9 +49,13 @@ StagingProvider::StagingProvider(Executor& executor, Store& store, FastTier& tie
       on_store_write(bytes, started);
     });
   }
+  tier_.set_entry_listener([this](const Key& key, uint64_t budget_bytes, uint64_t occupied_bytes) {
+    if (entry_listener_ && !entries_muted_) entry_listener_(key, budget_bytes, occupied_bytes);
+  });
 }
 
 StagingProvider::~StagingProvider() {
+  tier_.set_entry_listener(nullptr);
   if (options_.write_cost > 0) store_.set_write_listener(nullptr);
   Backing& b = tier_.backing();
   if (b.base() != nullptr) store_.unregister_read_buffer(b.base());
@@ -135,8 +139,10 @@ void StagingProvider::place(const Key& key, ObjectRec& rec, TimePoint use_at) {
     queue_erase(rec.queue_pos);  // a claim used sooner needs it: it moves up
   } else {
     rec.read = ReadState::kQueued;
-    demand_queued_bytes_ += demand_charge(rec);
+    const uint64_t owed = demand_charge(rec);
+    demand_queued_bytes_ += owed;
     queued_bytes_ += rec.read_bytes;
+    if (owed > 0 && entry_listener_) entry_listener_(key, 0, owed);
   }
   rec.queue_pos = queue_.emplace(QueueKey{use_at, queue_seq_++}, QueuedRead{key, &rec}).first;
   cum_stale_ = true;
@@ -177,6 +183,8 @@ ProtectCost StagingProvider::commit_cost(const Validated& v) const {
 bool StagingProvider::refuses(const ProtectCost& cost) {
   // Refused exactly when check_protect_cost() would refuse: short of the budget's room or of the
   // capacity's (cost.occupied_bytes counts the room owed to demand reads, commit_cost()).
+  last_own_cost_ = {cost.budget_bytes, static_cast<int64_t>(cost.occupied_bytes) -
+                                           static_cast<int64_t>(demand_queued_bytes_)};
   const uint64_t budget_short = tier_.budget_shortfall(cost);
   const uint64_t capacity_short = tier_.capacity_shortfall(cost);
   if (budget_short == 0 && capacity_short == 0) return false;

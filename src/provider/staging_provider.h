@@ -52,6 +52,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -222,6 +223,35 @@ class StagingProvider {
   // would pass them again.
   uint64_t store_index_changes() const { return store_.index_changes(); }
   uint64_t last_refusal_capacity_shortfall() const { return last_refusal_capacity_shortfall_; }
+  // A claim's own share of a commit's cost: the bytes it would add to protected + reserved
+  // (budget_bytes), and to protected + reserved + pinned + the room owed to demand reads
+  // (occupied_bytes: the room its own queued demand reads are owed moves to it, so it counts
+  // less by that). The claim is refused exactly when budget_bytes > budget_room() or
+  // occupied_bytes > capacity_room(). The share only falls when one of its objects enters the
+  // budget or the occupied room or a demand read of one of them is queued (set_entry_listener),
+  // by at most what that reports, while the rooms move by every change of the sums; so a share
+  // measured once, less what the listener reported since for the claim's own objects, is a lower
+  // bound of its share later, and a claim refused by that bound now would be refused by commit().
+  struct OwnCost {
+    uint64_t budget_bytes = 0;
+    int64_t occupied_bytes = 0;
+  };
+  // The share of the claim last checked by commit() or refused_now(), refused or not.
+  OwnCost last_own_cost() const { return last_own_cost_; }
+  int64_t budget_room() const { return tier_.budget_room(); }
+  int64_t capacity_room() const {
+    return tier_.capacity_room() - static_cast<int64_t>(demand_queued_bytes_);
+  }
+  // Called with an object's key when a claim's share for it may have fallen (OwnCost): it entered
+  // protected + reserved (budget_bytes, its charge) or protected + reserved + pinned + owed demand
+  // (occupied_bytes), not counting a queued demand read issued into its fill (a move within the
+  // sum that leaves the share as it was). After the change; it may read the provider but not
+  // change it. One listener; replaces the previous one.
+  void set_entry_listener(
+      std::function<void(const Key& key, uint64_t budget_bytes, uint64_t occupied_bytes)>
+          listener) {
+    entry_listener_ = std::move(listener);
+  }
   uint64_t budget_freed_bytes() const { return tier_.budget_freed_bytes(); }
   // FastTier::capacity_freed_bytes plus the bytes by which the room owed to queued demand reads
   // fell other than into the tier's own counts (a demand read issued into a fill, or reserved by
@@ -438,6 +468,9 @@ class StagingProvider {
   uint64_t demand_freed_bytes_ = 0;   // capacity_freed_bytes()'s share
   uint64_t last_refusal_budget_shortfall_ = 0;
   uint64_t last_refusal_capacity_shortfall_ = 0;
+  OwnCost last_own_cost_;
+  std::function<void(const Key&, uint64_t, uint64_t)> entry_listener_;
+  bool entries_muted_ = false;  // pump(): a demand read issued into its fill is no entry
   std::list<ClaimId> ordinary_waiting_;  // ordinary claims not yet admitted, in arrival order
   std::vector<Key> in_flight_keys_;  // reads issued, not completed
   uint64_t writes_in_flight_ = 0;        // the store's writes issued, not completed

@@ -3,7 +3,9 @@
 // the arena — it succeeds exactly when some window of free or evictable slots is long enough, a
 // refusal evicts nothing, and a success evicts only objects inside the bytes it took; before each
 // fill, the indexed eviction plan (LRU steps over the address index) chooses exactly the victims
-// of the whole-arena reference walk.
+// of the whole-arena reference walk. And what protecting an object would add (add_protect_cost)
+// falls only by what the entry listener reports for it in that step (the staging provider's
+// bound of a refused claim's share relies on it).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -62,8 +64,26 @@ TEST(FastTierRandom, FillsSucceedExactlyWhenAWindowExistsAndEvictOnlyInsideIt) {
     auto pick = [&](uint64_t n) { return n == 0 ? 0 : rng() % n; };
     std::vector<Key> filling, resident;
     uint64_t next_key = 1, refused_with_room = 0, successes = 0;
+    std::map<Key, uint64_t> bytes_of;  // the object bytes each key was filled or reserved with
+    std::map<Key, ProtectCost> reported;  // the step's entries, summed by key
+    t.set_entry_listener([&](const Key& k, uint64_t budget_bytes, uint64_t occupied_bytes) {
+      reported[k].budget_bytes += budget_bytes;
+      reported[k].occupied_bytes += occupied_bytes;
+    });
+    // What protecting each object the tier holds would add; an object it does not hold adds its
+    // whole charge to both.
+    auto costs = [&] {
+      std::map<Key, ProtectCost> out;
+      t.for_each([&](const Key& k, const FastObject&) {
+        t.add_protect_cost(k, bytes_of.at(k), out[k]);
+      });
+      return out;
+    };
+    uint64_t entries = 0;
     for (int step = 0; step < 2500; ++step) {
       SCOPED_TRACE("seed " + std::to_string(seed) + " step " + std::to_string(step));
+      const std::map<Key, ProtectCost> costs_before = costs();
+      reported.clear();
       uint64_t op = pick(10);
       if (op < 4) {  // a chunk of 4 or 8 pages, or a short final chunk of 1-7 pages
         uint64_t pages = pick(3) == 0 ? 1 + pick(7) : (pick(2) ? 4 : 8);
@@ -72,6 +92,7 @@ TEST(FastTierRandom, FillsSucceedExactlyWhenAWindowExistsAndEvictOnlyInsideIt) {
         auto before = resident_extents(t);
         FastTierStats s = t.stats();
         uint64_t charge = pages * kBlockBytes;
+        bytes_of[k] = charge;
         bool budget_room =
             s.protected_bytes + s.reserved_bytes + s.pinned_bytes + charge <= o.capacity_bytes;
         bool feasible = budget_room && longest_freeable_run_bytes(t) >= charge;
@@ -115,6 +136,7 @@ TEST(FastTierRandom, FillsSucceedExactlyWhenAWindowExistsAndEvictOnlyInsideIt) {
       } else if (op == 8) {
         Key k{seed, next_key++};
         uint64_t pages = 1 + pick(8);
+        bytes_of[k] = pages * kBlockBytes;
         if (t.reserve(k, pages * kBlockBytes).is_ok()) {
           if (pick(2)) {
             t.unreserve(k);
@@ -130,7 +152,25 @@ TEST(FastTierRandom, FillsSucceedExactlyWhenAWindowExistsAndEvictOnlyInsideIt) {
       std::erase_if(resident, [&](const Key& k) { return !t.resident(k); });
       Status inv = t.check_invariants();
       ASSERT_TRUE(inv.is_ok()) << inv.to_string();
+      const std::map<Key, ProtectCost> costs_after = costs();
+      auto cost_of = [&](const std::map<Key, ProtectCost>& c, const Key& k) {
+        auto it = c.find(k);
+        const uint64_t whole = t.charge_bytes(bytes_of.at(k));
+        return it != c.end() ? it->second : ProtectCost{whole, whole};
+      };
+      for (const auto* side : {&costs_before, &costs_after}) {
+        for (const auto& [k, unused] : *side) {
+          const ProtectCost before = cost_of(costs_before, k), after = cost_of(costs_after, k);
+          const ProtectCost told = reported.count(k) ? reported.at(k) : ProtectCost{};
+          ASSERT_LE(before.budget_bytes - std::min(before.budget_bytes, after.budget_bytes),
+                    told.budget_bytes) << k.to_string();
+          ASSERT_LE(before.occupied_bytes - std::min(before.occupied_bytes, after.occupied_bytes),
+                    told.occupied_bytes) << k.to_string();
+        }
+      }
+      entries += reported.size();
     }
+    EXPECT_GT(entries, 100u);
     EXPECT_GT(successes, 100u);
     EXPECT_GT(refused_with_room, 0u) << "the run never met fragmentation";
   }

@@ -1,6 +1,7 @@
 // Randomized provider test: thousands of commits, cancels, releases, transfers, ordinary claims
 // and injected read failures with fixed seeds, checking the provider's and the fast tier's
-// invariants after every step and that nothing leaks at the end.
+// invariants after every step and that nothing leaks at the end; and that a claim's own share of
+// a commit's cost (OwnCost) falls only by what the entry listener reports for its objects.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,9 +30,34 @@ class RandomRun {
             .small_every = 5}),
         rng_(seed) {
     s_.faults->set_read_error_probability(0.05);
+    s_.provider->set_entry_listener([this](const Key& k, uint64_t budget_bytes,
+                                           uint64_t occupied_bytes) {
+      entries_[k].budget_bytes += budget_bytes;
+      entries_[k].occupied_bytes += occupied_bytes;
+    });
   }
 
   void step() {
+    const std::map<Key, StagingProvider::OwnCost> before = shares();
+    entries_.clear();
+    ASSERT_NO_FATAL_FAILURE(act());
+    // Each object's share (a claim's share is the sum of its objects') fell by at most what the
+    // listener reported for it during the step.
+    for (const auto& [k, after] : shares()) {
+      const StagingProvider::OwnCost& was = before.at(k);
+      const StagingProvider::OwnCost told =
+          entries_.count(k) ? entries_.at(k) : StagingProvider::OwnCost{};
+      if (after.budget_bytes < was.budget_bytes) {
+        ASSERT_LE(was.budget_bytes - after.budget_bytes, told.budget_bytes) << k.to_string();
+      }
+      if (after.occupied_bytes < was.occupied_bytes) {
+        ASSERT_LE(was.occupied_bytes - after.occupied_bytes, told.occupied_bytes) << k.to_string();
+      }
+      entries_seen_ += told.budget_bytes + told.occupied_bytes > 0;
+    }
+  }
+
+  void act() {
     switch (pick(12)) {
       case 0:
       case 1:
@@ -139,12 +165,25 @@ class RandomRun {
     EXPECT_GT(p.failed, 0u);
     EXPECT_GT(p.staged, 0u);
     EXPECT_GT(t.evictions, 0u);
+    EXPECT_GT(entries_seen_, 100u);
   }
 
  private:
   static constexpr uint64_t kObjects = 40;
 
   uint64_t pick(uint64_t n) { return rng_() % n; }
+
+  // Each object's share of a commit of it alone (StagingProvider::refused_now, which counts
+  // nothing and changes nothing the steps read).
+  std::map<Key, StagingProvider::OwnCost> shares() {
+    std::map<Key, StagingProvider::OwnCost> out;
+    for (uint64_t o = 1; o <= kObjects; ++o) {
+      StagingClaim c{0, {{obj(o), obj_bytes(o, 5)}}};
+      (void)s_.provider->refused_now(c);
+      out[obj(o)] = s_.provider->last_own_cost();
+    }
+    return out;
+  }
 
   StagingClaim random_claim(ClaimId id) {
     StagingClaim c;
@@ -179,6 +218,10 @@ class RandomRun {
     // the commit that follows, with the same shortfalls (every object is in the store).
     const uint64_t refusals = s_.provider->stats().refusals;
     const bool refused = s_.provider->refused_now(c);
+    // Refused exactly when its share is beyond the budget's room or the capacity's.
+    const StagingProvider::OwnCost share = s_.provider->last_own_cost();
+    ASSERT_EQ(refused, static_cast<int64_t>(share.budget_bytes) > s_.provider->budget_room() ||
+                           share.occupied_bytes > s_.provider->capacity_room());
     const uint64_t budget_short = s_.provider->last_refusal_budget_shortfall();
     const uint64_t capacity_short = s_.provider->last_refusal_capacity_shortfall();
     ASSERT_EQ(s_.provider->stats().refusals, refusals);
@@ -261,6 +304,8 @@ class RandomRun {
   std::mt19937_64 rng_;
   std::map<ClaimId, ModelClaim> live_;
   ClaimId next_id_ = 1;
+  std::map<Key, StagingProvider::OwnCost> entries_;  // the step's entries, summed by key
+  uint64_t entries_seen_ = 0;
 };
 
 class ProviderRandom : public ::testing::TestWithParam<uint64_t> {};
