@@ -278,6 +278,9 @@ class Controller {
     std::optional<TimePoint> waited_from;
     Duration ttr_at_wait{0};
     TimePoint use_at_wait{};
+    // The end of its current wait: until then it is not looked at again (its reads ahead drain at
+    // the projected rate; a commit used sooner only lengthens the wait, found at its end).
+    TimePoint wait_until{};
     bool ttu_bound = false;       // its TTU is a lower bound (update()'s lower_bound)
     // use_at as the last update at an earlier instant than ttu_at left it (keep_prior_use()).
     std::optional<TimePoint> prior_use_at;

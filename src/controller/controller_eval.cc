@@ -136,6 +136,10 @@ bool Controller::consider_timed(Rec& r, TimePoint now, std::optional<Duration> k
                                 bool eligible) {
   if (r.info.ordinary_only) return false;  // no laxity makes it committable
   if (refusal_stands(r)) return false;
+  if (r.wait_until > now) {  // waiting for the reads ahead of it (below)
+    note_wake(r.wait_until);
+    return false;
+  }
   // TTR >= 0, so a claim whose use time has passed has laxity <= 0 without a projection (claims
   // left behind by refusals would otherwise cost a projection of the whole queue every time).
   Duration lax = Duration::zero();
@@ -168,7 +172,8 @@ bool Controller::consider_timed(Rec& r, TimePoint now, std::optional<Duration> k
         r.ttr_at_wait = *known_ttr;
         r.use_at_wait = r.use_at;
       }
-      note_wake(now + wait);
+      r.wait_until = now + wait;
+      note_wake(r.wait_until);
       return false;
     }
   }
@@ -332,6 +337,10 @@ void Controller::evaluate_timed_indexed() {
 
 void Controller::walk_claim(Rec& r, WalkPass& pass) {
   const TimePoint now = pass.now;
+  if (r.wait_until > now) {  // waiting for the reads ahead of it: as consider_timed() decides
+    note_wake(r.wait_until);
+    return;
+  }
   if (r.use_at > pass.horizon) {
     note_wake(std::max(r.use_at - pass.drained, now + Duration(1)));
     return;
