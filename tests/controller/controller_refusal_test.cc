@@ -35,6 +35,19 @@ void hold_the_budget_and_refuse_claim_2(Fixture& f) {
   ASSERT_TRUE(f.stack.provider->commit(claim_of(101, {5, 6}), {}).is_ok());
 }
 
+// At 1.5 s claim 101 (stage-ready) is released; the room it frees lets claim 2, still planned,
+// commit then, without any further refused commit.
+void release_101_and_commit_2(Fixture& f, uint64_t commits_refused) {
+  f.run_to(milliseconds(1500));
+  EXPECT_EQ(f.info(2).state, ClaimState::kPlanned);
+  ASSERT_EQ(f.stack.provider->phase(101), ClaimPhase::kStageReady);
+  ASSERT_TRUE(f.stack.provider->release(101).is_ok());
+  ASSERT_TRUE(f.controller->update_estimates({}).is_ok());
+  EXPECT_EQ(f.info(2).state, ClaimState::kStaging);
+  EXPECT_EQ(f.since(f.info(2).timeline.committed), milliseconds(1500));
+  EXPECT_EQ(f.stack.provider->stats().refusals, commits_refused);
+}
+
 TEST(ControllerRefusal, AClaimWhoseFreedRoomWasTakenAgainIsNotLookedAtAgain) {
   Fixture f("tempokv", SimStackOptions{.capacity_objects = 16, .budget_objects = 2});
   ASSERT_NO_FATAL_FAILURE(hold_the_budget_and_refuse_claim_2(f));
@@ -49,14 +62,7 @@ TEST(ControllerRefusal, AClaimWhoseFreedRoomWasTakenAgainIsNotLookedAtAgain) {
   EXPECT_EQ(f.controller->stats().ttr_queries, before.ttr_queries);
   EXPECT_TRUE(f.controller->check_refusal_bounds().is_ok());
   // Claim 101 is stage-ready by 1.125 s; its release frees the room and claim 2 commits then.
-  f.run_to(milliseconds(1500));
-  EXPECT_EQ(f.info(2).state, ClaimState::kPlanned);
-  ASSERT_EQ(f.stack.provider->phase(101), ClaimPhase::kStageReady);
-  ASSERT_TRUE(f.stack.provider->release(101).is_ok());
-  ASSERT_TRUE(f.controller->update_estimates({}).is_ok());
-  EXPECT_EQ(f.info(2).state, ClaimState::kStaging);
-  EXPECT_EQ(f.since(f.info(2).timeline.committed), milliseconds(1500));
-  EXPECT_EQ(f.stack.provider->stats().refusals, commits_refused);
+  release_101_and_commit_2(f, commits_refused);
 }
 
 // Its share grew since its refusal: one of its objects was protected by another claim then (so
@@ -87,13 +93,7 @@ TEST(ControllerRefusal, AClaimWhoseShareGrewSinceItsRefusalIsRefusedWithoutAComm
   ASSERT_TRUE(f.controller->update_estimates({}).is_ok());
   EXPECT_EQ(f.controller->stats().refused_attempts, before.refused_attempts + 1);
   // Claim 101's release frees two more: its share fits, and it commits then.
-  f.run_to(milliseconds(1500));
-  ASSERT_EQ(f.stack.provider->phase(101), ClaimPhase::kStageReady);
-  ASSERT_TRUE(f.stack.provider->release(101).is_ok());
-  ASSERT_TRUE(f.controller->update_estimates({}).is_ok());
-  EXPECT_EQ(f.info(2).state, ClaimState::kStaging);
-  EXPECT_EQ(f.since(f.info(2).timeline.committed), milliseconds(1500));
-  EXPECT_EQ(f.stack.provider->stats().refusals, commits_refused);
+  release_101_and_commit_2(f, commits_refused);
 }
 
 // A claim listed under an object that another claim then protects: its bound falls by that
