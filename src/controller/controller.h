@@ -275,9 +275,12 @@ class Controller {
     // its TTR and projected use then. Its timing error is judged from there, as if committed then
     // (the wait leaves its ready time as it was, and eager TempoKV would have committed it then),
     // so waiting does not move the feedback margin.
-    std::optional<TimePoint> waited_from;
-    Duration ttr_at_wait{0};
-    TimePoint use_at_wait{};
+    struct WaitStart {
+      TimePoint at;
+      Duration ttr;
+      TimePoint use_at;
+    };
+    std::optional<WaitStart> waited;
     // The end of its current wait: until then it is not looked at again (its reads ahead drain at
     // the projected rate; a commit used sooner only lengthens the wait, found at its end).
     TimePoint wait_until{};
@@ -473,6 +476,9 @@ class Controller {
   // a candidate (candidates_), a wake-up, a claim whose least laxity is > 0 (skipped_), or set
   // aside with every object resident (rest(), then consider_resting()). controller_eval.cc.
   void walk_claim(Rec& r, WalkPass& pass);
+  // True while `r` waits for the reads ahead of it (Rec::wait_until, wait_for_reads_ahead): it
+  // is not looked at before then, and the controller wakes then.
+  bool waiting(const Rec& r, TimePoint now);
   std::vector<ClaimId> scratch_ids_;                        // scratch of the attempt-order walk
   std::vector<Rec*> scratch_recs_;                          // scratch of update()
   std::map<uint32_t, std::function<void()>> revisers_;      // set_reviser()

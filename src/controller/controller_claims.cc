@@ -237,13 +237,12 @@ void Controller::note_timing(Rec& r) {
     return;
   }
   // Judged where the rule made it eligible: its commit, or the start of its wait.
-  const TimePoint from = r.waited_from.value_or(*t.committed);
-  if (from >= *t.retrieval_requested) return;
+  const Rec::WaitStart from =
+      r.waited.value_or(Rec::WaitStart{*t.committed, *i.ttr_at_commit, *i.projected_use_at_commit});
+  if (from.at >= *t.retrieval_requested) return;
   r.feedback_noted = true;
-  const Duration ttr_error =
-      (*t.ready - from) - (r.waited_from ? r.ttr_at_wait : *i.ttr_at_commit);
-  const Duration ttu_error =
-      *t.retrieval_requested - (r.waited_from ? r.use_at_wait : *i.projected_use_at_commit);
+  const Duration ttr_error = (*t.ready - from.at) - from.ttr;
+  const Duration ttu_error = *t.retrieval_requested - from.use_at;
   feedback_.record(ttr_error - ttu_error);
 }
 
@@ -253,7 +252,7 @@ void Controller::note_missed(Rec& r) {
     return;  // no projection to judge, or held back by the budget rather than by its estimate
   }
   // A claim waiting for the reads ahead of it was eligible in time: judged as committed then.
-  if (r.waited_from) return;
+  if (r.waited) return;
   const Duration early_use = r.use_at - executor_.now();
   if (early_use > Duration::zero()) r.missed_by = early_use;  // recorded once ready
 }

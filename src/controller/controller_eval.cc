@@ -136,10 +136,7 @@ bool Controller::consider_timed(Rec& r, TimePoint now, std::optional<Duration> k
                                 bool eligible) {
   if (r.info.ordinary_only) return false;  // no laxity makes it committable
   if (refusal_stands(r)) return false;
-  if (r.wait_until > now) {  // waiting for the reads ahead of it (below)
-    note_wake(r.wait_until);
-    return false;
-  }
+  if (waiting(r, now)) return false;
   // TTR >= 0, so a claim whose use time has passed has laxity <= 0 without a projection (claims
   // left behind by refusals would otherwise cost a projection of the whole queue every time).
   Duration lax = Duration::zero();
@@ -167,11 +164,7 @@ bool Controller::consider_timed(Rec& r, TimePoint now, std::optional<Duration> k
     const Duration wait = provider_.commit_wait(r.claim, *known_ttr);
     if (wait > Duration::zero()) {
       ++stats_.commit_waits;
-      if (!r.waited_from) {
-        r.waited_from = now;
-        r.ttr_at_wait = *known_ttr;
-        r.use_at_wait = r.use_at;
-      }
+      if (!r.waited) r.waited = Rec::WaitStart{now, *known_ttr, r.use_at};
       r.wait_until = now + wait;
       note_wake(r.wait_until);
       return false;
@@ -179,6 +172,12 @@ bool Controller::consider_timed(Rec& r, TimePoint now, std::optional<Duration> k
   }
   r.attempted_in = eval_id_;  // once per evaluation: a refusal stands until something changes
   return try_commit(r, known_ttr);
+}
+
+bool Controller::waiting(const Rec& r, TimePoint now) {
+  if (r.wait_until <= now) return false;
+  note_wake(r.wait_until);
+  return true;
 }
 
 void Controller::evaluate_timed_full() {
@@ -337,10 +336,7 @@ void Controller::evaluate_timed_indexed() {
 
 void Controller::walk_claim(Rec& r, WalkPass& pass) {
   const TimePoint now = pass.now;
-  if (r.wait_until > now) {  // waiting for the reads ahead of it: as consider_timed() decides
-    note_wake(r.wait_until);
-    return;
-  }
+  if (waiting(r, now)) return;  // as consider_timed() decides
   if (r.use_at > pass.horizon) {
     note_wake(std::max(r.use_at - pass.drained, now + Duration(1)));
     return;

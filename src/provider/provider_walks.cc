@@ -102,6 +102,8 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
   if (out.all_resident) return out;
   const double rate = bytes_per_s_;
   const uint64_t ahead = queued_through(QueueKey{use_at, UINT64_MAX});
+  out.fresh_bytes = fresh;
+  out.ahead_bytes = in_flight_bytes_ + static_cast<double>(ahead);
   const double write_s = p.write_ahead_s();
   const uint64_t slots =
       std::max<uint64_t>(p.options_.max_reads_in_flight, p.in_flight_keys_.size());
@@ -118,12 +120,11 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
     total = std::min(total, through);
   }
   out.hi = Duration(static_cast<int64_t>(std::ceil(total * 1e9 / rate)) + 1000);
-  bool repeated = false;
   if (fresh_keys_.size() > 1) {
     std::sort(fresh_keys_.begin(), fresh_keys_.end());
-    repeated = std::adjacent_find(fresh_keys_.begin(), fresh_keys_.end()) != fresh_keys_.end();
+    out.repeated = std::adjacent_find(fresh_keys_.begin(), fresh_keys_.end()) != fresh_keys_.end();
   }
-  if (repeated) return out;  // lo stays 0 (ttr() reads a repeated key once)
+  if (out.repeated) return out;  // lo stays 0 (ttr() reads a repeated key once)
   // The bytes issued up to its last needed read: with new reads, everything ahead and them; else
   // up to its latest queued read ahead (0: only reads in flight, which give no more than 0).
   double issued = 0;
@@ -156,29 +157,16 @@ Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) 
 
 Duration StagingProvider::commit_wait(const StagingClaim& claim, Duration ttr) const {
   if (ttr <= Duration::zero()) return Duration::zero();
-  const TimePoint use_at = use_time(claim);
-  // Its new reads, as ttr() counts them (a key twice in the manifest is read once).
-  std::vector<std::pair<Key, uint64_t>>& reads = wait_reads_;
-  reads.clear();
-  for (const ManifestEntry& e : claim.objects) {
-    if (tier_.resident(e.key) || covered_read(e.key, use_at)) continue;
-    reads.emplace_back(e.key, round_up(e.bytes, kBlockBytes));
-  }
-  std::sort(reads.begin(), reads.end());
-  reads.erase(std::unique(reads.begin(), reads.end(),
-                          [](const auto& a, const auto& b) { return a.first == b.first; }),
-              reads.end());
-  uint64_t fresh = 0;
-  for (const auto& read : reads) fresh += read.second;
-  const TtrBoundWalk w = ttr_bound_walk();
-  const double ahead =
-      w.in_flight_bytes_ + static_cast<double>(w.queued_through(QueueKey{use_at, UINT64_MAX}));
-  if (ahead <= 0) return Duration::zero();
-  const double rate = w.bytes_per_s_;
+  TtrBoundWalk w = ttr_bound_walk();
+  const TtrBoundWalk::Range r = w.range(claim);
+  if (r.repeated || r.ahead_bytes <= 0) return Duration::zero();
   const double reads_s = static_cast<double>(ttr.count()) * 1e-9 - write_ahead_s();
   // ttr() is rounded to the nanosecond: a microsecond of slack for that and the sums' rounding.
-  if (reads_s < (ahead + static_cast<double>(fresh)) / rate - 1e-6) return Duration::zero();
-  return Duration(static_cast<int64_t>(std::ceil(ahead * 1e9 / rate)));
+  const double rate = w.bytes_per_s_;
+  if (reads_s < (r.ahead_bytes + static_cast<double>(r.fresh_bytes)) / rate - 1e-6) {
+    return Duration::zero();
+  }
+  return Duration(static_cast<int64_t>(std::ceil(r.ahead_bytes * 1e9 / rate)));
 }
 
 StagingProvider::TtrWalk StagingProvider::ttr_walk() const {

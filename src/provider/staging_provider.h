@@ -196,7 +196,7 @@ class StagingProvider {
   // same time: the wait is the others' bytes at the calibrated rate, during which it holds no
   // budget. Otherwise 0: a read ahead outlasts it, and its reads started later would end later.
   // The writes in flight are not waited for (writes issued during the wait would go ahead of its
-  // reads). No I/O; O(reads in flight + the claim's objects), plus the prefix sums if stale.
+  // reads). 0 as well for a manifest naming an object twice. No I/O; TtrBoundWalk::range()'s cost.
   Duration commit_wait(const StagingClaim& claim, Duration ttr) const;
   // TempoKV-Static's estimate: non-resident bytes / options.static_read_bytes_per_s.
   Duration static_ttr(const StagingClaim& claim) const;
@@ -294,6 +294,12 @@ class StagingProvider {
     struct Range {
       Duration lo{0}, hi{0};
       bool all_resident = true;
+      // What the bounds are made of: the bytes of the reads it would add, and of the reads ahead
+      // of them (in flight, and queued for use no later than it; the store's writes not counted);
+      // repeated: a key appears twice among its new reads (read once; lo is then 0).
+      uint64_t fresh_bytes = 0;
+      double ahead_bytes = 0;
+      bool repeated = false;
     };
     Range range(const StagingClaim& claim);
 
@@ -488,7 +494,6 @@ class StagingProvider {
   mutable TtrSnapshot snap_;
   mutable std::vector<double> ttr_fresh_;       // ttr()'s scratch
   mutable std::vector<Key> ttr_fresh_keys_;
-  mutable std::vector<std::pair<Key, uint64_t>> wait_reads_;  // commit_wait()'s scratch
   mutable std::vector<PlannedRead> ttr_heap_;
   std::vector<std::pair<ReadyCallback, std::pair<ClaimId, Status>>> callbacks_;
   Validated validated_;                                    // commit()'s scratch

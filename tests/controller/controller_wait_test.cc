@@ -94,5 +94,26 @@ TEST(ControllerWait, ARetrievalRequestedDuringTheWaitCommitsAtOnce) {
   EXPECT_EQ(f.info(2).timeline.ready, p.f.info(2).timeline.ready);
 }
 
+TEST(ControllerWait, AWaitingClaimsTimingErrorIsJudgedFromWhereItFirstWaited) {
+  // Claim 2 waits from 875 ms (projected use 1 s, TTR 250 ms). At 950 ms its projected use moves
+  // to 980 ms, and it is used then: committed at its use, ready at 1125 ms as eager TempoKV's
+  // commit at 875 would have been. Judged from 875 its use came 20 ms sooner than projected, so
+  // the margin becomes 20 ms; judged from its commit at its use it would show no error at all.
+  ControllerOptions co;  // error feedback on
+  Fixture f("tempokv", SimStackOptions{.max_reads_in_flight = 2}, co);
+  ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), milliseconds(1000)).is_ok());
+  ASSERT_TRUE(f.controller->report(2, manifest({3, 4}), milliseconds(1000)).is_ok());
+  f.run_to(milliseconds(950));
+  ASSERT_EQ(f.info(2).state, ClaimState::kPlanned);
+  std::pair<ClaimId, Duration> sooner{2, milliseconds(30)};
+  ASSERT_TRUE(f.controller->update_estimates({&sooner, 1}).is_ok());
+  f.stack.ex.at(f.at(milliseconds(980)), [&f] { f.retrieve(2, milliseconds(10)); });
+  f.stack.ex.at(f.at(milliseconds(1000)), [&f] { f.retrieve(1, milliseconds(10)); });
+  f.stack.ex.run();
+  EXPECT_EQ(f.since(f.info(2).timeline.committed), milliseconds(980));
+  EXPECT_EQ(f.since(f.info(2).timeline.ready), milliseconds(1125));
+  EXPECT_EQ(f.controller->feedback_margin(), milliseconds(20));
+}
+
 }  // namespace
 }  // namespace tempokv
