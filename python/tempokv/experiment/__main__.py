@@ -22,6 +22,7 @@ from ..e2e import model as model_mod
 from ..e2e.daemon import default_tempokvd
 from . import plan as plan_mod
 from . import rows as rows_mod
+from . import verdicts as verdicts_mod
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -57,6 +58,7 @@ def main(argv=None):
     ap.add_argument("--plots", action="store_true")
     ap.add_argument("--quick", action="store_true", help="the tiny version (tests, demo)")
     ap.add_argument("--ratios", help="fig4 prefix ratios, e.g. 1.0,0.5")
+    ap.add_argument("--requests", type=int, help="requests per run (default: the protocol's)")
     ap.add_argument("--read-bytes-per-s", type=float,
                     help="tempokvd's SSD read cap (default: from the engine's measured "
                          "decode step; 0 = no cap)")
@@ -79,6 +81,10 @@ def main(argv=None):
     p = dict(plan_mod.QUICK if a.quick else plan_mod.PROTOCOL)
     if a.ratios:
         p["ratios"] = [float(x) for x in a.ratios.split(",")]
+    if a.requests is not None:
+        if a.requests < 1:
+            ap.error(f"--requests must be at least 1, got {a.requests}")
+        p["requests"] = a.requests
     if a.read_bytes_per_s is not None:
         p["read_bytes_per_s"] = a.read_bytes_per_s
     if a.interval_s:
@@ -152,14 +158,19 @@ def main(argv=None):
               "engine_init_s": out.get("init_s"),
               "precomputed": out.get("precomputed"), "wall_s": time.monotonic() - t0,
               "engine_max_rss_mib": round(max_rss_mib),
-              "invariants_hold": ok, "rows": rows, "medians": rows_mod.medians(rows)}
+              "invariants_hold": ok, "rows": rows, "medians": rows_mod.medians(rows),
+              "verdicts": verdicts_mod.judge(rows)}
     os.makedirs(a.out, exist_ok=True)
     default_json = os.path.join(a.out, f"eval-vllm-{a.scenario}.json")
     for path in {a.json or default_json, default_json}:
         with open(path, "w") as f:
             json.dump(result, f, indent=1)
     print(_table(rows))
-    for line in rows_mod.targets(result["medians"]):
+    held = {}
+    for r in rows:
+        key = (r["scenario"], r["ratio"], r["rate"])
+        held[key] = held.get(key, True) and rows_mod.invariants_hold(r)
+    for line in verdicts_mod.lines(result["verdicts"], held):
         print(line)
     print(f"tempokv experiment: {len(rows)} runs in {result['wall_s']:.0f} s "
           f"(vLLM start-up {sum(out.get('init_s', {}).values()):.0f} s); invariants "

@@ -76,3 +76,41 @@ def test_process_cpu_counts_a_childs_busy_seconds_and_not_its_sleep():
     finally:
         child.kill()
         child.wait()
+
+
+def _seed_rows(seed, **p95_by_policy):
+    return [{"scenario": "fig4-policies", "ratio": 1.0, "rate": 10.0, "seed": seed,
+             "policy": pol, "p95_ttft_s": p95, "c_gib_s_per_req": 1.0,
+             "lateness_p95_s": 0.1} for pol, p95 in p95_by_policy.items()]
+
+
+def test_targets_are_judged_seed_by_seed_not_on_medians_of_each_policy():
+    from tempokv.experiment import verdicts
+    # TempoKV is 5 % faster than Demand in three seeds of five and far slower in two: the
+    # median of the per-seed ratios is 0.95, while the ratio of the two policies' medians over
+    # seeds (2.85 / 1.5) would pair TempoKV's seed 3 with Demand's seed 4.
+    rows = (_seed_rows(1, tempokv=0.95, demand=1.0) + _seed_rows(2, tempokv=1.9, demand=2.0)
+            + _seed_rows(3, tempokv=2.85, demand=3.0) + _seed_rows(4, tempokv=4.0, demand=1.5)
+            + _seed_rows(5, tempokv=5.0, demand=1.2))
+    v = [x for x in verdicts.judge(rows) if x["target"] == "p95 tempokv/demand"]
+    assert len(v) == 1 and v[0]["met"] and v[0]["seeds_met"] == 3
+    assert v[0]["median"] == pytest.approx(0.95)
+    assert v[0]["values"][4] == pytest.approx(4.0 / 1.5)
+    # Targets whose policies were not run are left out, not failed.
+    assert {x["target"] for x in verdicts.judge(rows)} == {"p95 tempokv/demand"}
+
+
+def test_a_targets_interval_says_when_the_seeds_do_not_decide_it():
+    from tempokv.experiment import verdicts
+    ratios = [0.8, 0.9, 0.95, 1.05, 1.3]
+    rows = [r for s, x in enumerate(ratios, 1) for r in _seed_rows(s, tempokv=x, demand=1.0)]
+    v = verdicts.judge(rows)[0]
+    assert v["met"] and v["seeds_met"] == 3 and v["median"] == pytest.approx(0.95)
+    assert (v["lo"], v["hi"]) == (0.8, 1.3)  # five seeds: the range (93.75 %)
+    assert v["coverage"] == pytest.approx(1 - 2 / 32)
+    line = verdicts.lines([v], {})[0]
+    assert "0.950 [0.800, 1.300]" in line and "3/5 seeds" in line and "met" in line
+    # Ten seeds: x_(2)..x_(9) covers the median with 97.9 %; x_(3)..x_(8) only 89 %.
+    lo, hi, cov = verdicts.median_interval(list(range(10)))
+    assert (lo, hi) == (1, 8) and cov == pytest.approx(1 - 2 * 11 / 1024)
+    assert verdicts.median_interval([1.0, 2.0, 3.0])[2] == pytest.approx(0.75)

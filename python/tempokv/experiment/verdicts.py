@@ -1,0 +1,113 @@
+"""The issue's targets, judged seed by seed: each target is a ratio (or a difference) of two
+policies' results in the same seed, ratio and rate, so a seed whose prompts or machine load made
+every policy slower does not move it. The verdict is the median over seeds against the limit,
+with a distribution-free interval of that median and how many seeds met the limit on their own.
+
+Why paired: a median of p95s over seeds divided by another median pairs nothing, and a p95 of
+twelve requests moves by a tenth from run to run on this shared machine (docs/evaluation.md,
+"Session 13"); the interval says when the seeds run do not decide a target.
+"""
+
+import math
+import statistics
+
+# (name, what is measured, limit, how it compares): each measure maps one seed's rows by
+# policy to a value, or None where a policy it needs is missing.
+FIG4 = [
+    ("C tempokv/immediate", lambda g: _ratio(g, "tempokv", "immediate", "c_gib_s_per_req"),
+     0.5, "<="),
+    ("p95 tempokv/demand", lambda g: _ratio(g, "tempokv", "demand", "p95_ttft_s"), 1.0, "<="),
+    ("p95 tempokv/best(immediate, queue-4)", lambda g: _best(g), 1.10, "<="),
+    ("lateness p95 tempokv - static (s)",
+     lambda g: _diff(g, "tempokv", "tempokv-static", "lateness_p95_s"), 0.0, "<"),
+]
+
+
+def _get(g, policy, field):
+    r = g.get(policy)
+    return None if r is None else r.get(field)
+
+
+def _ratio(g, a, b, field):
+    x, y = _get(g, a, field), _get(g, b, field)
+    return x / y if x is not None and y else None
+
+
+def _diff(g, a, b, field):
+    x, y = _get(g, a, field), _get(g, b, field)
+    return x - y if x is not None and y is not None else None
+
+
+def _best(g):
+    t, im, q4 = (_get(g, p, "p95_ttft_s") for p in ("tempokv", "immediate", "queue-4"))
+    return t / min(im, q4) if None not in (t, im, q4) and min(im, q4) > 0 else None
+
+
+def _vs_recompute(policy):
+    """fig6: lower p95 and higher throughput than vLLM without the connector, as one value:
+    the worse of p95(policy)/p95(recompute) and throughput(recompute)/throughput(policy)."""
+    def measure(g):
+        p95 = _ratio(g, policy, "recompute", "p95_ttft_s")
+        thr = _ratio(g, "recompute", policy, "throughput_tok_s")
+        return None if p95 is None or thr is None else max(p95, thr)
+    return (f"{policy} vs recompute: max(p95 ratio, 1/throughput ratio)", measure, 1.0, "<")
+
+
+FIG6 = [_vs_recompute("demand"), _vs_recompute("tempokv")]
+
+
+def median_interval(xs, confidence=0.95):
+    """(lo, hi, coverage): the order statistics x_(j), x_(n+1-j) with the largest j whose
+    interval still covers the median with probability >= confidence (binomial, no assumption on
+    the distribution); with too few values for that, the range and its own coverage."""
+    s, n = sorted(xs), len(xs)
+    cover = lambda j: 1 - 2 * sum(math.comb(n, i) for i in range(j)) / 2 ** n  # noqa: E731
+    j = 1
+    while j + 1 <= n // 2 and cover(j + 1) >= confidence:
+        j += 1
+    return s[j - 1], s[n - j], cover(j)
+
+
+def judge(rows):
+    """One dict per (scenario, ratio, rate) and target whose policies were run: ``values`` (by
+    seed), ``median``, ``lo`` / ``hi`` / ``coverage`` (the median's interval), ``seeds_met``,
+    ``limit``, ``met`` (the median against the limit)."""
+    groups = {}
+    for r in rows:
+        key = (r["scenario"], r["ratio"], r["rate"])
+        groups.setdefault(key, {}).setdefault(r["seed"], {})[r["policy"]] = r
+    out = []
+    for (scenario, ratio, rate), seeds in sorted(groups.items()):
+        for name, measure, limit, op in FIG4 + FIG6:
+            values = {s: measure(g) for s, g in sorted(seeds.items())}
+            values = {s: v for s, v in values.items() if v is not None}
+            if not values:
+                continue
+            ok = (lambda v: v <= limit) if op == "<=" else (lambda v: v < limit)
+            xs = list(values.values())
+            med = statistics.median(xs)
+            lo, hi, cov = median_interval(xs)
+            out.append({"scenario": scenario, "ratio": ratio, "rate": rate, "target": name,
+                        "limit": limit, "op": op, "values": values, "median": med, "lo": lo,
+                        "hi": hi, "coverage": cov, "seeds_met": sum(map(ok, xs)),
+                        "met": ok(med)})
+    return out
+
+
+def lines(verdicts, invariants):
+    """One line per (scenario, ratio, rate): each target's median over seeds, its interval,
+    seeds met, and met / MISSED; then whether the invariants held in every run."""
+    by = {}
+    for v in verdicts:
+        by.setdefault((v["scenario"], v["ratio"], v["rate"]), []).append(v)
+    out = []
+    for (scenario, ratio, rate), vs in by.items():
+        parts = [f"{v['target']} {v['median']:.3f} [{v['lo']:.3f}, {v['hi']:.3f}] "
+                 f"({v['op']} {v['limit']:g}: {'met' if v['met'] else 'MISSED'}, "
+                 f"{v['seeds_met']}/{len(v['values'])} seeds)" for v in vs]
+        inv = invariants.get((scenario, ratio, rate), True)
+        parts.append(f"invariants {'hold' if inv else 'FAIL'}")
+        out.append(f"{scenario} ratio {ratio:g} rate {rate:g}, medians over seeds [an "
+                   f"interval covering the median {100 * vs[0]['coverage']:.0f} %]: "
+                   + "; ".join(parts))
+    return out
