@@ -235,12 +235,23 @@ def precompute(llm, spec, store):
 def measured_run(llm, spec, run, prompts):
     connector = run["policy"] != "none"
     d = data = None
+    phases, mark = {}, time.monotonic()
+
+    def phase(name):
+        nonlocal mark
+        now = time.monotonic()
+        phases[name] = now - mark
+        mark = now
+
     if connector:
         data = os.path.join(spec["work"], run["name"])
         daemon_mod.copy_store(run["store_dir"], data)
+        phase("copy_store")
         flags = ["--set", f"controller.policy={run['policy']}"] + spec["daemon_flags"]
         d = daemon_mod.start(spec["tempokvd"], data, spec["endpoint"], flags)
+        phase("daemon_start")
         settle(llm, d)
+        phase("settle")
     before = connector_counters()
     ag = agent(llm) if connector else None
     errors_before = ag.errors if ag is not None else 0
@@ -249,6 +260,7 @@ def measured_run(llm, spec, run, prompts):
     try:
         reqs = drive(llm, prompts, spec["max_tokens"], run["interval_s"], run["name"], t0=t)
         run_s = time.monotonic() - t
+        phase("requests")
         # t0_s: the run's first arrival on CLOCK_MONOTONIC, the clock of tempokvd's /claims.
         entry = {"name": run["name"], "run_s": run_s, "requests": reqs, "t0_s": t,
                  "interval_s": run["interval_s"], "rate": run["rate"]}
@@ -257,6 +269,7 @@ def measured_run(llm, spec, run, prompts):
         entry["engine_cpu_s"] = time.process_time() - cpu[0]
         entry["daemon_cpu_s"] = d.cpu_s() - cpu[1] if d else None
         entry["flush_requests"] = release_blocks(llm, run["name"])
+        phase("release_blocks")
         after = connector_counters()
         entry["connector"] = {k: after[k] - before.get(k, 0) for k in after}
         entry.update(_blocks(llm))
@@ -268,12 +281,17 @@ def measured_run(llm, spec, run, prompts):
             entry["daemon_live_claims_after"] = live_claims(stats)
             entry["histograms"] = d.histograms()
             entry["claims"] = d.claims()
+            phase("drain_and_collect")
     finally:
         if d is not None:
             d.stop()
+            phase("daemon_stop")
         if data is not None and not spec.get("keep"):
             # Bounded: one run's store copy (0.5 GiB at ratio 1) at a time, not every run's.
             shutil.rmtree(data, ignore_errors=True)
+            phase("remove_store")
+    # Where a run's wall time goes besides its requests (the experiment's length).
+    entry["phases_s"] = phases
     return entry
 
 

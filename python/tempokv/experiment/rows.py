@@ -93,6 +93,7 @@ def row(run, entry, p, kv_bytes_per_token, model):
         "wall_s": entry["run_s"],
         "engine_cpu_s": entry.get("engine_cpu_s"),
         "daemon_cpu_s": entry.get("daemon_cpu_s"),
+        "phases_s": entry.get("phases_s"),  # the run's wall time by phase, requests included
         "histograms": entry.get("histograms", {}),
         "claims": claim_rows(entry),
         "_tokens": [q["tokens"] for q in reqs],

@@ -12,12 +12,17 @@ import math
 import statistics
 
 # (name, what is measured, limit, how it compares): each measure maps one seed's rows by
-# policy to a value, or None where a policy it needs is missing.
+# policy to a value, or None where a policy it needs is missing; a limit of None is a reference
+# shown beside the targets, not judged.
 FIG4 = [
     ("C tempokv/immediate", lambda g: _ratio(g, "tempokv", "immediate", "c_gib_s_per_req"),
      0.5, "<="),
     ("p95 tempokv/demand", lambda g: _ratio(g, "tempokv", "demand", "p95_ttft_s"), 1.0, "<="),
-    ("p95 tempokv/best(immediate, queue-4)", lambda g: _best(g), 1.10, "<="),
+    ("p95 tempokv/best(immediate, queue-4)", lambda g: _best(g, "tempokv"), 1.10, "<="),
+    # Not a target: the same statistic for Immediate itself. The better of two noisy p95s is
+    # biased low, so a policy no worse than Immediate scores about this (its noise floor).
+    ("p95 immediate/best(immediate, queue-4), for reference", lambda g: _best(g, "immediate"),
+     None, None),
     ("lateness p95 tempokv - static (s)",
      lambda g: _diff(g, "tempokv", "tempokv-static", "lateness_p95_s"), 0.0, "<"),
 ]
@@ -38,8 +43,8 @@ def _diff(g, a, b, field):
     return x - y if x is not None and y is not None else None
 
 
-def _best(g):
-    t, im, q4 = (_get(g, p, "p95_ttft_s") for p in ("tempokv", "immediate", "queue-4"))
+def _best(g, policy):
+    t, im, q4 = (_get(g, p, "p95_ttft_s") for p in (policy, "immediate", "queue-4"))
     return t / min(im, q4) if None not in (t, im, q4) and min(im, q4) > 0 else None
 
 
@@ -70,8 +75,8 @@ def median_interval(xs, confidence=0.95):
 
 def judge(rows):
     """One dict per (scenario, ratio, rate) and target whose policies were run: ``values`` (by
-    seed), ``median``, ``lo`` / ``hi`` / ``coverage`` (the median's interval), ``seeds_met``,
-    ``limit``, ``met`` (the median against the limit)."""
+    seed), ``median``, ``lo`` / ``hi`` / ``coverage`` (the median's interval), ``limit``, and
+    for a target (a limit that is not None) ``seeds_met`` and ``met`` (the median against it)."""
     groups = {}
     for r in rows:
         key = (r["scenario"], r["ratio"], r["rate"])
@@ -87,10 +92,12 @@ def judge(rows):
             xs = list(values.values())
             med = statistics.median(xs)
             lo, hi, cov = median_interval(xs)
-            out.append({"scenario": scenario, "ratio": ratio, "rate": rate, "target": name,
-                        "limit": limit, "op": op, "values": values, "median": med, "lo": lo,
-                        "hi": hi, "coverage": cov, "seeds_met": sum(map(ok, xs)),
-                        "met": ok(med)})
+            v = {"scenario": scenario, "ratio": ratio, "rate": rate, "target": name,
+                 "limit": limit, "op": op, "values": values, "median": med, "lo": lo, "hi": hi,
+                 "coverage": cov}
+            if limit is not None:
+                v.update(seeds_met=sum(map(ok, xs)), met=ok(med))
+            out.append(v)
     return out
 
 
@@ -102,12 +109,18 @@ def lines(verdicts, invariants):
         by.setdefault((v["scenario"], v["ratio"], v["rate"]), []).append(v)
     out = []
     for (scenario, ratio, rate), vs in by.items():
-        parts = [f"{v['target']} {v['median']:.3f} [{v['lo']:.3f}, {v['hi']:.3f}] "
-                 f"({v['op']} {v['limit']:g}: {'met' if v['met'] else 'MISSED'}, "
-                 f"{v['seeds_met']}/{len(v['values'])} seeds)" for v in vs]
+        parts = []
+        for v in vs:
+            part = f"{v['target']} {v['median']:.3f} [{v['lo']:.3f}, {v['hi']:.3f}]"
+            if v["limit"] is not None:
+                part += (f" ({v['op']} {v['limit']:g}: {'met' if v['met'] else 'MISSED'}, "
+                         f"{v['seeds_met']}/{len(v['values'])} seeds)")
+            parts.append(part)
         inv = invariants.get((scenario, ratio, rate), True)
         parts.append(f"invariants {'hold' if inv else 'FAIL'}")
-        out.append(f"{scenario} ratio {ratio:g} rate {rate:g}, medians over seeds [an "
-                   f"interval covering the median {100 * vs[0]['coverage']:.0f} %]: "
-                   + "; ".join(parts))
+        n = len(vs[0]["values"])
+        cover = (f"[an interval covering the median {100 * vs[0]['coverage']:.0f} %]"
+                 if n >= 3 else "[their range: too few seeds for an interval]")
+        out.append(f"{scenario} ratio {ratio:g} rate {rate:g}, medians over {n} seed"
+                   f"{'s' if n > 1 else ''} {cover}: " + "; ".join(parts))
     return out

@@ -114,3 +114,19 @@ def test_a_targets_interval_says_when_the_seeds_do_not_decide_it():
     lo, hi, cov = verdicts.median_interval(list(range(10)))
     assert (lo, hi) == (1, 8) and cov == pytest.approx(1 - 2 * 11 / 1024)
     assert verdicts.median_interval([1.0, 2.0, 3.0])[2] == pytest.approx(0.75)
+
+
+def test_the_best_of_two_noisy_p95s_is_shown_with_immediates_own_score_beside_it():
+    from tempokv.experiment import verdicts
+    # Immediate and Queue-4 alike but for noise: each is the better in half the seeds, so
+    # Immediate's own ratio to the better of the two is above 1 in half of them.
+    rows = []
+    for s, (im, q4) in enumerate([(1.0, 1.2), (1.2, 1.0), (1.0, 1.3), (1.3, 1.0)], 1):
+        rows += _seed_rows(s, tempokv=1.1, immediate=im, **{"queue-4": q4})
+    by = {v["target"]: v for v in verdicts.judge(rows)}
+    ref = by["p95 immediate/best(immediate, queue-4), for reference"]
+    assert ref["limit"] is None and "met" not in ref
+    assert ref["median"] == pytest.approx((1.0 + 1.2) / 2)
+    assert by["p95 tempokv/best(immediate, queue-4)"]["met"]  # 1.1 in every seed
+    line = verdicts.lines(list(by.values()), {})[0]
+    assert "for reference 1.100 [1.000, 1.300];" in line and "invariants hold" in line
