@@ -115,10 +115,11 @@ TEST(EvalVllmCli, ReadBytesPerSAndIntervalSReachThePythonDriver) {
   const std::string env = "TEMPOKV_VENV=" + venv.string();
   CliRun r = tempokv(env,
                      "eval --mode vllm --scenario fig4-policies --ratios 1.0 --seeds 3 "
-                     "--read-bytes-per-s 256e6 --interval-s 0.75");
+                     "--read-bytes-per-s 256e6 --interval-s 0.75 --requests 36");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("driver got: -m tempokv.experiment --scenario fig4-policies --ratios 1 "
-                          "--read-bytes-per-s 256000000 --interval-s 0.75 --seeds 3"),
+                          "--read-bytes-per-s 256000000 --interval-s 0.75 --requests 36 "
+                          "--seeds 3"),
             std::string::npos)
       << r.output;
   // Not options of the sim or real eval: refused there rather than ignored.
@@ -127,6 +128,11 @@ TEST(EvalVllmCli, ReadBytesPerSAndIntervalSReachThePythonDriver) {
   EXPECT_NE(sim.output.find("--mode vllm"), std::string::npos) << sim.output;
   CliRun neg = tempokv(env, "eval --mode vllm --scenario fig4-policies --interval-s -1");
   EXPECT_NE(neg.exit_code, 0) << neg.output;
+  CliRun none = tempokv(env, "eval --mode vllm --scenario fig4-policies --requests 0");
+  EXPECT_NE(none.exit_code, 0) << none.output;
+  EXPECT_NE(none.output.find("--requests"), std::string::npos) << none.output;
+  CliRun sim_requests = tempokv(env, "eval --mode sim --scenario fig4-policies --requests 36");
+  EXPECT_EQ(sim_requests.exit_code, 2) << sim_requests.output;
   std::filesystem::remove_all(venv);
 }
 

@@ -50,6 +50,7 @@ struct EvalCli {
   std::string tempokvd;  // --tempokvd: another daemon binary (implies --via-service)
   std::optional<double> fast_tier_gib, jitter, window_s;
   std::optional<double> read_bytes_per_s, interval_s;  // vllm only
+  std::optional<uint32_t> requests;                    // vllm only
 };
 
 std::string shell_quote(const std::string& s) {
@@ -67,6 +68,7 @@ int run_vllm(const EvalCli& c, bool seed_set) {
   if (seed_set) a.seed = c.options.seed;
   a.read_bytes_per_s = c.read_bytes_per_s;
   a.interval_s = c.interval_s;
+  a.requests = c.requests;
   a.json_path = c.json_path;
   a.out_dir = c.out_dir;
   a.plots = c.plots;
@@ -85,8 +87,8 @@ int run(EvalCli& c, bool seed_set) {
     std::cerr << "eval: --mode must be sim, real or vllm (got '" << c.mode << "')\n";
     return 2;
   }
-  if (c.read_bytes_per_s || c.interval_s) {
-    std::cerr << "eval: --read-bytes-per-s and --interval-s are for --mode vllm\n";
+  if (c.read_bytes_per_s || c.interval_s || c.requests) {
+    std::cerr << "eval: --read-bytes-per-s, --interval-s and --requests are for --mode vllm\n";
     return 2;
   }
   o.mode = c.mode == "sim" ? EvalMode::kSim : EvalMode::kReal;
@@ -212,6 +214,8 @@ void add_eval_command(CLI::App& app, int* exit_code) {
                   "vllm, fig4: arrival interval in seconds (default: by ratio, from the engine's "
                   "measured speed and the protocol's offered load)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--requests", c->requests, "vllm: requests per run (default 12, as the paper's)")
+      ->check(CLI::Range(1u, 100000u));
   cmd->add_option("--out", c->out_dir, "Write eval-<scenario>.json and requests-<scenario>.csv here");
   cmd->add_option("--json", c->json_path, "Write the JSON rows to this file");
   cmd->add_flag("--plots", c->plots, "Draw the figures with scripts/plot into --out");

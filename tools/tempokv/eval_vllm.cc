@@ -68,6 +68,7 @@ std::vector<std::string> vllm_eval_argv(const VllmEvalArgs& a) {
     argv.insert(argv.end(), {"--read-bytes-per-s", number(*a.read_bytes_per_s)});
   }
   if (a.interval_s) argv.insert(argv.end(), {"--interval-s", number(*a.interval_s)});
+  if (a.requests) argv.insert(argv.end(), {"--requests", std::to_string(*a.requests)});
   if (a.seed) {
     argv.insert(argv.end(), {"--seed", std::to_string(*a.seed)});
   } else {

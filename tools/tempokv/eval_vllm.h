@@ -17,6 +17,7 @@ struct VllmEvalArgs {
   std::optional<uint64_t> seed;            // one seed instead
   std::optional<double> read_bytes_per_s;  // tempokvd's SSD read cap (0: none; unset: protocol's)
   std::optional<double> interval_s;        // fig4 arrival interval (unset: the protocol's)
+  std::optional<uint32_t> requests;        // requests per run (unset: the protocol's 12)
   std::string json_path, out_dir;
   bool plots = false;
   std::string repo_root;  // python/ and scripts/plot live here
