@@ -55,7 +55,12 @@
 // are not looked at in that pass. A claim found with every object
 // resident (TTR 0: eligible only by its use time) leaves the index for resting_ until one of its
 // objects is evicted (the tier's eviction listener), and only the resting claims that can be
-// candidates or set the wake-up are looked at (walk_resting()). The rest is not looked at. Queue-K
+// candidates or set the wake-up are looked at (walk_resting()). A claim waiting for the reads
+// ahead of it (wait_for_reads_ahead), of which the walk would only note the wake-up, leaves the
+// index for waiting_ until its wait ends (hold(): the earliest end inside the window is the
+// wake-up, note_held()), unless it was refused before: its refusal could come to stand while it
+// waits, which the walk must see to park it (holding those too was measured slower: they cycle
+// between held, parked and walked). The rest is not looked at. Queue-K
 // looks at the first K of each runtime's order, Demand at nothing, Immediate at every planned
 // claim. ControllerOptions::full_scan evaluates every planned claim exactly instead: the reference
 // the index is tested against (same decisions).
