@@ -195,7 +195,9 @@ void expect_same_over_seeds_with_resting(const char* policy) {
   EXPECT_GT(sum.rested, 0u) << policy;
   EXPECT_GT(sum.unrested, 0u) << policy;
   // TempoKV's waiting claims leave the window walk while they wait (Controller::hold()).
-  if (std::string(policy) == "tempokv") EXPECT_GT(sum.held, 0u);
+  if (std::string(policy) == "tempokv") {
+    EXPECT_GT(sum.held, 0u);
+  }
 }
 
 TEST(ControllerIndex, TempoKvCommitsAsTheFullScanDoes) {
