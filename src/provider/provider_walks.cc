@@ -67,37 +67,11 @@ Duration StagingProvider::ttr_bound_reference(TimePoint use_at, uint64_t bytes) 
 uint64_t StagingProvider::TtrBoundWalk::queued_through(const QueueKey& last) const {
   // The window walk asks bound() and then range() of one claim: the same use time twice.
   if (memo_set_ && memo_key_ == last) return memo_bytes_;
-  // The first entry used later than `last` (std::upper_bound's answer), searched from the last
-  // answer outwards in doubling steps: the walk asks in nondecreasing use time, so the answer is
-  // usually a few entries on (O(log distance), not O(log queue)).
-  const std::vector<CumBytes>& cum = *cum_;
-  const size_t n = cum.size();
-  auto later = [&last](const CumBytes& e) { return last < e.first; };
-  size_t lo = std::clamp(cursor_, head_, n), hi = lo;
-  if (lo > head_ && later(cum[lo - 1])) {
-    // Before the last answer: every entry from lo - 1 on is later.
-    size_t step = 1;
-    while (lo > head_ && later(cum[lo - 1])) {
-      hi = lo - 1;
-      lo = lo - head_ > step ? lo - step : head_;
-      step *= 2;
-    }
-  } else {
-    // At or after it: every entry before lo is not later.
-    size_t step = 1;
-    while (hi < n && !later(cum[hi])) {
-      lo = hi + 1;
-      hi += step;
-      step *= 2;
-    }
-    hi = std::min(hi, n);
-  }
+  const auto first = cum_->begin() + static_cast<std::ptrdiff_t>(head_);
   const auto end = std::upper_bound(
-      cum.begin() + static_cast<std::ptrdiff_t>(lo), cum.begin() + static_cast<std::ptrdiff_t>(hi),
-      last, [](const QueueKey& k, const CumBytes& e) { return k < e.first; });
-  cursor_ = static_cast<size_t>(end - cum.begin());
+      first, cum_->end(), last, [](const QueueKey& k, const CumBytes& e) { return k < e.first; });
   memo_key_ = last;
-  memo_bytes_ = cursor_ == head_ ? 0 : cum[cursor_ - 1].second - head_bytes_;
+  memo_bytes_ = end == first ? 0 : std::prev(end)->second - head_bytes_;
   memo_set_ = true;
   return memo_bytes_;
 }

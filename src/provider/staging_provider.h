@@ -313,7 +313,6 @@ class StagingProvider {
     mutable QueueKey memo_key_{};
     mutable uint64_t memo_bytes_ = 0;
     mutable bool memo_set_ = false;
-    mutable size_t cursor_ = 0;  // where its last search ended in cum_ (the next starts there)
     const std::vector<CumBytes>* cum_ = nullptr;  // the provider's cum_, from head_ on
     size_t head_ = 0;
     uint64_t head_bytes_ = 0;     // cum_[head_ - 1].second: issued since the prefix sums were built
