@@ -11,8 +11,11 @@
 // TTR), the exact projection of the claim whose laxity reaches zero next (its wake-up, when that
 // comes before the tick), the exact TTR of each commit, and after each release the parked claims
 // whose bound of their share fits the room freed, walked in attempt order only up to the first
-// commit, which takes that room again (Controller::find_fitting). The provider's own work (its
-// read pump, fills and evictions, the prefix sums of its queue) is a fifth of it.
+// commit, which takes that room again (Controller::find_fitting). With the commit wait (the
+// default), the eligible claims whose reads would end with the reads ahead of them wait: ~100 at a
+// time, out of the walk while they wait unless refused before (Controller::hold), each waiting
+// claim's first wait costs an exact TTR (its timing error is judged from there). The provider's
+// own work (its read pump, fills and evictions, the prefix sums of its queue) is a fifth of it.
 //
 //   cmake -G Ninja -B build-ctl-rel -DCMAKE_BUILD_TYPE=Release -DTEMPOKV_WERROR=ON
 //   ninja -C build-ctl-rel controller_bench && build-ctl-rel/bench/controller_bench

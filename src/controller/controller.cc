@@ -88,6 +88,7 @@ void Controller::unindex(Rec& r) {
   if (r.indexed) index_of(r).erase({r.index_at, r.info.id});
   r.indexed = false;
   r.resting = false;
+  unhold(r);
   unpark(r);
   planned_footprints_.erase(planned_footprints_.find(r.info.footprint_bytes));
 }

@@ -55,7 +55,12 @@
 // are not looked at in that pass. A claim found with every object
 // resident (TTR 0: eligible only by its use time) leaves the index for resting_ until one of its
 // objects is evicted (the tier's eviction listener), and only the resting claims that can be
-// candidates or set the wake-up are looked at (walk_resting()). The rest is not looked at. Queue-K
+// candidates or set the wake-up are looked at (walk_resting()). A claim waiting for the reads
+// ahead of it (wait_for_reads_ahead), of which the walk would only note the wake-up, leaves the
+// index for waiting_ until its wait ends (hold(): the earliest end inside the window is the
+// wake-up, note_held()), unless it was refused before: its refusal could come to stand while it
+// waits, which the walk must see to park it (holding those too was measured slower: they cycle
+// between held, parked and walked). The rest is not looked at. Queue-K
 // looks at the first K of each runtime's order, Demand at nothing, Immediate at every planned
 // claim. ControllerOptions::full_scan evaluates every planned claim exactly instead: the reference
 // the index is tested against (same decisions).
@@ -163,6 +168,7 @@ struct ControllerStats {
   uint64_t unrested = 0;  // of those, put back in the walk by an eviction of one of their objects
   uint64_t ticks = 0;
   uint64_t commit_waits = 0;  // eligible claims left to wait for the reads ahead of them
+  uint64_t held = 0;  // waiting claims taken out of the window walk until their wait ends (hold())
   double protected_gib_s = 0;  // ∫ (protected + reserved) dt so far
 };
 
@@ -261,6 +267,9 @@ class Controller {
     // an earlier one in resting_by_key_.
     bool resting = false;
     uint64_t rest_gen = 0;
+    // Indexed in waiting_ rather than by_use_ (same key) while it waits for the reads ahead of it
+    // (hold()), and in wait_ends_ under wait_until; never a claim refused before (below).
+    bool held = false;
     uint64_t seq = 0;          // report order
     uint32_t runtime = 0;      // the runtime whose order last listed it
     uint32_t rank = kUnranked;  // position in that order
@@ -378,8 +387,17 @@ class Controller {
   // re-keys it if parked).
   void on_entry(const Key& key, uint64_t budget_bytes, uint64_t occupied_bytes);
   // controller_resting.cc
-  // The index an indexed claim is in: resting_ or by_use_.
+  // The index an indexed claim is in: resting_, waiting_ or by_use_.
   std::set<std::pair<TimePoint, ClaimId>>& index_of(const Rec& r);
+  // A claim of by_use_ found waiting by the window walk leaves it for waiting_ (same key) until
+  // its wait ends, unless it was ever refused (its refusal could come to stand meanwhile, which
+  // the walk must see at every pass to park it); release_waits() puts back those whose wait has
+  // ended; note_held() notes the wake-up the window walk would have noted for them (the earliest
+  // end of a held claim keyed inside the window). unhold(): it leaves the index (unindex, park).
+  void hold(Rec& r);
+  void unhold(Rec& r);
+  void release_waits(TimePoint now);
+  void note_held(TimePoint horizon);
   // An indexed planned claim whose objects are all resident leaves by_use_ for resting_ (same
   // key); unrest() puts it back (an object of its was evicted: on_evicted()).
   void rest(Rec& r);
@@ -442,6 +460,11 @@ class Controller {
   // entries are dropped when the key is evicted or the list is compacted.
   std::set<std::pair<TimePoint, ClaimId>> resting_;
   std::unordered_map<Key, ClaimsOfKey> resting_by_key_;
+  // Planned claims waiting for the reads ahead of them (hold()), by index_at like by_use_ but
+  // outside it: the dense case had ~100 of them in the window at every pass, each walked only to
+  // note its wake-up. wait_ends_: the same claims by (wait_until, id).
+  std::set<std::pair<TimePoint, ClaimId>> waiting_;
+  std::set<std::pair<TimePoint, ClaimId>> wait_ends_;
   uint64_t rest_seq_ = 0;
   std::multiset<uint64_t> planned_footprints_;      // for the largest one
   uint64_t planned_ = 0;
@@ -470,7 +493,12 @@ class Controller {
     TimePoint now, horizon;
     Duration drained;
     StagingProvider::TtrBoundWalk& bounds;
-    StagingProvider::TtrWalk& exact;
+    std::optional<StagingProvider::TtrWalk>& exact;  // made by exact_walk() at its first use
+    const StagingProvider& provider;
+    StagingProvider::TtrWalk& exact_walk() {
+      if (!exact) exact.emplace(provider.ttr_walk());
+      return *exact;
+    }
   };
   // One planned claim of the window whose refusal does not stand, as the pass's walk decides it:
   // a candidate (candidates_), a wake-up, a claim whose least laxity is > 0 (skipped_), or set

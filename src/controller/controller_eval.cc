@@ -203,6 +203,7 @@ void Controller::evaluate_timed_indexed() {
   std::function<Duration()> static_bound = [&] {
     return provider_.static_ttr_bound(max_footprint);
   };
+  release_waits(now);
   bool committed = true;
   while (committed && planned_ > 0) {
     committed = false;
@@ -226,8 +227,11 @@ void Controller::evaluate_timed_indexed() {
     StagingProvider::TtrBoundWalk bounds = provider_.ttr_bound_walk();
     // Claims the bound cannot settle get their exact TTR from one projection of the queue shared
     // by all of them (they come in use order), not a projection each.
-    StagingProvider::TtrWalk exact = provider_.ttr_walk();
-    WalkPass pass{now, horizon, drained, bounds, exact};
+    // It is made at its first use (most passes project no claim exactly; nothing changes in the
+    // provider before the pass's first commit, after which it is not used).
+    std::optional<StagingProvider::TtrWalk> exact;
+    WalkPass pass{now, horizon, drained, bounds, exact, provider_};
+    note_held(horizon);
     for (auto it = by_use_.begin(), following = it; it != by_use_.end() && it->first <= horizon;
          it = following) {
       ++following;  // park() erases it
@@ -235,6 +239,11 @@ void Controller::evaluate_timed_indexed() {
       if (r.attempted_in == eval_id_ || r.info.ordinary_only) continue;
       if (refusal_stands(r)) {
         park(r);
+        continue;
+      }
+      if (!r.info.refused && r.wait_until > now) {  // walk_claim() would only note its wake-up
+        note_wake(r.wait_until);
+        hold(r);
         continue;
       }
       walk_claim(r, pass);
@@ -248,7 +257,7 @@ void Controller::evaluate_timed_indexed() {
     // Only a recalibration of the read rate (at a read's completion) moves the window otherwise;
     // the tick bounds how late that can make a commit.
     if (horizon != TimePoint::max()) {
-      for (const auto* index : {&by_use_, &resting_}) {
+      for (const auto* index : {&by_use_, &resting_, &waiting_}) {
         auto next = index->upper_bound({horizon, UINT64_MAX});
         if (next != index->end()) note_wake(std::max(next->first - drained, now + Duration(1)));
       }
@@ -324,7 +333,7 @@ void Controller::evaluate_timed_indexed() {
       // ttr() (the skipped claims come in order of least laxity, not of use time).
       std::function<Duration()> ttr = [&] {
         ++stats_.ttr_queries;
-        return exact.ttr(r->claim);
+        return pass.exact_walk().ttr(r->claim);
       };
       std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r->claim); };
       const Duration lax = policy_->laxity(
@@ -378,7 +387,7 @@ void Controller::walk_claim(Rec& r, WalkPass& pass) {
   std::optional<Duration> walked;  // kept for the attempt: nothing changes before it
   std::function<Duration()> ttr = [&] {
     ++stats_.ttr_queries;
-    walked = pass.exact.ttr(r.claim);
+    walked = pass.exact_walk().ttr(r.claim);
     return *walked;
   };
   std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r.claim); };

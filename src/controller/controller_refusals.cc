@@ -16,6 +16,7 @@ void Controller::park(Rec& r) {
   if (r.indexed) index_of(r).erase({r.index_at, r.info.id});
   r.indexed = false;
   r.resting = false;
+  unhold(r);
   // In both sets, each by the bound of one room's share: it fits when it is in both prefixes that
   // fit, and it never moves between them as the two rooms come and go out of step.
   r.parked = true;

@@ -7,7 +7,43 @@
 namespace tempokv {
 
 std::set<std::pair<TimePoint, ClaimId>>& Controller::index_of(const Rec& r) {
-  return r.resting ? resting_ : by_use_;
+  if (r.resting) return resting_;
+  return r.held ? waiting_ : by_use_;
+}
+
+void Controller::hold(Rec& r) {
+  by_use_.erase({r.index_at, r.info.id});
+  waiting_.emplace(r.index_at, r.info.id);
+  wait_ends_.emplace(r.wait_until, r.info.id);
+  r.held = true;
+  ++stats_.held;
+}
+
+void Controller::unhold(Rec& r) {
+  if (!r.held) return;
+  wait_ends_.erase({r.wait_until, r.info.id});
+  r.held = false;
+}
+
+void Controller::release_waits(TimePoint now) {
+  while (!wait_ends_.empty() && wait_ends_.begin()->first <= now) {
+    Rec& r = claims_.at(wait_ends_.begin()->second);
+    wait_ends_.erase(wait_ends_.begin());
+    waiting_.erase({r.index_at, r.info.id});
+    by_use_.emplace(r.index_at, r.info.id);
+    r.held = false;
+  }
+}
+
+void Controller::note_held(TimePoint horizon) {
+  // The window walk notes wait_until for each waiting claim keyed inside the window (its refusal
+  // cannot stand: it was never refused, and no attempt is made while it waits); the claims keyed
+  // beyond it count in the walk's wake-up past the window (waiting_ there, as by_use_).
+  for (const auto& [until, id] : wait_ends_) {
+    if (claims_.at(id).index_at > horizon) continue;
+    note_wake(until);
+    return;
+  }
 }
 
 void Controller::rest(Rec& r) {

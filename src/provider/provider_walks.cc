@@ -65,10 +65,15 @@ Duration StagingProvider::ttr_bound_reference(TimePoint use_at, uint64_t bytes) 
 }
 
 uint64_t StagingProvider::TtrBoundWalk::queued_through(const QueueKey& last) const {
+  // The window walk asks bound() and then range() of one claim: the same use time twice.
+  if (memo_set_ && memo_key_ == last) return memo_bytes_;
   const auto first = cum_->begin() + static_cast<std::ptrdiff_t>(head_);
   const auto end = std::upper_bound(
       first, cum_->end(), last, [](const QueueKey& k, const CumBytes& e) { return k < e.first; });
-  return end == first ? 0 : std::prev(end)->second - head_bytes_;
+  memo_key_ = last;
+  memo_bytes_ = end == first ? 0 : std::prev(end)->second - head_bytes_;
+  memo_set_ = true;
+  return memo_bytes_;
 }
 
 StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
@@ -109,13 +114,16 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
       std::max<uint64_t>(p.options_.max_reads_in_flight, p.in_flight_keys_.size());
   // hi: as bound(), with its own bytes only (ttr() projects exactly those reads).
   double total = bytes_ahead_ + static_cast<double>(ahead) + static_cast<double>(fresh);
+  // The queued bytes up to its latest covered read (hi's and lo's bound without new reads).
+  const uint64_t through_covered =
+      fresh == 0 && last_covered ? queued_through(*last_covered) : 0;
   if (fresh == 0) {
     // Every read it needs is in flight or queued up to its latest covered read. The reads issued
     // after that one share the rate with one of its reads until its TTR, each at that read's pace,
     // so they get at most (slots - 1) x largest of service by then: a bound that does not grow
     // with the reads queued between its reads and its use time.
     const double through = bytes_ahead_ +
-                           (last_covered ? static_cast<double>(queued_through(*last_covered)) : 0) +
+                           static_cast<double>(through_covered) +
                            static_cast<double>(slots - 1) * static_cast<double>(largest);
     total = std::min(total, through);
   }
@@ -133,7 +141,7 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
     issued = in_flight_bytes_ + static_cast<double>(ahead) + static_cast<double>(fresh);
     last_bytes = last_fresh_bytes;
   } else if (last_covered) {
-    issued = in_flight_bytes_ + static_cast<double>(queued_through(*last_covered));
+    issued = in_flight_bytes_ + static_cast<double>(through_covered);
     last_bytes = covered_bytes;
   }
   // Every other read still in service then was issued no later than that last read, so it has

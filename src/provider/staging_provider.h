@@ -309,6 +309,10 @@ class StagingProvider {
     std::vector<Key> fresh_keys_;  // range()'s scratch
     // The read bytes of the queued reads up to and including key `last` (all when unset).
     uint64_t queued_through(const QueueKey& last) const;
+    // queued_through()'s last answer (the walk's state does not change while it is used).
+    mutable QueueKey memo_key_{};
+    mutable uint64_t memo_bytes_ = 0;
+    mutable bool memo_set_ = false;
     const std::vector<CumBytes>* cum_ = nullptr;  // the provider's cum_, from head_ on
     size_t head_ = 0;
     uint64_t head_bytes_ = 0;     // cum_[head_ - 1].second: issued since the prefix sums were built

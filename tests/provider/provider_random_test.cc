@@ -109,7 +109,8 @@ class RandomRun {
         }
         // The bound from the queue's prefix sums equals the naive walk of the queue, in and out of
         // use order, whatever queued, issued, completed, moved up or cancelled reads since.
-        for (int k = 0; k < 4; ++k) {
+        // (Searched from the last answer outwards: nearby, far, repeated, before and after it.)
+        for (int k = 0; k < 16; ++k) {
           const TimePoint use_at = s_.ex.now() + std::chrono::microseconds(pick(1'200'000));
           const uint64_t bytes = pick(4) * kObj;
           ASSERT_EQ(bounds.bound(use_at, bytes), s_.provider->ttr_bound_reference(use_at, bytes));
