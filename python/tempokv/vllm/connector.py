@@ -66,6 +66,12 @@ class TempoKVConnector(KVConnectorBase_V1):
         self.timeout_s = float(extra.get("timeout_s", 2.0))
         self.load_timeout_s = float(extra.get("load_timeout_s", 60.0))
         self.put_timeout_s = float(extra.get("put_timeout_s", 30.0))
+        # How long the scheduler's agent and the workers' links stay down after the daemon
+        # could not be reached before they say hello again.
+        self.retry_s = float(extra.get("retry_s", 1.0))
+        if not self.retry_s > 0:
+            raise ValueError("TempoKVConnector: kv_connector_extra_config.retry_s must be > 0, "
+                             f"got {extra.get('retry_s')!r}")
         self.digest_file = extra.get("digest_file")
         self.test_load_delay_s = float(extra.get("test_load_delay_s", 0))  # e2e's daemon kill
         self.test_save_delay_s = float(extra.get("test_save_delay_s", 0))  # saves still queued
@@ -102,7 +108,8 @@ class TempoKVConnector(KVConnectorBase_V1):
             from .scheduler_side import ConnectorScheduler
             self.agent = SchedulerAgent(self.endpoint, self.runtime,
                                         self.runtime_settings["max_active"],
-                                        timeout_s=self.timeout_s, token=self.token,
+                                        timeout_s=self.timeout_s, retry_s=self.retry_s,
+                                        token=self.token,
                                         token_budget=self.runtime_settings["token_budget"],
                                         async_loads=self.runtime_settings["async_loads"])
             self._sched = ConnectorScheduler(self.agent, self.model_id, self.chunk_tokens,
@@ -164,7 +171,7 @@ class TempoKVConnector(KVConnectorBase_V1):
                  self.layout.object_bytes, self.chunk_tokens)
         digests = Digests(self.digest_file) if self.digest_file else None
         link = lambda name: Link(self.endpoint, self.runtime, name, self.timeout_s,  # noqa: E731
-                                 token=self.token, settings=self.runtime_settings,
+                                 retry_s=self.retry_s, token=self.token, settings=self.runtime_settings,
                                  put_timeout_s=self.put_timeout_s)
         load_link = link("vllm-worker-load")
         if self.layout.device.type == "cuda":

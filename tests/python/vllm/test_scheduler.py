@@ -39,7 +39,7 @@ def model_dir(tmp_path_factory):
     return d
 
 
-def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler):
+def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler, extra=None):
     mc = ModelConfig(model=model_dir, dtype="float32", seed=0)
     vc = VllmConfig(
         model_config=mc,
@@ -50,7 +50,8 @@ def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler):
         kv_transfer_config=KVTransferConfig(
             kv_connector="TempoKVConnector", kv_connector_module_path="tempokv.vllm",
             kv_role="kv_both", kv_load_failure_policy="recompute",
-            kv_connector_extra_config={"endpoint": endpoint, "chunk_tokens": CHUNK}),
+            kv_connector_extra_config={"endpoint": endpoint, "chunk_tokens": CHUNK,
+                                       **(extra or {})}),
         device_config=DeviceConfig("cpu"))
     vc.cache_config.num_gpu_blocks = NUM_BLOCKS
     kvc = KVCacheConfig(num_blocks=NUM_BLOCKS, kv_cache_tensors=[], kv_cache_groups=[
@@ -319,3 +320,11 @@ def test_a_new_daemon_instance_gets_the_chunks_saved_to_the_last_one_saved_again
     assert conn.agent.daemon_instance not in (None, first)
     assert run("c") == keys[:2], "a new instance: saved again"
     conn.shutdown()
+
+
+def test_the_reconnect_delay_is_configurable_and_must_be_positive(model_dir, daemon):
+    assert make_scheduler(model_dir, daemon.endpoint).connector.agent.retry_s == 1.0
+    s = make_scheduler(model_dir, daemon.endpoint, extra={"retry_s": 0.1})
+    assert s.connector.agent.retry_s == 0.1
+    with pytest.raises(ValueError, match="retry_s must be > 0"):
+        make_scheduler(model_dir, daemon.endpoint, extra={"retry_s": 0})
