@@ -28,10 +28,6 @@ T get_le(const std::byte* block, size_t offset) {
   return v;
 }
 
-bool all_zero(const std::byte* p, size_t n) {
-  return std::all_of(p, p + n, [](std::byte b) { return b == std::byte{0}; });
-}
-
 uint64_t header_checksum(const std::byte* block) {
   return XXH3_64bits(block, kHeaderChecksumOffset);
 }
@@ -55,6 +51,10 @@ HeaderDefect frame_defect(const std::byte* block, uint64_t magic) {
 }
 
 }  // namespace
+
+bool all_zero(const std::byte* p, size_t n) {
+  return std::all_of(p, p + n, [](std::byte b) { return b == std::byte{0}; });
+}
 
 Checksum128 checksum128(const void* data, size_t bytes) {
   Hash128 h = xxh3_128(data, bytes);

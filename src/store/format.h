@@ -95,6 +95,7 @@ struct DecodedRecordHeader {
 DecodedSegmentHeader decode_segment_header(std::span<const std::byte, kHeaderBytes> block);
 DecodedRecordHeader decode_record_header(std::span<const std::byte, kHeaderBytes> block);
 
+bool all_zero(const std::byte* p, size_t n);
 // True when some 512-byte sector of `data` (the final partial one included) is entirely zero:
 // the signature of a write cut short, since preallocated space reads as zeros.
 bool has_zero_sector(const std::byte* data, size_t bytes);

@@ -106,5 +106,52 @@ TEST_F(StoreCorruptionTest, PayloadWithUnwrittenBlockInActiveSegmentIsTornNotCor
   EXPECT_TRUE(h_.check_seeded(1, 40 * kKiB));
 }
 
+// Zeros written over a wreck and over the free space (a segment copied by a tool that keeps no
+// holes) are skipped a megabyte at a time, not a block at a time: every record after them is
+// still found, and the segment stays writable.
+TEST(StoreWrittenZerosTest, RecordsAfterMegabytesOfWrittenZerosAreFoundAndTheTailIsFreeSpace) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  if (!dir.supports_direct()) GTEST_SKIP() << dir.path() << " does not support O_DIRECT";
+  StoreOptions o = small_options(dir.path());
+  o.segment_bytes = 4 * kMiB;
+  StoreHarness h;
+  ASSERT_TRUE(h.start(o).is_ok());
+  for (uint64_t i = 1; i <= 5; ++i) ASSERT_TRUE(h.put_seeded(i, 400 * kKiB).is_ok());
+  ObjectInfo first = *h.store->lookup(test_key(2));
+  ObjectInfo last = *h.store->lookup(test_key(5));
+  ASSERT_EQ(first.segment, last.segment);
+  auto end_of = [&](uint64_t i) {
+    ObjectInfo info = *h.store->lookup(test_key(i));
+    return info.offset + info.read_bytes();
+  };
+  const uint64_t wreck_end = end_of(4), tail = end_of(5);
+  ASSERT_TRUE(h.close().is_ok());
+  const std::string path = dir.path() + "/" + store::segment_file_name(first.segment);
+  int fd = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  auto zero = [&](uint64_t from, uint64_t to) {
+    std::vector<char> zeros(to - from, 0);
+    return pwrite(fd, zeros.data(), zeros.size(), static_cast<off_t>(from)) ==
+           static_cast<ssize_t>(zeros.size());
+  };
+  // Records 2-4 (1.2 MiB with their headers) become written zeros, as does everything after 5.
+  ASSERT_GT(wreck_end - (first.offset - kBlockBytes), 1 * kMiB);
+  ASSERT_TRUE(zero(first.offset - kBlockBytes, wreck_end));
+  ASSERT_TRUE(zero(tail, o.segment_bytes));
+  ::close(fd);
+  auto report = verify_store_dir(dir.path());
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_EQ(report->good, 2u);
+  ASSERT_TRUE(h.reopen().is_ok());
+  EXPECT_TRUE(h.check_seeded(1, 400 * kKiB));
+  EXPECT_TRUE(h.check_seeded(5, 400 * kKiB));
+  for (uint64_t i = 2; i <= 4; ++i) EXPECT_FALSE(h.store->contains(test_key(i))) << i;
+  ASSERT_TRUE(h.put_seeded(6, 400 * kKiB).is_ok());
+  ASSERT_TRUE(h.reopen().is_ok());
+  EXPECT_TRUE(h.check_seeded(6, 400 * kKiB));
+  EXPECT_TRUE(h.check_seeded(5, 400 * kKiB));
+}
+
 }  // namespace
 }  // namespace tempokv::testing
