@@ -95,6 +95,7 @@ struct DecodedRecordHeader {
 DecodedSegmentHeader decode_segment_header(std::span<const std::byte, kHeaderBytes> block);
 DecodedRecordHeader decode_record_header(std::span<const std::byte, kHeaderBytes> block);
 
+// True when all n bytes at p are zero (a header block never written, free space).
 bool all_zero(const std::byte* p, size_t n);
 // True when some 512-byte sector of `data` (the final partial one included) is entirely zero:
 // the signature of a write cut short, since preallocated space reads as zeros.

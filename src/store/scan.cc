@@ -33,6 +33,7 @@ class ScanFile {
   // Reads exactly len bytes (fewer only at end of file: the count is returned).
   Result<size_t> read(uint64_t offset, void* buf, size_t len) const {
     size_t done = 0;
+    ++reads_;
     while (done < len) {
       ssize_t n = pread(fd_, static_cast<char*>(buf) + done, len - done,
                         static_cast<off_t>(offset + done));
@@ -50,8 +51,8 @@ class ScanFile {
     if (d < 0) return errno == ENXIO ? bytes_ : from;  // unsupported: read on from here
     return static_cast<uint64_t>(d) / kBlockBytes * kBlockBytes;
   }
-  // The first block-aligned offset >= from (block-aligned) whose block is not all zeros, or an
-  // offset past the last whole block when none is. Holes are skipped by SEEK_DATA; zeros that
+  // The first offset >= from (block-aligned) whose block is not all zeros, or an offset past the
+  // last whole block when none is. Holes are skipped by SEEK_DATA; zeros that
   // were written (a segment copied by a tool that does not keep holes, a file system without
   // SEEK_DATA) are read a megabyte at a time: block by block, a 64 MiB segment's free space was
   // 16,384 reads and seeks, a second of a daemon's start.
@@ -72,8 +73,10 @@ class ScanFile {
     return pos;
   }
   uint64_t bytes() const { return bytes_; }
+  uint64_t reads() const { return reads_; }
 
  private:
+  mutable uint64_t reads_ = 0;
   std::string path_;
   int fd_ = -1;
   uint64_t bytes_ = 0;
@@ -206,6 +209,7 @@ Result<SegmentScan> scan_segment(const std::string& path, uint32_t expected_id,
   if (sh.defect != HeaderDefect::kNone) {
     scan.problems.push_back(where(expected_id, 0) + "segment header: " +
                             std::string(header_defect_name(sh.defect)));
+    scan.reads = file.reads();
     return scan;
   }
   scan.header = sh.header;
@@ -236,6 +240,7 @@ Result<SegmentScan> scan_segment(const std::string& path, uint32_t expected_id,
       }
     }
   }
+  scan.reads = file.reads();
   return scan;
 }
 

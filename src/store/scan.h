@@ -49,6 +49,7 @@ struct SegmentScan {
   uint64_t corrupt = 0;  // bad records that are not records (headers) count here too
   uint64_t torn = 0;
   uint64_t bytes_checked = 0;  // payload bytes whose checksum was computed
+  uint64_t reads = 0;  // read calls the scan made (what it costs a file of written zeros)
   std::vector<std::string> problems;  // "segment N offset X: what"
 };
 
