@@ -11,6 +11,8 @@ twelve requests moves by a tenth from run to run on this shared machine (docs/ev
 import math
 import statistics
 
+from .rows import invariants_hold
+
 # (name, what is measured, limit, how it compares): each measure maps one seed's rows by
 # policy to a value, or None where a policy it needs is missing; a limit of None is a reference
 # shown beside the targets, not judged.
@@ -101,9 +103,14 @@ def judge(rows):
     return out
 
 
-def lines(verdicts, invariants):
+def lines(verdicts, rows):
     """One line per (scenario, ratio, rate): each target's median over seeds, its interval,
-    seeds met, and met / MISSED; then whether the invariants held in every run."""
+    seeds met, and met / MISSED; then whether the invariants held in every run of ``rows``
+    there."""
+    held = {}
+    for r in rows:
+        key = (r["scenario"], r["ratio"], r["rate"])
+        held[key] = held.get(key, True) and invariants_hold(r)
     by = {}
     for v in verdicts:
         by.setdefault((v["scenario"], v["ratio"], v["rate"]), []).append(v)
@@ -116,7 +123,7 @@ def lines(verdicts, invariants):
                 part += (f" ({v['op']} {v['limit']:g}: {'met' if v['met'] else 'MISSED'}, "
                          f"{v['seeds_met']}/{len(v['values'])} seeds)")
             parts.append(part)
-        inv = invariants.get((scenario, ratio, rate), True)
+        inv = held.get((scenario, ratio, rate), True)
         parts.append(f"invariants {'hold' if inv else 'FAIL'}")
         n = len(vs[0]["values"])
         cover = (f"[an interval covering the median {100 * vs[0]['coverage']:.0f} %]"

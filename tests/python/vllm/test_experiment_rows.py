@@ -108,7 +108,7 @@ def test_a_targets_interval_says_when_the_seeds_do_not_decide_it():
     assert v["met"] and v["seeds_met"] == 3 and v["median"] == pytest.approx(0.95)
     assert (v["lo"], v["hi"]) == (0.8, 1.3)  # five seeds: the range (93.75 %)
     assert v["coverage"] == pytest.approx(1 - 2 / 32)
-    line = verdicts.lines([v], {})[0]
+    line = verdicts.lines([v], [])[0]
     assert "0.950 [0.800, 1.300]" in line and "3/5 seeds" in line and "met" in line
     # Ten seeds: x_(2)..x_(9) covers the median with 97.9 %; x_(3)..x_(8) only 89 %.
     lo, hi, cov = verdicts.median_interval(list(range(10)))
@@ -128,5 +128,19 @@ def test_the_best_of_two_noisy_p95s_is_shown_with_immediates_own_score_beside_it
     assert ref["limit"] is None and "met" not in ref
     assert ref["median"] == pytest.approx((1.0 + 1.2) / 2)
     assert by["p95 tempokv/best(immediate, queue-4)"]["met"]  # 1.1 in every seed
-    line = verdicts.lines(list(by.values()), {})[0]
+    line = verdicts.lines(list(by.values()), [])[0]
     assert "for reference 1.100 [1.000, 1.300];" in line and "invariants hold" in line
+
+
+def test_a_line_says_when_a_run_of_its_ratio_broke_an_invariant():
+    from tempokv.experiment import verdicts
+    rows = _seed_rows(1, tempokv=0.9, demand=1.0)
+    for r in rows:
+        r.update(completed=12, requests=12, outputs_identical=True, kv_blocks_free_after=9,
+                 kv_blocks_total=9, cached_equals_loaded=True, load_errors=0, agent_errors=0,
+                 daemon_live_claims_after=0, daemon_protected_bytes_after=0,
+                 daemon_reserved_bytes_after=0)
+    v = verdicts.judge(rows)
+    assert verdicts.lines(v, rows)[0].endswith("invariants hold")
+    rows[1]["daemon_live_claims_after"] = 1  # Demand's daemon left a claim behind
+    assert verdicts.lines(v, rows)[0].endswith("invariants FAIL")
