@@ -13,6 +13,13 @@
 namespace tempokv::store {
 namespace {
 
+// The scan's read buffer (payload checks, runs of written zeros), one per thread.
+constexpr size_t kScanChunk = 8 * kMiB;
+std::byte* scan_buffer() {
+  static thread_local std::unique_ptr<std::byte[]> buf(new std::byte[kScanChunk]);
+  return buf.get();
+}
+
 class ScanFile {
  public:
   ~ScanFile() {
@@ -57,15 +64,16 @@ class ScanFile {
   // SEEK_DATA) are read a megabyte at a time: block by block, a 64 MiB segment's free space was
   // 16,384 reads and seeks, a second of a daemon's start.
   Result<uint64_t> next_nonzero_block(uint64_t from) const {
-    constexpr size_t kChunk = 1 << 20;
-    static thread_local std::unique_ptr<std::byte[]> buf(new std::byte[kChunk]);
+    constexpr size_t kChunk = 1 * kMiB;  // a record found early costs no more than this read
+    static_assert(kChunk <= kScanChunk);
+    std::byte* buf = scan_buffer();
     uint64_t pos = next_data(from);
     while (pos + kBlockBytes <= bytes_) {
       const size_t want =
           static_cast<size_t>(std::min<uint64_t>(kChunk, (bytes_ - pos) / kBlockBytes * kBlockBytes));
-      TEMPOKV_ASSIGN_OR_RETURN(size_t n, read(pos, buf.get(), want));
+      TEMPOKV_ASSIGN_OR_RETURN(size_t n, read(pos, buf, want));
       for (size_t b = 0; b + kBlockBytes <= n; b += kBlockBytes) {
-        if (!all_zero(buf.get() + b, kBlockBytes)) return pos + b;
+        if (!all_zero(buf + b, kBlockBytes)) return pos + b;
       }
       if (n < want) return bytes_;  // the file ended early
       pos = next_data(pos + n);
@@ -157,23 +165,22 @@ struct Walker {
 
 // Reads a payload (padded to 4 KiB) and checks it against its header.
 Status verify_payload(const ScanFile& file, ScannedRecord& r, SegmentScan& scan, uint32_t id) {
-  constexpr size_t kChunk = 8 * kMiB;
-  static thread_local std::unique_ptr<std::byte[]> buf(new std::byte[kChunk]);
+  std::byte* buf = scan_buffer();
   Xxh3Stream hash;
   bool zero_sector = false;
   uint64_t left = r.header.payload_bytes;
   uint64_t pos = r.offset + kHeaderBytes;
   Status st;
   while (left > 0) {
-    size_t want = static_cast<size_t>(std::min<uint64_t>(left, kChunk));
-    Result<size_t> n = file.read(pos, buf.get(), want);
+    size_t want = static_cast<size_t>(std::min<uint64_t>(left, kScanChunk));
+    Result<size_t> n = file.read(pos, buf, want);
     if (!n.is_ok() || *n < want) {
       st = n.is_ok() ? Status::ok() : n.status();
       zero_sector = true;  // a short file is a cut-off record
       break;
     }
-    hash.update(buf.get(), want);
-    zero_sector = zero_sector || has_zero_sector(buf.get(), want);
+    hash.update(buf, want);
+    zero_sector = zero_sector || has_zero_sector(buf, want);
     left -= want;
     pos += want;
   }
