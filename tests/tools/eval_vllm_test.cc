@@ -102,7 +102,7 @@ CliRun tempokv(const std::string& env, const std::string& args) {
 }
 
 // The CLI as a user runs it, against a stand-in venv whose python prints what it was given.
-TEST(EvalVllmCli, ReadBytesPerSAndIntervalSReachThePythonDriver) {
+TEST(EvalVllmCli, ReadBytesPerSIntervalSRequestsAndRepeatsReachThePythonDriver) {
   const std::filesystem::path venv =
       std::filesystem::temp_directory_path() / ("eval-vllm-venv-" + std::to_string(getpid()));
   std::filesystem::create_directories(venv / "bin");
@@ -115,11 +115,11 @@ TEST(EvalVllmCli, ReadBytesPerSAndIntervalSReachThePythonDriver) {
   const std::string env = "TEMPOKV_VENV=" + venv.string();
   CliRun r = tempokv(env,
                      "eval --mode vllm --scenario fig4-policies --ratios 1.0 --seeds 3 "
-                     "--read-bytes-per-s 256e6 --interval-s 0.75 --requests 36");
+                     "--read-bytes-per-s 256e6 --interval-s 0.75 --requests 36 --repeats 2");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("driver got: -m tempokv.experiment --scenario fig4-policies --ratios 1 "
                           "--read-bytes-per-s 256000000 --interval-s 0.75 --requests 36 "
-                          "--seeds 3"),
+                          "--repeats 2 --seeds 3"),
             std::string::npos)
       << r.output;
   // Not options of the sim or real eval: refused there rather than ignored.

@@ -69,6 +69,7 @@ int run_vllm(const EvalCli& c, bool seed_set) {
   a.read_bytes_per_s = c.read_bytes_per_s;
   a.interval_s = c.interval_s;
   a.requests = c.requests;
+  a.repeats = c.options.repeats;
   a.json_path = c.json_path;
   a.out_dir = c.out_dir;
   a.plots = c.plots;
@@ -252,7 +253,9 @@ void add_eval_command(CLI::App& app, int* exit_code) {
                   "real: store directory on the SSD (default /var/tmp/tempokv-eval)");
   cmd->add_flag("--keep", c->options.keep, "real: keep the store directory afterwards");
   cmd->add_option("--repeats", c->options.repeats,
-                  "Runs of each configuration; reports the run with the median p95 TTFT")
+                  "Runs of each configuration; sim/real: reports the run with the median p95 "
+                  "TTFT; vllm: each policy run that many times per seed and ratio, in turn, "
+                  "every run a row, the verdicts on each seed's mean")
       ->check(CLI::Range(1u, 99u));
   cmd->add_flag("--via-service", c->via_service,
                 "real: run the engines against a tempokvd per run (the one beside this binary)");

@@ -69,6 +69,7 @@ std::vector<std::string> vllm_eval_argv(const VllmEvalArgs& a) {
   }
   if (a.interval_s) argv.insert(argv.end(), {"--interval-s", number(*a.interval_s)});
   if (a.requests) argv.insert(argv.end(), {"--requests", std::to_string(*a.requests)});
+  if (a.repeats > 1) argv.insert(argv.end(), {"--repeats", std::to_string(a.repeats)});
   if (a.seed) {
     argv.insert(argv.end(), {"--seed", std::to_string(*a.seed)});
   } else {

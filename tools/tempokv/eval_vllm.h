@@ -18,6 +18,7 @@ struct VllmEvalArgs {
   std::optional<double> read_bytes_per_s;  // tempokvd's SSD read cap (0: none; unset: protocol's)
   std::optional<double> interval_s;        // fig4 arrival interval (unset: the protocol's)
   std::optional<uint32_t> requests;        // requests per run (unset: the protocol's 12)
+  uint32_t repeats = 1;                    // runs of each policy per seed and ratio
   std::string json_path, out_dir;
   bool plots = false;
   std::string repo_root;  // python/ and scripts/plot live here

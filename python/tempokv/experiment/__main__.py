@@ -31,6 +31,7 @@ CACHE = os.path.expanduser(os.environ.get("TEMPOKV_CACHE", "~/.cache/tempokv"))
 
 def _table(rows):
     cols = [("policy", "{}"), ("ratio", "{:g}"), ("rate", "{:g}"), ("seed", "{}"),
+            ("repeat", "{}"),
             ("p95_ttft_s", "{:.2f}"), ("p50_ttft_s", "{:.2f}"), ("throughput_tok_s", "{:.1f}"),
             ("c_gib_s_per_req", "{:.3f}"), ("late_claims", "{}"), ("lateness_p95_s", "{:.3f}"),
             ("restored_tokens", "{}"), ("outputs_identical", "{}")]
@@ -59,6 +60,9 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="the tiny version (tests, demo)")
     ap.add_argument("--ratios", help="fig4 prefix ratios, e.g. 1.0,0.5")
     ap.add_argument("--requests", type=int, help="requests per run (default: the protocol's)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs of each policy per seed and ratio, in turn (the order reversed "
+                         "every other time); verdicts and medians use each seed's mean")
     ap.add_argument("--read-bytes-per-s", type=float,
                     help="tempokvd's SSD read cap (default: from the engine's measured "
                          "decode step; 0 = no cap)")
@@ -89,6 +93,8 @@ def main(argv=None):
         p["read_bytes_per_s"] = a.read_bytes_per_s
     if a.interval_s:
         p["interval_s"] = a.interval_s
+    if a.repeats < 1:
+        ap.error(f"--repeats must be at least 1, got {a.repeats}")
     policies = [x.strip() for x in a.policies.split(",")] if a.policies else None
     for pol in policies or []:
         known = plan_mod.SIX + plan_mod.VARIANTS + [plan_mod.RECOMPUTE]
@@ -98,7 +104,8 @@ def main(argv=None):
     model_mod.build(a.model_dir)
     cache = os.path.join(CACHE, "experiment-stores")
     os.makedirs(cache, exist_ok=True)
-    prompt_sets, stores, runs = plan_mod.build(a.scenario, policies, seeds, p, cache)
+    prompt_sets, stores, runs = plan_mod.build(a.scenario, policies, seeds, p, cache,
+                                                 a.repeats)
     work = tempfile.mkdtemp(prefix="tempokv-exp-", dir="/var/tmp")
     spec = {"model_dir": a.model_dir, "tempokvd": a.tempokvd, "work": work,
             "endpoint": "ipc://" + os.path.join(work, "tempokvd.sock"),

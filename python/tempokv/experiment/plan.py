@@ -150,8 +150,17 @@ def run_order(policies, seed, ratio, rate):
     return order
 
 
-def build(scenario, policies, seeds, p, cache_dir):
-    """Returns (prompt_sets, stores to precompute, runs)."""
+def repeat_order(order, repeat):
+    """The policies' order in a repeat of one (seed, ratio, rate): reversed in every other
+    repeat, so over two repeats a drift of the machine's speed that is linear in time favours
+    no policy (each policy's mean run time is the middle of the group)."""
+    return list(reversed(order)) if repeat % 2 else list(order)
+
+
+def build(scenario, policies, seeds, p, cache_dir, repeats=1):
+    """Returns (prompt_sets, stores to precompute, runs). With ``repeats`` > 1 each (seed,
+    ratio, rate) runs its policies that many times in turn (``repeat_order``), each run named
+    and marked by its ``repeat`` (0-based)."""
     prompt_sets, stores, runs = {}, [], []
     ratios = p["ratios"] if scenario == "fig4-policies" else [1.0]
     if not policies:
@@ -176,11 +185,16 @@ def build(scenario, policies, seeds, p, cache_dir):
                 rates = p["fig6_rates"]
             for rate in rates:
                 tag = f"q{rate:g}" if rate is not None else "auto"
-                for pol in run_order(policies, seed, ratio, rate or 0.0):
-                    name = f"{scenario}-s{seed}-r{int(ratio * 100)}-{tag}-{pol}"
-                    runs.append({"name": name, "scenario": scenario, "seed": seed,
-                                 "ratio": ratio, "rate": rate,
-                                 "interval_s": None if rate is None else 1.0 / rate,
-                                 "policy": "none" if pol == RECOMPUTE else pol,
-                                 "label": pol, "prompts": str(seed), "store_dir": data_dir})
+                order = run_order(policies, seed, ratio, rate or 0.0)
+                for k in range(repeats):
+                    for pol in repeat_order(order, k):
+                        name = f"{scenario}-s{seed}-r{int(ratio * 100)}-{tag}-{pol}"
+                        if repeats > 1:
+                            name += f"-k{k}"
+                        runs.append({"name": name, "scenario": scenario, "seed": seed,
+                                     "ratio": ratio, "rate": rate, "repeat": k,
+                                     "interval_s": None if rate is None else 1.0 / rate,
+                                     "policy": "none" if pol == RECOMPUTE else pol,
+                                     "label": pol, "prompts": str(seed),
+                                     "store_dir": data_dir})
     return prompt_sets, stores, runs

@@ -33,7 +33,8 @@ def row(run, entry, p, kv_bytes_per_token, model):
     copy_byte_s = conn.get("transfer_byte_s", 0.0)
     r = {
         "scenario": run["scenario"], "policy": run["label"], "model": model,
-        "seed": run["seed"], "ratio": run["ratio"], "rate": entry["rate"],
+        "seed": run["seed"], "repeat": run.get("repeat", 0), "ratio": run["ratio"],
+        "rate": entry["rate"],
         "interval_s": entry["interval_s"], "engines": 1,
         "requests": len(reqs), "completed": len(done), "output_tokens": out_tokens,
         "p50_ttft_s": percentile(ttft, 0.50), "p95_ttft_s": percentile(ttft, 0.95),
@@ -165,18 +166,39 @@ MEDIAN_FIELDS = ["p50_ttft_s", "p95_ttft_s", "mean_ttft_s", "throughput_tok_s",
                  "engine_cpu_s", "daemon_cpu_s"]
 
 
-def medians(rows):
-    """One row per (scenario, ratio, rate, policy): the median over seeds of MEDIAN_FIELDS,
-    with ``<field>_min`` / ``<field>_max`` (the interval the seeds span)."""
+def fold_repeats(rows):
+    """One row per (scenario, ratio, rate, policy, seed): the mean over that seed's repeated
+    runs (``--repeats``) of each of MEDIAN_FIELDS a run has, with ``repeats`` (how many runs)
+    and ``runs`` (their rows). A seed run once gives its row's values."""
     groups = {}
     for r in rows:
+        key = (r["scenario"], r["ratio"], r["rate"], r["policy"], r["seed"])
+        groups.setdefault(key, []).append(r)
+    out = []
+    for (scenario, ratio, rate, policy, seed), g in groups.items():
+        m = {"scenario": scenario, "model": g[0].get("model"), "ratio": ratio, "rate": rate,
+             "policy": policy, "seed": seed, "repeats": len(g), "runs": g}
+        for f in MEDIAN_FIELDS:
+            xs = [r[f] for r in g if r.get(f) is not None]
+            if xs:
+                m[f] = statistics.mean(xs)
+        out.append(m)
+    return out
+
+
+def medians(rows):
+    """One row per (scenario, ratio, rate, policy): the median over seeds of MEDIAN_FIELDS
+    (of each seed's mean over its repeats: ``fold_repeats``), with ``<field>_min`` /
+    ``<field>_max`` (the interval the seeds span)."""
+    groups = {}
+    for r in fold_repeats(rows):
         groups.setdefault((r["scenario"], r["ratio"], r["rate"], r["policy"]), []).append(r)
     out = []
     for (scenario, ratio, rate, policy), g in groups.items():
         m = {"scenario": scenario, "model": g[0]["model"], "ratio": ratio, "rate": rate,
              "policy": policy,
-             "seeds": [r["seed"] for r in g],
-             "invariants_hold": all(invariants_hold(r) for r in g)}
+             "seeds": [r["seed"] for r in g], "repeats": [r["repeats"] for r in g],
+             "invariants_hold": all(invariants_hold(x) for r in g for x in r["runs"])}
         for f in MEDIAN_FIELDS:
             xs = [r[f] for r in g if r.get(f) is not None]
             if xs:

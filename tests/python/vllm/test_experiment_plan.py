@@ -60,3 +60,21 @@ def test_the_machines_speed_sets_the_arrivals_by_offered_load_and_the_cap_by_rea
     assert plan.read_cap_flags(0) == []
     assert plan.read_cap_flags(64e6) == ["--set", "store.read_bytes_per_s=64000000",
                                          "--set", "controller.prior_read_bytes_per_s=64000000"]
+
+
+def test_repeats_run_every_policy_again_in_reverse_order_with_names_of_their_own(tmp_path):
+    p = dict(plan.QUICK, ratios=[1.0, 0.5])
+    _, _, once = plan.build("fig4-policies", plan.SIX, [1, 2], p, str(tmp_path))
+    _, _, runs = plan.build("fig4-policies", plan.SIX, [1, 2], p, str(tmp_path), repeats=3)
+    assert len(runs) == 3 * len(once)
+    assert len({r["name"] for r in runs}) == len(runs)
+    for seed in (1, 2):
+        for ratio in (1.0, 0.5):
+            first = [r["label"] for r in once if (r["seed"], r["ratio"]) == (seed, ratio)]
+            group = [r for r in runs if (r["seed"], r["ratio"]) == (seed, ratio)]
+            by_repeat = [[r["label"] for r in group if r["repeat"] == k] for k in range(3)]
+            # Repeat 0 is the order of a single run, repeat 1 its reverse (a linear drift of
+            # the machine's speed favours no policy over a pair), repeat 2 the order again.
+            assert by_repeat == [first, first[::-1], first]
+            assert [r["repeat"] for r in group] == [0] * 6 + [1] * 6 + [2] * 6
+    assert all(r["repeat"] == 0 and not r["name"].endswith("-k0") for r in once)

@@ -144,3 +144,28 @@ def test_a_line_says_when_a_run_of_its_ratio_broke_an_invariant():
     assert verdicts.lines(v, rows)[0].endswith("invariants hold")
     rows[1]["daemon_live_claims_after"] = 1  # Demand's daemon left a claim behind
     assert verdicts.lines(v, rows)[0].endswith("invariants FAIL")
+
+
+def test_a_seeds_repeated_runs_are_judged_on_each_policys_mean():
+    from tempokv.experiment import verdicts
+    # Seed 1 ran twice: TempoKV 1.0 then 1.2 (mean 1.1), Demand 1.0 then 1.0. Judged on the
+    # means, 1.1; a verdict on either run alone would say 1.0 or 1.2.
+    runs = _seed_rows(1, tempokv=1.0, demand=1.0) + _seed_rows(1, tempokv=1.2, demand=1.0)
+    for i, r in enumerate(runs):
+        r["repeat"] = i // 2
+    v = [x for x in verdicts.judge(runs) if x["target"] == "p95 tempokv/demand"]
+    assert len(v) == 1 and v[0]["values"] == {1: pytest.approx(1.1)}
+    assert v[0]["repeats"] == 2 and not v[0]["met"]
+    assert "(each policy's mean of 2 runs)" in verdicts.lines(v, [])[0]
+    # The medians over seeds fold the repeats first: one value per seed, their count beside.
+    for r in runs:
+        r.update(model="m", completed=12, requests=12, outputs_identical=True,
+                 kv_blocks_free_after=9, kv_blocks_total=9, cached_equals_loaded=True,
+                 load_errors=0, agent_errors=0, daemon_live_claims_after=0,
+                 daemon_protected_bytes_after=0, daemon_reserved_bytes_after=0)
+    med = {m["policy"]: m for m in rows.medians(runs)}
+    assert med["tempokv"]["seeds"] == [1] and med["tempokv"]["repeats"] == [2]
+    assert med["tempokv"]["p95_ttft_s"] == pytest.approx(1.1)
+    assert med["tempokv"]["invariants_hold"]
+    runs[2]["daemon_live_claims_after"] = 1  # TempoKV's second run left a claim behind
+    assert not {m["policy"]: m for m in rows.medians(runs)}["tempokv"]["invariants_hold"]
