@@ -655,6 +655,24 @@ class TempoKVClient:
             self._drain(0)
         return delivered
 
+    def wait(self, timeout_s, fds=()):
+        """Blocks until the daemon has sent something (a notification or a late reply), a
+        notification is already queued, one of ``fds`` (file descriptors) is readable, or
+        ``timeout_s`` passes; delivers nothing (:meth:`poll` does). For a thread that waits for
+        the daemon and for its own work at once, with no polling interval (the vLLM loader: a
+        claim seen ready, or a new load). Returns whether :meth:`poll` has something now."""
+        self._check_open("wait")
+        self._check_fork()
+        with self._lock:
+            if self._notifications:
+                return True
+            poller = zmq.Poller()
+            poller.register(self._socket, zmq.POLLIN)
+            for fd in fds:
+                poller.register(fd, zmq.POLLIN)
+            timeout_ms = int(timeout_s * 1000 + 0.999) if timeout_s > 0 else 0
+            return self._socket in dict(poller.poll(timeout_ms))
+
     def wait_ready(self, request_id, timeout_s=None):
         """Polls until a claim answered "wait" is ready (returns its path) or failed (raises its
         error). ``timeout_s`` defaults to the client's timeout; then Unavailable."""

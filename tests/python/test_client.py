@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import unittest
 
@@ -379,6 +380,24 @@ class ClientTest(fx.DaemonTestCase):
         self.assertEqual(s["claims_stage_ready"], 0)
         self.assertEqual(s["claims_transferring"], 0)
         self.assertEqual(s["runtimes"], 2)
+
+    def test_wait_sleeps_until_its_timeout_or_another_file_is_readable(self):
+        c = self.client(name="waiter")
+        t = time.monotonic()
+        self.assertFalse(c.wait(0.2))  # nothing from the daemon: the whole timeout
+        self.assertGreaterEqual(time.monotonic() - t, 0.19)
+        r, w = os.pipe()
+        try:
+            threading.Timer(0.05, lambda: os.write(w, b"x")).start()
+            t = time.monotonic()
+            self.assertFalse(c.wait(5.0, fds=[r]))  # woken by the pipe, not the daemon
+            self.assertLess(time.monotonic() - t, 2.0)
+        finally:
+            os.close(r)
+            os.close(w)
+        c.close()
+        with self.assertRaises(FailedPrecondition):
+            c.wait(0.1)
 
     def test_declared_ranks_need_no_barrier(self):
         a = self.client(name="rank0", runtime="tp", ranks=2)

@@ -11,7 +11,9 @@ reading blocks that were not fully written.
 """
 
 import logging
+import os
 import queue
+import select
 import threading
 import time
 
@@ -52,12 +54,28 @@ class Loader:
         # started and ended (the last three absent when it failed first). Bounded: the first
         # TIMELINE_MAX loads (a diagnosis of a run, not a log).
         self.timeline = []
+        # The thread sleeps until there is something to do: a new load, cancel or reach (a byte
+        # on this pipe), the daemon's notification that a claim is ready (its socket), or the
+        # nearest load deadline; no polling interval (it polled every 5 ms while a load waited:
+        # a copy started up to 5 ms after its claim was ready, and each wake-up took the GIL
+        # from vLLM's step). ``wakeups`` counts the sleeps that ended (tests).
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.wakeups = 0
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="tempokv-loader", daemon=True)
         self._thread.start()
 
     def submit(self, spec):
-        self._q.put(("load", (spec, time.monotonic())))
+        self._put(("load", (spec, time.monotonic())))
+
+    def _put(self, item):
+        self._q.put(item)
+        try:
+            os.write(self._wake_w, b"\0")
+        except BlockingIOError:
+            pass  # the pipe is full of wake-ups already
 
     def reach(self, timeout_s=10.0):
         """The daemon instance this thread's link reaches now (a round trip on the loader
@@ -65,13 +83,13 @@ class Loader:
         link has reached the new one, so the first load after the switch does not find the link
         still connecting (its first retrieval then failed: "no connection took the request")."""
         box = [threading.Event(), None]
-        self._q.put(("reach", box))
+        self._put(("reach", box))
         box[0].wait(timeout_s)
         return box[1]
 
     def cancel(self, req_ids):
         if req_ids:
-            self._q.put(("cancel", set(req_ids)))
+            self._put(("cancel", set(req_ids)))
 
     def take_finished(self):
         """(request ids finished loading, ok or not; block ids that failed) since the last call."""
@@ -85,13 +103,24 @@ class Loader:
 
     def close(self):
         self._stop = True
+        try:
+            os.write(self._wake_w, b"\0")
+        except BlockingIOError:
+            pass
         self._thread.join(timeout=5)
         self.link.drop()
+        if not self._thread.is_alive():
+            os.close(self._wake_r)
+            os.close(self._wake_w)
 
     def _run(self):
         while not self._stop:
-            try:
-                kind, arg = self._q.get(timeout=0.005 if self._pending else 0.1)
+            self._sleep()
+            while True:
+                try:
+                    kind, arg = self._q.get_nowait()
+                except queue.Empty:
+                    break
                 if kind == "load":
                     self._start(*arg)
                 elif kind == "reach":
@@ -99,10 +128,34 @@ class Loader:
                     arg[0].set()
                 else:
                     self._cancel(arg)
-            except queue.Empty:
-                pass
             self._poll()
             self.cpu_s = time.thread_time()
+
+    # At most this long asleep: the stop flag and a link that went away are seen by then.
+    MAX_SLEEP_S = 0.1
+
+    def _sleep(self):
+        """Until a wake-up byte, the daemon's next message while a load waits, or the nearest
+        load deadline (at most MAX_SLEEP_S)."""
+        if self._q.empty():
+            timeout = self.MAX_SLEEP_S
+            if self._pending:
+                nearest = min(e[1] for e in self._pending.values())
+                timeout = min(timeout, max(0.0, nearest - time.monotonic()))
+            c = self.link.client if self._pending else None
+            if c is None:
+                select.select([self._wake_r], [], [], timeout)
+            else:
+                try:
+                    c.wait(timeout, fds=[self._wake_r])
+                except TempoKVError as e:
+                    self._broken(e)
+            self.wakeups += 1
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
 
     def _fail(self, spec, why):
         self.failed += 1

@@ -17,6 +17,8 @@ from tempokv.vllm.link import Link as _Link  # noqa: E402
 from tempokv.vllm.loader import Loader  # noqa: E402
 from tempokv.vllm.saver import Saver  # noqa: E402
 
+import tempokvd_fixture as fx  # noqa: E402
+
 NUM_BLOCKS, BLOCK, HEADS, DIM, LAYERS, BPC = 16, 16, 2, 64, 3, 2
 RUNTIME = "test-engine"
 
@@ -81,6 +83,44 @@ def test_a_saved_chunk_is_restored_bit_for_bit_into_other_blocks(daemon, kv):
                               "copy_started", "copy_ended")]
     assert m["req_id"] == "a2" and moments == sorted(moments)
     sched.close(); saver.close(); loader.close()
+
+
+@pytest.fixture
+def slow_daemon():
+    # Demand commits at the retrieval request and reads at 100 kB/s: a load of two 96 KiB
+    # objects that are not resident waits about two seconds for its claim.
+    yield from fx.serve(["--set", "controller.policy=demand",
+                         "--set", "store.read_bytes_per_s=100000"])
+
+
+def test_a_load_waiting_for_its_claim_sleeps_until_the_daemon_says_ready(slow_daemon, kv):
+    _, lay = kv
+    saver = Saver(_Link(slow_daemon.endpoint, RUNTIME, "save", 5.0), lay)
+    keys = chunk_keys("m", list(range(2 * BPC * BLOCK)), BPC * BLOCK)
+    saver.submit([SaveSpec("a", keys[0], 0, 32, [0, 1]), SaveSpec("a", keys[1], 32, 64, [2, 3])])
+    wait(lambda: saver.saved == 2, "two puts")
+    want = [lay.block_bytes_of(b) for b in range(4)]
+    saver.close()
+    slow_daemon.restart()  # the store kept, the tier empty: the claim is read from the SSD
+    sched = scheduler_client(slow_daemon)
+    sched.add_request(7, prompt_tokens=80, cached_tokens=64, cached_bytes=2 * lay.object_bytes,
+                      max_output_tokens=4)
+    sched.report_hit(7, [(m, h, lay.object_bytes) for m, h in keys])
+    loader = Loader(_Link(slow_daemon.endpoint, RUNTIME, "load", 5.0), lay)
+    assert loader.reach() is not None
+    woken = loader.wakeups
+    loader.submit(LoadSpec("a2", 7, keys, [10, 11, 12, 13], 0))
+    assert take_until(loader, "a2") == set()
+    assert [lay.block_bytes_of(b) for b in (10, 11, 12, 13)] == want
+    (m,) = loader.timeline
+    waited = m["ready_seen"] - m["requested"]
+    assert waited > 0.5, m  # the reads at 100 kB/s
+    # Asleep while it waited, woken by the daemon's notification: each sleep lasts up to
+    # MAX_SLEEP_S (a loader that polled every 5 ms woke 200 times a second), and the copy
+    # began at once.
+    assert loader.wakeups - woken <= waited / Loader.MAX_SLEEP_S + 5
+    assert m["copy_started"] - m["ready_seen"] < 0.05
+    sched.close(); loader.close()
 
 
 def test_a_claim_the_daemon_does_not_know_fails_its_blocks_without_writing_them(daemon, kv):
