@@ -16,6 +16,9 @@
 // time, out of the walk while they wait unless refused before (Controller::hold), each waiting
 // claim's first wait costs an exact TTR (its timing error is judged from there). The provider's
 // own work (its read pump, fills and evictions, the prefix sums of its queue) is a fifth of it.
+// snapshots_per_event counts ttr()'s projections of the whole queue (~700 reads deep here: the
+// first waits' and the commits' exact TTRs, one per state of the provider that needs one), the
+// largest single cost left after session 14 (~12 % of the callgrind instructions).
 //
 //   cmake -G Ninja -B build-ctl-rel -DCMAKE_BUILD_TYPE=Release -DTEMPOKV_WERROR=ON
 //   ninja -C build-ctl-rel controller_bench && build-ctl-rel/bench/controller_bench
@@ -137,13 +140,18 @@ void BM_SteadyStateEvent(benchmark::State& state) {
   };
   for (ClaimId id = 0; id < kClaims; ++id) schedule(id);
   ControllerStats before = s.controller->stats();
+  const uint64_t snapshot_builds = s.provider->ttr_snapshot_builds();
   TimePoint start = s.ex.now();
   for (auto _ : state) {
     if (!s.ex.step()) state.SkipWithError("no events left");
   }
   counters(state, s, before);
+  const double n_events = static_cast<double>(state.iterations());
   state.counters["virtual_s"] = to_seconds(s.ex.now() - start);
   state.counters["commits"] = static_cast<double>(s.controller->stats().commits - before.commits);
+  state.counters["snapshots_per_event"] =
+      static_cast<double>(s.provider->ttr_snapshot_builds() - snapshot_builds) / n_events;
+
 }
 // A fixed number of events, so that every run (and two binaries compared) measures the same
 // stretch of the run: the dense case is not stationary (its queue and its planned claims move as

@@ -4,6 +4,13 @@
 
 namespace tempokv {
 
+Duration CommitPolicy::laxity_given(Duration ttu, uint32_t waiting_rank, Duration ttr,
+                                    Duration static_ttr, Duration margin) const {
+  const std::function<Duration()> ttr_at = [ttr] { return ttr; };
+  const std::function<Duration()> static_at = [static_ttr] { return static_ttr; };
+  return laxity(EligibilityInput{ttu, waiting_rank, ttr_at, static_at, margin});
+}
+
 Result<std::unique_ptr<CommitPolicy>> make_commit_policy(std::string_view name) {
   if (name == "demand") return make_demand_policy();
   if (name == "immediate") return make_immediate_policy();

@@ -57,6 +57,11 @@ class CommitPolicy {
   // Estimated laxity TTU − TTR (timed policies only). Nonincreasing in ttr and static_ttr: given
   // upper bounds of both it gives a lower bound (how the controller skips claims cheaply).
   virtual Duration laxity(const EligibilityInput&) const { return Duration::zero(); }
+  // laxity() for TTRs already known (or bounds of them), without calls through the input's
+  // functions: the controller's window walk asks it several times per claim. Equal to laxity() of
+  // the input with those values (policies override both together).
+  virtual Duration laxity_given(Duration ttu, uint32_t waiting_rank, Duration ttr,
+                                Duration static_ttr, Duration margin) const;
   // Untimed policies: only claims ranked below this in their runtime's waiting order can be
   // eligible (0: none before retrieval is requested; kAnyRank: any claim, unranked included).
   virtual uint32_t rank_limit() const { return kAnyRank; }

@@ -94,10 +94,7 @@ Duration Controller::laxity(Rec& r, TimePoint now) {
 
 Duration Controller::laxity_given(const Rec& r, TimePoint now, Duration ttr,
                                   Duration static_ttr) const {
-  std::function<Duration()> ttr_at = [ttr] { return ttr; };
-  std::function<Duration()> static_at = [static_ttr] { return static_ttr; };
-  return policy_->laxity(
-      EligibilityInput{r.use_at - now, r.rank, ttr_at, static_at, feedback_.margin()});
+  return policy_->laxity_given(r.use_at - now, r.rank, ttr, static_ttr, feedback_.margin());
 }
 
 void Controller::note_wake(TimePoint t) {

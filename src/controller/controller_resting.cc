@@ -86,8 +86,7 @@ void Controller::on_evicted(const Key& key) {
 }
 
 Duration Controller::resting_laxity(const Rec& r, Duration ttu) const {
-  static const std::function<Duration()> kZero = [] { return Duration::zero(); };
-  return policy_->laxity(EligibilityInput{ttu, r.rank, kZero, kZero, feedback_.margin()});
+  return policy_->laxity_given(ttu, r.rank, Duration::zero(), Duration::zero(), feedback_.margin());
 }
 
 void Controller::consider_resting(Rec& r, TimePoint now, TimePoint horizon, Duration drained) {

@@ -24,6 +24,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <utility>
+#include <vector>
 
 #include "tempokv/executor.h"
 
@@ -51,6 +53,9 @@ class ErrorFeedback {
   ErrorFeedbackOptions options_;
   std::deque<Sample> recent_;
   Duration margin_{0};
+  // record()'s scratch (allocated once).
+  std::vector<Duration> scratch_candidates_;
+  std::vector<std::pair<Duration, size_t>> scratch_to_mid_, scratch_to_early_;
 };
 
 }  // namespace tempokv

@@ -16,6 +16,9 @@ class TempoKvPolicy final : public CommitPolicy {
   Duration laxity(const EligibilityInput& in) const override {
     return in.ttu - in.ttr() - in.margin;
   }
+  Duration laxity_given(Duration ttu, uint32_t, Duration ttr, Duration, Duration margin) const override {
+    return ttu - ttr - margin;
+  }
   bool timed() const override { return true; }
   bool state_aware() const override { return true; }
   Duration ttr_bound(const TtrBoundInput& in) const override {

@@ -10,6 +10,10 @@ class TempoKvStaticPolicy final : public CommitPolicy {
   std::string_view name() const override { return "tempokv-static"; }
   bool eligible(const EligibilityInput& in) const override { return laxity(in) <= Duration::zero(); }
   Duration laxity(const EligibilityInput& in) const override { return in.ttu - in.static_ttr(); }
+  Duration laxity_given(Duration ttu, uint32_t, Duration, Duration static_ttr,
+                        Duration) const override {
+    return ttu - static_ttr;
+  }
   bool timed() const override { return true; }
   Duration ttr_bound(const TtrBoundInput& in) const override { return in.static_ttr(); }
 };

@@ -85,6 +85,10 @@ Status StagingProvider::check_invariants() const {
     if (in_flight != (rec.read == ReadState::kInFlight)) {
       return Status::internal(k + ": in-flight list disagrees");
     }
+    if (rec.read == ReadState::kQueued && resident) {
+      // TtrBoundWalk::range() relies on it: a queued read is for an object not resident.
+      return Status::internal(k + ": read queued for a resident object");
+    }
     if (in_flight != (o && o->residency == Residency::kFilling)) {
       return Status::internal(k +
                               ": read in flight but the tier is not filling it (or the reverse)");

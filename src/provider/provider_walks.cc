@@ -22,6 +22,18 @@ StagingProvider::Queue::iterator StagingProvider::queue_erase(Queue::iterator it
   return queue_.erase(it);
 }
 
+void StagingProvider::note_queued(const ObjectRec& rec, bool at_tail) {
+  // A new read queued after every other (a commit of a claim used after every queued read: the
+  // dense case's usual commit) extends the prefix sums instead of leaving them to be rebuilt.
+  if (at_tail && !cum_stale_) {
+    cum_.emplace_back(rec.queue_pos->first,
+                      (cum_.empty() ? 0 : cum_.back().second) + rec.read_bytes);
+  } else {
+    cum_stale_ = true;
+  }
+  ++state_version_;
+}
+
 void StagingProvider::refresh_cum() const {
   if (!cum_stale_) return;
   cum_.clear();
@@ -64,16 +76,44 @@ Duration StagingProvider::ttr_bound_reference(TimePoint use_at, uint64_t bytes) 
   return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / w.bytes_per_s_)) + 1000);
 }
 
-uint64_t StagingProvider::TtrBoundWalk::queued_through(const QueueKey& last) const {
+uint64_t StagingProvider::TtrBoundWalk::queued_through(const QueueKey& last, Memo& memo) const {
   // The window walk asks bound() and then range() of one claim: the same use time twice.
-  if (memo_set_ && memo_key_ == last) return memo_bytes_;
-  const auto first = cum_->begin() + static_cast<std::ptrdiff_t>(head_);
-  const auto end = std::upper_bound(
-      first, cum_->end(), last, [](const QueueKey& k, const CumBytes& e) { return k < e.first; });
-  memo_key_ = last;
-  memo_bytes_ = end == first ? 0 : std::prev(end)->second - head_bytes_;
-  memo_set_ = true;
-  return memo_bytes_;
+  if (memo.set && memo.key == last) return memo.bytes;
+  const auto after = [](const QueueKey& k, const CumBytes& e) { return k < e.first; };
+  const std::vector<CumBytes>& cum = *cum_;
+  // The answer is the first entry after `last` in [head_, size): bracketed from the last answer
+  // of this kind in doubling steps, then found by a binary search inside the bracket.
+  size_t lo = head_, hi = cum.size();
+  if (memo.set && memo.end >= head_ && memo.end <= cum.size()) {
+    if (memo.key < last) {
+      lo = memo.end;  // every entry before it is <= memo.key < last
+      for (size_t step = 1; lo < hi; step *= 2) {
+        const size_t probe = std::min(hi, lo + step);
+        if (last < cum[probe - 1].first) {
+          hi = probe - 1;  // the entry at probe - 1 is after last: the answer is at most that
+          break;
+        }
+        lo = probe;
+      }
+    } else {
+      hi = memo.end;  // every entry from it on is > memo.key > last
+      for (size_t step = 1; lo < hi; step *= 2) {
+        const size_t probe = hi - std::min(hi - lo, step);
+        if (!(last < cum[probe].first)) {
+          lo = probe + 1;  // the entry at probe is <= last: the answer is after it
+          break;
+        }
+        hi = probe;
+      }
+    }
+  }
+  const auto end = std::upper_bound(cum.begin() + static_cast<std::ptrdiff_t>(lo),
+                                    cum.begin() + static_cast<std::ptrdiff_t>(hi), last, after);
+  memo.key = last;
+  memo.end = static_cast<size_t>(end - cum.begin());
+  memo.bytes = memo.end == head_ ? 0 : cum[memo.end - 1].second - head_bytes_;
+  memo.set = true;
+  return memo.bytes;
 }
 
 StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
@@ -88,9 +128,17 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
   uint64_t last_fresh_bytes = 0;         // the bytes of its last new read (manifest order)
   fresh_keys_.clear();
   for (const ManifestEntry& e : claim.objects) {
-    if (p.tier_.resident(e.key)) continue;
+    // An object with a read queued or in flight is not resident (check_invariants()): the tier
+    // is asked only about the others (one lookup per object, not two, for the covered ones).
+    auto found = p.objects_.find(e.key);
+    const ObjectRec* rec =
+        found == p.objects_.end() || found->second.read == ReadState::kNone ? nullptr
+                                                                            : &found->second;
+    if (rec == nullptr && p.tier_.resident(e.key)) continue;
     out.all_resident = false;
-    if (const ObjectRec* rec = p.covered_read(e.key, use_at)) {
+    if (rec != nullptr &&
+        (rec->read == ReadState::kInFlight || rec->queue_pos->first.first <= use_at)) {
+      // covered_read(): in flight, or queued for use no later than the claim.
       if (rec->read == ReadState::kQueued &&
           (!last_covered || *last_covered < rec->queue_pos->first)) {
         last_covered = rec->queue_pos->first;
@@ -106,7 +154,7 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
   }
   if (out.all_resident) return out;
   const double rate = bytes_per_s_;
-  const uint64_t ahead = queued_through(QueueKey{use_at, UINT64_MAX});
+  const uint64_t ahead = queued_through(QueueKey{use_at, UINT64_MAX}, by_use_memo_);
   out.fresh_bytes = fresh;
   out.ahead_bytes = in_flight_bytes_ + static_cast<double>(ahead);
   const double write_s = p.write_ahead_s();
@@ -116,7 +164,7 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
   double total = bytes_ahead_ + static_cast<double>(ahead) + static_cast<double>(fresh);
   // The queued bytes up to its latest covered read (hi's and lo's bound without new reads).
   const uint64_t through_covered =
-      fresh == 0 && last_covered ? queued_through(*last_covered) : 0;
+      fresh == 0 && last_covered ? queued_through(*last_covered, covered_memo_) : 0;
   if (fresh == 0) {
     // Every read it needs is in flight or queued up to its latest covered read. The reads issued
     // after that one share the rate with one of its reads until its TTR, each at that read's pace,
@@ -157,7 +205,7 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
 
 Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) const {
   // The queued reads used no later than use_at are a prefix of the issue order.
-  const uint64_t queued = queued_through(QueueKey{use_at, UINT64_MAX});
+  const uint64_t queued = queued_through(QueueKey{use_at, UINT64_MAX}, by_use_memo_);
   const double total = bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
   // Rounded up, with a microsecond for the rounding of ttr() itself (as ttr_bound()).
   return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / bytes_per_s_)) + 1000);

@@ -134,6 +134,7 @@ void StagingProvider::enqueue(const Key& key, ObjectRec& rec, TimePoint use_at) 
 
 void StagingProvider::place(const Key& key, ObjectRec& rec, TimePoint use_at) {
   if (rec.read == ReadState::kInFlight) return;
+  const bool fresh = rec.read == ReadState::kNone;
   if (rec.read == ReadState::kQueued) {
     if (rec.queue_pos->first.first <= use_at) return;
     queue_erase(rec.queue_pos);  // a claim used sooner needs it: it moves up
@@ -145,8 +146,7 @@ void StagingProvider::place(const Key& key, ObjectRec& rec, TimePoint use_at) {
     if (owed > 0 && entry_listener_) entry_listener_(key, 0, owed);
   }
   rec.queue_pos = queue_.emplace(QueueKey{use_at, queue_seq_++}, QueuedRead{key, &rec}).first;
-  cum_stale_ = true;
-  ++state_version_;
+  note_queued(rec, fresh && std::next(rec.queue_pos) == queue_.end());
 }
 
 Status StagingProvider::expedite(ClaimId id, TimePoint use_at) {

@@ -261,6 +261,8 @@ class StagingProvider {
   }
   std::optional<ClaimPhase> phase(ClaimId id) const;
   ProviderStats stats() const;
+  // How often ttr()'s shared projection of the whole queue was built (the benchmark's counter).
+  uint64_t ttr_snapshot_builds() const { return snap_builds_; }
   // Verifies the invariants of the header against the fast tier. For tests.
   Status check_invariants() const;
   FastTier& tier() { return tier_; }
@@ -307,12 +309,21 @@ class StagingProvider {
     friend class StagingProvider;
     const StagingProvider* p_ = nullptr;
     std::vector<Key> fresh_keys_;  // range()'s scratch
-    // The read bytes of the queued reads up to and including key `last` (all when unset).
-    uint64_t queued_through(const QueueKey& last) const;
-    // queued_through()'s last answer (the walk's state does not change while it is used).
-    mutable QueueKey memo_key_{};
-    mutable uint64_t memo_bytes_ = 0;
-    mutable bool memo_set_ = false;
+    // queued_through()'s last answer for one kind of key (the walk's state does not change while
+    // it is used): the key, the bytes, and where the search ended (the first entry of cum_ after
+    // the key), from which the next search of that kind starts.
+    struct Memo {
+      QueueKey key{};
+      uint64_t bytes = 0;
+      size_t end = 0;
+      bool set = false;
+    };
+    // The read bytes of the queued reads up to and including key `last`, searched from `memo`'s
+    // last answer outwards in doubling steps. The window walk asks of claims in (nearly) use order
+    // and of each claim's latest covered read: one memo each (by_use_memo_, covered_memo_), so
+    // each kind moves a little from one claim to the next (one memo for both jumped between them).
+    uint64_t queued_through(const QueueKey& last, Memo& memo) const;
+    mutable Memo by_use_memo_, covered_memo_;
     const std::vector<CumBytes>* cum_ = nullptr;  // the provider's cum_, from head_ on
     size_t head_ = 0;
     uint64_t head_bytes_ = 0;     // cum_[head_ - 1].second: issued since the prefix sums were built
@@ -452,6 +463,9 @@ class StagingProvider {
   // provider_walks.cc
   // Every removal of a queued read goes through here: a read issued from the head keeps cum_.
   Queue::iterator queue_erase(Queue::iterator it);
+  // Every read queued or moved up goes through here (place()), once it is in queue_: at_tail, a
+  // new read queued after every other, extends cum_; else cum_ is stale.
+  void note_queued(const ObjectRec& rec, bool at_tail);
   // cum_ brought up to date with queue_ (rebuilt when stale).
   void refresh_cum() const;
 
@@ -496,6 +510,8 @@ class StagingProvider {
   mutable uint64_t walk_seq_ = 0;  // TtrWalk ids
   uint64_t state_version_ = 1;  // bumped whenever the queue or the reads in flight change
   mutable TtrSnapshot snap_;
+  mutable uint64_t snap_builds_ = 0;
+  mutable std::vector<std::pair<double, const ObjectRec*>> snap_scratch_;  // ttr_snapshot()'s
   mutable std::vector<double> ttr_fresh_;       // ttr()'s scratch
   mutable std::vector<Key> ttr_fresh_keys_;
   mutable std::vector<PlannedRead> ttr_heap_;

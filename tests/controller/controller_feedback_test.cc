@@ -48,6 +48,62 @@ TEST(ErrorFeedback, WithoutReadTimesTheMarginIsTheQuantileOfTheWindow) {
   }
 }
 
+// The margin swept over the breaks (ErrorFeedback::record) is the one costing every candidate
+// against every sample (the definition, the rule before session 14) would choose: random errors
+// and reads, ties, zero reads, errors beyond an hour and beyond max_margin, unknown reads.
+TEST(ErrorFeedback, TheSweptMarginIsTheLeastCostCandidate) {
+  std::mt19937_64 rng(11);
+  constexpr Duration kHour = std::chrono::hours(1);
+  for (double q : {0.9, 0.75, 0.5, 0.1}) {
+    for (uint32_t window : {1u, 5u, 32u}) {
+      const ErrorFeedbackOptions o{.window = window, .quantile = q,
+                                   .max_margin = std::chrono::seconds(5)};
+      ErrorFeedback f(o);
+      std::deque<std::pair<Duration, Duration>> recent;
+      for (int i = 0; i < 300; ++i) {
+        const int kind = static_cast<int>(rng() % 8);
+        // Coarse values (tens of ms) make ties between candidates common.
+        Duration e = milliseconds(static_cast<int64_t>(rng() % 200) * 40 - 2000);
+        Duration r = milliseconds(static_cast<int64_t>(rng() % 50) * 20);
+        if (kind == 0) r = Duration::zero();
+        if (kind == 1) e = std::chrono::hours(2);
+        if (kind == 2) e = milliseconds(7000);
+        if (kind == 3) r = Duration::max();
+        f.record(e, r);
+        recent.emplace_back(std::clamp(e, -kHour, kHour), std::clamp(r, Duration::zero(), kHour));
+        if (recent.size() > window) recent.pop_front();
+        const int64_t late_w = std::llround(q * 1000), early_w = 1000 - late_w;
+        std::vector<Duration> candidates{Duration::zero()};
+        for (const auto& [se, sr] : recent) {
+          candidates.push_back(se);
+          candidates.push_back(se - sr);
+        }
+        bool first = true;
+        int64_t best = 0;
+        Duration want{0};
+        for (Duration m : candidates) {
+          m = std::clamp(m, Duration::zero(), o.max_margin);
+          int64_t early = 0, late = 0;
+          for (const auto& [se, sr] : recent) {
+            if (m > se) {
+              early += (m - se).count();
+            } else {
+              late += std::min(se - m, sr).count();
+            }
+          }
+          const int64_t cost = early * early_w + late * late_w;
+          if (first || cost < best || (cost == best && m > want)) {
+            best = cost;
+            want = m;
+            first = false;
+          }
+        }
+        ASSERT_EQ(f.margin(), want) << "q " << q << " window " << window << " after " << i + 1;
+      }
+    }
+  }
+}
+
 // A claim is never later than its read: one whose use came seconds sooner than projected, with a
 // 80 ms read, was late by 80 ms, so it does not move every later commit seconds earlier (the vLLM
 // run's case: one early load start set a 4 s margin for the next five claims). Alone, or with

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <random>
+
 #include "controller/controller_fixture.h"
 
 namespace tempokv {
@@ -151,6 +154,25 @@ TEST(CommitPolicy, NamesParseAndUnknownNamesAreErrors) {
   }
   EXPECT_FALSE(make_commit_policy("queue-0").is_ok());
   EXPECT_FALSE(make_commit_policy("lru").is_ok());
+}
+
+TEST(CommitPolicy, LaxityGivenEqualsLaxityThroughTheInputsFunctions) {
+  // The window walk asks laxity_given() for bounds of the TTRs; it must be laxity() exactly.
+  std::mt19937_64 rng(7);
+  auto any = [&] { return Duration(static_cast<int64_t>(rng() % 20'000'000'000) - 5'000'000'000); };
+  for (const char* name : {"demand", "immediate", "queue-4", "tempokv-static", "tempokv"}) {
+    auto p = make_commit_policy(name);
+    ASSERT_TRUE(p.is_ok()) << name;
+    for (int i = 0; i < 1000; ++i) {
+      const Duration ttu = any(), ttr = any(), static_ttr = any(), margin = any();
+      const uint32_t rank = i % 3 == 0 ? UINT32_MAX : static_cast<uint32_t>(rng() % 8);
+      const std::function<Duration()> ttr_at = [ttr] { return ttr; };
+      const std::function<Duration()> static_at = [static_ttr] { return static_ttr; };
+      EXPECT_EQ((*p)->laxity_given(ttu, rank, ttr, static_ttr, margin),
+                (*p)->laxity(EligibilityInput{ttu, rank, ttr_at, static_at, margin}))
+          << name;
+    }
+  }
 }
 
 TEST(Controller, TheCommittablePrefixIsTheLongestThatFitsTheProtectedBudget) {
