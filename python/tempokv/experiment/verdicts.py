@@ -8,8 +8,11 @@ twelve requests moves by a tenth from run to run on this shared machine (docs/ev
 "Session 13"); the interval says when the seeds run do not decide a target.
 """
 
+import argparse
+import json
 import math
 import statistics
+import sys
 
 from .rows import fold_repeats, invariants_hold
 
@@ -138,3 +141,48 @@ def lines(verdicts, rows):
         out.append(f"{scenario} ratio {ratio:g} rate {rate:g}, medians over {n} seed"
                    f"{'s' if n > 1 else ''}{each} {cover}: " + "; ".join(parts))
     return out
+
+
+def pooled_rows(docs):
+    """The rows of several results of ``tempokv eval --mode vllm`` as one experiment: fig4's
+    rate is the arrival rate each run calibrated from the engine's measured speed (one per
+    ratio), so a ratio's rows from later files take the first file's rate and their seeds' runs
+    count as repeats of the first's; fig6's rates are its sweep and stay apart."""
+    rate = {}
+    out = []
+    for doc in docs:
+        for r in doc["rows"]:
+            r = dict(r)
+            if r["scenario"] == "fig4-policies":
+                r["rate"] = rate.setdefault((r["scenario"], r["ratio"]), r["rate"])
+            out.append(r)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        prog="python -m tempokv.experiment.verdicts",
+        description="the targets judged on one or more result files of the vLLM experiment "
+                    "(several files: their runs pooled as repeats of one experiment)")
+    ap.add_argument("files", nargs="+", help="JSON files of tempokv eval --mode vllm")
+    a = ap.parse_args(argv)
+    docs = []
+    for path in a.files:
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"verdicts: {path}: {e}", file=sys.stderr)
+            return 2
+        if not isinstance(doc, dict) or doc.get("mode") != "vllm" or "rows" not in doc:
+            print(f"verdicts: {path}: not a result of tempokv eval --mode vllm", file=sys.stderr)
+            return 2
+        docs.append(doc)
+    rows = pooled_rows(docs)
+    for line in lines(judge(rows), rows):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -84,6 +84,16 @@ def _seed_rows(seed, **p95_by_policy):
              "lateness_p95_s": 0.1} for pol, p95 in p95_by_policy.items()]
 
 
+def _held(rows_):
+    """The fields of a run whose invariants hold (all complete, drained, nothing carried over)."""
+    for r in rows_:
+        r.update(model="m", completed=12, requests=12, outputs_identical=True,
+                 kv_blocks_free_after=9, kv_blocks_total=9, cached_equals_loaded=True,
+                 load_errors=0, agent_errors=0, daemon_live_claims_after=0,
+                 daemon_protected_bytes_after=0, daemon_reserved_bytes_after=0)
+    return rows_
+
+
 def test_targets_are_judged_seed_by_seed_not_on_medians_of_each_policy():
     from tempokv.experiment import verdicts
     # TempoKV is 5 % faster than Demand in three seeds of five and far slower in two: the
@@ -158,14 +168,42 @@ def test_a_seeds_repeated_runs_are_judged_on_each_policys_mean():
     assert v[0]["repeats"] == 2 and not v[0]["met"]
     assert "(each policy's mean of 2 runs)" in verdicts.lines(v, [])[0]
     # The medians over seeds fold the repeats first: one value per seed, their count beside.
-    for r in runs:
-        r.update(model="m", completed=12, requests=12, outputs_identical=True,
-                 kv_blocks_free_after=9, kv_blocks_total=9, cached_equals_loaded=True,
-                 load_errors=0, agent_errors=0, daemon_live_claims_after=0,
-                 daemon_protected_bytes_after=0, daemon_reserved_bytes_after=0)
+    _held(runs)
     med = {m["policy"]: m for m in rows.medians(runs)}
     assert med["tempokv"]["seeds"] == [1] and med["tempokv"]["repeats"] == [2]
     assert med["tempokv"]["p95_ttft_s"] == pytest.approx(1.1)
     assert med["tempokv"]["invariants_hold"]
     runs[2]["daemon_live_claims_after"] = 1  # TempoKV's second run left a claim behind
     assert not {m["policy"]: m for m in rows.medians(runs)}["tempokv"]["invariants_hold"]
+
+
+def test_several_result_files_are_judged_as_repeats_of_one_experiment(tmp_path, capsys):
+    import json
+
+    from tempokv.experiment import verdicts
+    # Two runs of fig4 whose engines calibrated different arrival rates, and a fig6 sweep: fig4's
+    # seed 1 pools into means of two runs (1.0 and 1.2 -> 1.1); fig6's rates stay apart.
+    first = _held(_seed_rows(1, tempokv=1.0, demand=1.0))
+    second = [dict(r, rate=12.5) for r in _held(_seed_rows(1, tempokv=1.2, demand=1.0))]
+    fig6 = [dict(r, scenario="fig6-rate", rate=rate) for rate in (1.0, 2.0)
+            for r in _held(_seed_rows(1, tempokv=1.0, demand=1.0))]
+    paths = []
+    for i, rows_ in enumerate((first + fig6, second)):
+        p = tmp_path / f"r{i}.json"
+        p.write_text(json.dumps({"mode": "vllm", "rows": rows_}))
+        paths.append(str(p))
+    pooled = verdicts.pooled_rows([json.loads(open(p).read()) for p in paths])
+    assert {r["rate"] for r in pooled if r["scenario"] == "fig4-policies"} == {10.0}
+    assert {r["rate"] for r in pooled if r["scenario"] == "fig6-rate"} == {1.0, 2.0}
+    assert verdicts.main(paths) == 0
+    out = capsys.readouterr().out.splitlines()
+    fig4 = [line for line in out if line.startswith("fig4-policies")]
+    assert len(fig4) == 1 and "each policy's mean of 2 runs" in fig4[0]
+    assert "p95 tempokv/demand 1.100" in fig4[0] and "MISSED" in fig4[0]
+    assert len([line for line in out if line.startswith("fig6-rate")]) == 2
+    # Not a result of the vLLM experiment: a clear error, exit 2.
+    other = tmp_path / "sim.json"
+    other.write_text(json.dumps({"mode": "sim", "rows": []}))
+    assert verdicts.main([str(other)]) == 2
+    assert "not a result of tempokv eval --mode vllm" in capsys.readouterr().err
+    assert verdicts.main([str(tmp_path / "missing.json")]) == 2
