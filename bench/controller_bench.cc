@@ -151,7 +151,6 @@ void BM_SteadyStateEvent(benchmark::State& state) {
   state.counters["commits"] = static_cast<double>(s.controller->stats().commits - before.commits);
   state.counters["snapshots_per_event"] =
       static_cast<double>(s.provider->ttr_snapshot_builds() - snapshot_builds) / n_events;
-
 }
 // A fixed number of events, so that every run (and two binaries compared) measures the same
 // stretch of the run: the dense case is not stationary (its queue and its planned claims move as

@@ -14,9 +14,10 @@ class TempoKvPolicy final : public CommitPolicy {
   std::string_view name() const override { return "tempokv"; }
   bool eligible(const EligibilityInput& in) const override { return laxity(in) <= Duration::zero(); }
   Duration laxity(const EligibilityInput& in) const override {
-    return in.ttu - in.ttr() - in.margin;
+    return laxity_given(in.ttu, in.waiting_rank, in.ttr(), Duration::zero(), in.margin);
   }
-  Duration laxity_given(Duration ttu, uint32_t, Duration ttr, Duration, Duration margin) const override {
+  Duration laxity_given(Duration ttu, uint32_t, Duration ttr, Duration,
+                        Duration margin) const override {
     return ttu - ttr - margin;
   }
   bool timed() const override { return true; }

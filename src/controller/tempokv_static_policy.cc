@@ -9,7 +9,9 @@ class TempoKvStaticPolicy final : public CommitPolicy {
  public:
   std::string_view name() const override { return "tempokv-static"; }
   bool eligible(const EligibilityInput& in) const override { return laxity(in) <= Duration::zero(); }
-  Duration laxity(const EligibilityInput& in) const override { return in.ttu - in.static_ttr(); }
+  Duration laxity(const EligibilityInput& in) const override {
+    return laxity_given(in.ttu, in.waiting_rank, Duration::zero(), in.static_ttr(), in.margin);
+  }
   Duration laxity_given(Duration ttu, uint32_t, Duration, Duration static_ttr,
                         Duration) const override {
     return ttu - static_ttr;

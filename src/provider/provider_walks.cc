@@ -128,17 +128,12 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
   uint64_t last_fresh_bytes = 0;         // the bytes of its last new read (manifest order)
   fresh_keys_.clear();
   for (const ManifestEntry& e : claim.objects) {
-    // An object with a read queued or in flight is not resident (check_invariants()): the tier
-    // is asked only about the others (one lookup per object, not two, for the covered ones).
-    auto found = p.objects_.find(e.key);
-    const ObjectRec* rec =
-        found == p.objects_.end() || found->second.read == ReadState::kNone ? nullptr
-                                                                            : &found->second;
+    // An object with a read queued or in flight is not resident: the tier is asked only about
+    // the others (covered_read() in its two halves, one lookup per covered object, not two).
+    const ObjectRec* rec = p.read_of(e.key);
     if (rec == nullptr && p.tier_.resident(e.key)) continue;
     out.all_resident = false;
-    if (rec != nullptr &&
-        (rec->read == ReadState::kInFlight || rec->queue_pos->first.first <= use_at)) {
-      // covered_read(): in flight, or queued for use no later than the claim.
+    if (rec != nullptr && covers(*rec, use_at)) {
       if (rec->read == ReadState::kQueued &&
           (!last_covered || *last_covered < rec->queue_pos->first)) {
         last_covered = rec->queue_pos->first;

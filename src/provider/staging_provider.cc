@@ -118,13 +118,15 @@ TimePoint StagingProvider::use_time(const StagingClaim& claim) const {
   return claim.use_at.value_or(executor_.now());
 }
 
+const StagingProvider::ObjectRec* StagingProvider::read_of(const Key& key) const {
+  auto it = objects_.find(key);
+  return it == objects_.end() || it->second.read == ReadState::kNone ? nullptr : &it->second;
+}
+
 const StagingProvider::ObjectRec* StagingProvider::covered_read(const Key& key,
                                                                 TimePoint use_at) const {
-  auto it = objects_.find(key);
-  if (it == objects_.end() || it->second.read == ReadState::kNone) return nullptr;
-  const ObjectRec& rec = it->second;
-  return rec.read == ReadState::kInFlight || rec.queue_pos->first.first <= use_at ? &rec
-                                                                                   : nullptr;
+  const ObjectRec* rec = read_of(key);
+  return rec != nullptr && covers(*rec, use_at) ? rec : nullptr;
 }
 
 void StagingProvider::enqueue(const Key& key, ObjectRec& rec, TimePoint use_at) {

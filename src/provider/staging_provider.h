@@ -424,6 +424,13 @@ class StagingProvider {
   // or one queued for use no later than use_at (a read queued for later use would move up to it
   // instead: that counts as a new read). nullptr otherwise. The TTR projections' shared test.
   const ObjectRec* covered_read(const Key& key, TimePoint use_at) const;
+  // Its two halves: the object's record when a read of it is queued or in flight (nullptr
+  // otherwise; such an object is not resident: check_invariants()), and whether that read covers
+  // a claim used at use_at.
+  const ObjectRec* read_of(const Key& key) const;
+  static bool covers(const ObjectRec& rec, TimePoint use_at) {
+    return rec.read == ReadState::kInFlight || rec.queue_pos->first.first <= use_at;
+  }
   void flush_callbacks();
   // Ordinary admission (provider_ordinary.cc).
   uint64_t ordinary_extra_bytes(const ClaimRec& c) const;

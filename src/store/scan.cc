@@ -69,8 +69,8 @@ class ScanFile {
     std::byte* buf = scan_buffer();
     uint64_t pos = next_data(from);
     while (pos + kBlockBytes <= bytes_) {
-      const size_t want =
-          static_cast<size_t>(std::min<uint64_t>(kChunk, (bytes_ - pos) / kBlockBytes * kBlockBytes));
+      const uint64_t whole_blocks = (bytes_ - pos) / kBlockBytes * kBlockBytes;
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, whole_blocks));
       TEMPOKV_ASSIGN_OR_RETURN(size_t n, read(pos, buf, want));
       for (size_t b = 0; b + kBlockBytes <= n; b += kBlockBytes) {
         if (!all_zero(buf + b, kBlockBytes)) return pos + b;

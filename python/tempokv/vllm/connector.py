@@ -171,7 +171,8 @@ class TempoKVConnector(KVConnectorBase_V1):
                  self.layout.object_bytes, self.chunk_tokens)
         digests = Digests(self.digest_file) if self.digest_file else None
         link = lambda name: Link(self.endpoint, self.runtime, name, self.timeout_s,  # noqa: E731
-                                 retry_s=self.retry_s, token=self.token, settings=self.runtime_settings,
+                                 retry_s=self.retry_s, token=self.token,
+                                 settings=self.runtime_settings,
                                  put_timeout_s=self.put_timeout_s)
         load_link = link("vllm-worker-load")
         if self.layout.device.type == "cuda":

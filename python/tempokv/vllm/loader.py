@@ -72,6 +72,9 @@ class Loader:
 
     def _put(self, item):
         self._q.put(item)
+        self._wake()
+
+    def _wake(self):
         try:
             os.write(self._wake_w, b"\0")
         except BlockingIOError:
@@ -103,10 +106,7 @@ class Loader:
 
     def close(self):
         self._stop = True
-        try:
-            os.write(self._wake_w, b"\0")
-        except BlockingIOError:
-            pass
+        self._wake()
         self._thread.join(timeout=5)
         self.link.drop()
         if not self._thread.is_alive():
