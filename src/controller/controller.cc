@@ -102,7 +102,12 @@ void Controller::set_ttu(Rec& r, Duration ttu, TimePoint now) {
   r.use_at = use;
   if (r.info.state != ClaimState::kPlanned) return;
   if (!r.requested) r.claim.use_at = use;  // its reads, if committed, go in use order
-  if (r.parked) return;    // indexed at its use time when unparked
+  if (r.parked) {  // indexed at its use time when unparked; by use among the parked meanwhile
+    parked_by_use_.erase({r.park_use_at, r.info.id});
+    r.park_use_at = use;
+    parked_by_use_.emplace(use, r.info.id);
+    return;
+  }
   // The index key may lag the use time by up to an eighth of the key's distance from now, never
   // exceed it: a queue whose projection drifts a little at every update then costs no index
   // change per claim, and the window walk still finds every claim used inside the window.
@@ -322,10 +327,13 @@ Result<std::unique_ptr<Controller>> make_controller(Executor& executor, StagingP
                                                     ControllerOptions options) {
   const bool progressive = configuration == "tempokv-progressive";
   const bool eager = configuration == "tempokv-eager";
+  const bool unchained = configuration == "tempokv-unchained";
   TEMPOKV_ASSIGN_OR_RETURN(
-      auto policy, make_commit_policy(progressive || eager ? "tempokv" : configuration));
+      auto policy,
+      make_commit_policy(progressive || eager || unchained ? "tempokv" : configuration));
   options.progressive_release = progressive;
   if (eager) options.wait_for_reads_ahead = false;
+  if (unchained) options.chain_deadlines = false;
   return std::make_unique<Controller>(executor, provider, std::move(policy), options);
 }
 

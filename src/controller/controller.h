@@ -190,6 +190,7 @@ class Controller {
     // and in parked_capacity_ under park_capacity_at, the bounds of its share of each room.
     bool parked = false;
     int64_t park_budget_at = 0, park_capacity_at = 0;
+    TimePoint park_use_at{};  // its key in parked_by_use_ (its use time) while parked
     // Indexed in resting_ rather than by_use_ (same key): every object was resident when it was
     // set aside (rest()), and none has been evicted since. rest_gen tells its current stay from
     // an earlier one in resting_by_key_.
@@ -222,6 +223,9 @@ class Controller {
     // the projected rate; a commit used sooner only lengthens the wait, found at its end).
     TimePoint wait_until{};
     bool ttu_bound = false;       // its TTU is a lower bound (update()'s lower_bound)
+    // chain_deadlines: how long before its use it must be ready so that the planned claims used
+    // after it can be read after it (set by chain_deadlines() for the pass; 0 outside a chain).
+    Duration lead{0};
     // use_at as the last update at an earlier instant than ttu_at left it (keep_prior_use()).
     std::optional<TimePoint> prior_use_at;
     // Once refused: a lower bound of its own share of a commit's cost (note_cost(), on_entry()),
@@ -281,6 +285,27 @@ class Controller {
   // A claim would be eligible by its lower-bound TTU: asks its runtime's reviser for an exact
   // one (posted). False when that runtime has no reviser (the bound is then used as it is).
   bool request_revision(const Rec& r);
+  // controller_chain.cc
+  // When a timed claim must be ready: its use, less its lead (Rec::lead).
+  static TimePoint deadline(const Rec& r) { return r.use_at - r.lead; }
+  // ControllerOptions::chain_deadlines, at the start of each pass of a state-aware policy's
+  // evaluation: sets every claim's lead anew and returns the latest use time of a claim given a
+  // lead (TimePoint::min() when none), so the window walk reaches it. It looks at the
+  // kChainLength planned claims used soonest, not counting those sent to the ordinary path; its
+  // members are those of them the budget would take now (StagingProvider::refused_now: the
+  // provider's state alone, not the index's bookkeeping of refusals, so the full scan finds the
+  // same members; a claim whose refusal stands is refused now) that would add reads (`own`: the
+  // time its new reads take at the calibrated rate, TtrBoundWalk::range's fresh bytes). Taken in
+  // use order (report order among equal use times, so the first commits first and its reads go
+  // first), from the last: its deadline is its use; each earlier one's is the earlier of its use
+  // and the next one's deadline less the next one's own reads. The same leads whichever way the
+  // pass walks (the index's walk or the full scan): by_use_, waiting_, resting_ and
+  // parked_by_use_ hold every planned claim between them. A claim used later than the
+  // kChainLength-th moves no deadline (a bound on the cost per pass: vLLM's batches hold at most
+  // max_num_seqs claims), and a shared object counts in the own reads of each member that would
+  // add it.
+  TimePoint chain_deadlines(StagingProvider::TtrBoundWalk& bounds);
+  static constexpr size_t kChainLength = 8;
   // controller_refusals.cc
   // Refused before, no object has left the store since its share was measured, and the lower
   // bound of that share (Rec::cost) exceeds the budget's room or the capacity's
@@ -350,6 +375,9 @@ class Controller {
   // Once a claim committed before its retrieval request is both ready and requested: its timing
   // error goes to the error feedback.
   void note_timing(Rec& r);
+  // feedback_.record(), and a reevaluation posted when the margin moved.
+  void record_error(Duration error, Duration read);
+  bool margin_changed_posted_ = false;
   // A timed policy's claim still planned when its retrieval is requested: the use came before the
   // projected use less the TTR, and the claim would have been late by (projected use − request)
   // at zero laxity. That error goes to the feedback too (missed_by, recorded by note_timing once
@@ -377,6 +405,8 @@ class Controller {
   // Planned claims whose refusal stands, each in both: by the bound of its share of the budget's
   // room, and by the bound of its share of the capacity's room (park()).
   std::set<std::pair<int64_t, ClaimId>> parked_budget_, parked_capacity_;
+  // The same claims by use time (chain_deadlines() counts them among the claims used soonest).
+  std::set<std::pair<TimePoint, ClaimId>> parked_by_use_;
   // By key, the refused claims listed under it, as (id, cost_gen) (note_cost(), on_entry()); stale
   // entries are dropped when the key enters the sums or the list is compacted.
   std::unordered_map<Key, ClaimsOfKey> costed_by_key_;
@@ -447,6 +477,15 @@ class Controller {
     bool operator<(const Skipped& o) const { return std::tie(least, id) < std::tie(o.least, o.id); }
   };
   std::vector<Skipped> skipped_;
+  struct ChainMember {  // chain_deadlines()'s scratch
+    TimePoint use;
+    uint64_t seq;
+    Duration own;
+    Rec* rec;
+    bool operator<(const ChainMember& o) const { return std::tie(use, seq) < std::tie(o.use, o.seq); }
+  };
+  std::vector<ChainMember> chain_;
+  std::vector<ClaimId> chained_;  // the claims given a lead by the last chain_deadlines()
   ErrorFeedback feedback_;
   ByteTimeMeter meter_;
   ControllerStats stats_;
@@ -455,8 +494,9 @@ class Controller {
 
 // A controller for a commit configuration by name: a policy of make_commit_policy(),
 // "tempokv-progressive" (TempoKV's eligibility, each object released after its own copy:
-// options.progressive_release is set from the name) or "tempokv-eager" (TempoKV committing every
-// eligible claim at once: options.wait_for_reads_ahead is cleared, the ablation of the wait).
+// options.progressive_release is set from the name), "tempokv-eager" (TempoKV committing every
+// eligible claim at once: options.wait_for_reads_ahead is cleared, the ablation of the wait) or
+// "tempokv-unchained" (each claim timed alone: options.chain_deadlines is cleared).
 // InvalidArgument for an unknown name.
 Result<std::unique_ptr<Controller>> make_controller(Executor& executor, StagingProvider& provider,
                                                     std::string_view configuration,

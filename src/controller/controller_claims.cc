@@ -229,7 +229,7 @@ void Controller::note_timing(Rec& r) {
       (t.ready || t.released)) {
     // Committed at its use (or sent down the ordinary path), it was late by its read.
     r.feedback_noted = true;
-    feedback_.record(*r.missed_by, (t.ready ? *t.ready : *t.released) - *t.retrieval_requested);
+    record_error(*r.missed_by, (t.ready ? *t.ready : *t.released) - *t.retrieval_requested);
     return;
   }
   if (r.feedback_noted || !options_.error_feedback || !t.committed || !t.ready ||
@@ -243,7 +243,24 @@ void Controller::note_timing(Rec& r) {
   r.feedback_noted = true;
   const Duration ttr_error = (*t.ready - from.at) - from.ttr;
   const Duration ttu_error = *t.retrieval_requested - from.use_at;
-  feedback_.record(ttr_error - ttu_error);
+  record_error(ttr_error - ttu_error, Duration::max());
+}
+
+void Controller::record_error(Duration error, Duration read) {
+  const Duration before = feedback_.margin();
+  feedback_.record(error, read);
+  if (feedback_.margin() == before || margin_changed_posted_) return;
+  // Every timed claim's laxity moved: decide again at this instant, whatever the caller was doing
+  // (a retrieval request, a transition), once it is done. Without this the next commit waited for
+  // whichever evaluation came next, which depended on the walk's wake-ups (the index's bounds and
+  // the full scan's exact laxities differ there).
+  margin_changed_posted_ = true;
+  std::weak_ptr<int> alive = alive_;
+  executor_.post([this, alive] {
+    if (alive.expired()) return;
+    margin_changed_posted_ = false;
+    reevaluate();
+  });
 }
 
 void Controller::note_missed(Rec& r) {

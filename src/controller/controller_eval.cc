@@ -87,14 +87,15 @@ Duration Controller::laxity(Rec& r, TimePoint now) {
     return provider_.ttr(r.claim);
   };
   std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r.claim); };
-  // use_at - now is the reported TTU aged by the time since it was reported.
-  EligibilityInput in{r.use_at - now, r.rank, ttr, static_ttr, feedback_.margin()};
+  // use_at - now is the reported TTU aged by the time since it was reported (counted from its
+  // deadline when a chain gives it a lead).
+  EligibilityInput in{deadline(r) - now, r.rank, ttr, static_ttr, feedback_.margin()};
   return policy_->laxity(in);
 }
 
 Duration Controller::laxity_given(const Rec& r, TimePoint now, Duration ttr,
                                   Duration static_ttr) const {
-  return policy_->laxity_given(r.use_at - now, r.rank, ttr, static_ttr, feedback_.margin());
+  return policy_->laxity_given(deadline(r) - now, r.rank, ttr, static_ttr, feedback_.margin());
 }
 
 void Controller::note_wake(TimePoint t) {
@@ -139,12 +140,12 @@ bool Controller::consider_timed(Rec& r, TimePoint now, std::optional<Duration> k
   Duration lax = Duration::zero();
   if (eligible) {
     // Bounded at most zero by the caller, with nothing changed since.
-  } else if (r.use_at > now && known_ttr) {
+  } else if (deadline(r) > now && known_ttr) {
     std::function<Duration()> ttr = [&] { return *known_ttr; };
     std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r.claim); };
     lax = policy_->laxity(
-        EligibilityInput{r.use_at - now, r.rank, ttr, static_ttr, feedback_.margin()});
-  } else if (r.use_at > now) {
+        EligibilityInput{deadline(r) - now, r.rank, ttr, static_ttr, feedback_.margin()});
+  } else if (deadline(r) > now) {
     lax = laxity(r, now);
   }
   if (lax > Duration::zero()) {
@@ -183,6 +184,8 @@ void Controller::evaluate_timed_full() {
   while (committed && planned_ > 0) {
     committed = false;
     next_wake_.reset();  // only the walk over the final staging state sets the wake-up
+    StagingProvider::TtrBoundWalk bounds = provider_.ttr_bound_walk();
+    chain_deadlines(bounds);
     for_each_in_attempt_order(kAnyRank, [&](Rec& r) {
       if (r.attempted_in != eval_id_ && consider_timed(r, now)) committed = true;
       return !committed;
@@ -206,7 +209,7 @@ void Controller::evaluate_timed_indexed() {
     committed = false;
     next_wake_.reset();
     find_fitting();
-    // The window: a claim used later than now + bound has laxity > 0 whatever its exact TTR.
+    // The window: a claim due later than now + bound has laxity > 0 whatever its exact TTR.
     const Duration bound = policy_->ttr_bound(TtrBoundInput{ttr_bound, static_bound, feedback_.margin()});
     const TimePoint horizon =
         bound >= TimePoint::max() - now ? TimePoint::max() : now + bound;
@@ -222,14 +225,16 @@ void Controller::evaluate_timed_indexed() {
     const Duration drained =
         policy_->ttr_bound(TtrBoundInput{drained_bound, static_bound, feedback_.margin()});
     StagingProvider::TtrBoundWalk bounds = provider_.ttr_bound_walk();
+    // A claim given a lead may be due inside the window though used (and keyed) beyond it.
+    const TimePoint walk_end = std::max(horizon, chain_deadlines(bounds));
     // Claims the bound cannot settle get their exact TTR from one projection of the queue shared
     // by all of them (they come in use order), not a projection each.
     // It is made at its first use (most passes project no claim exactly; nothing changes in the
     // provider before the pass's first commit, after which it is not used).
     std::optional<StagingProvider::TtrWalk> exact;
     WalkPass pass{now, horizon, drained, bounds, exact, provider_};
-    note_held(horizon);
-    for (auto it = by_use_.begin(), following = it; it != by_use_.end() && it->first <= horizon;
+    note_held(walk_end);
+    for (auto it = by_use_.begin(), following = it; it != by_use_.end() && it->first <= walk_end;
          it = following) {
       ++following;  // park() erases it
       Rec& r = claims_.at(it->second);
@@ -255,7 +260,7 @@ void Controller::evaluate_timed_indexed() {
     // the tick bounds how late that can make a commit.
     if (horizon != TimePoint::max()) {
       for (const auto* index : {&by_use_, &resting_, &waiting_}) {
-        auto next = index->upper_bound({horizon, UINT64_MAX});
+        auto next = index->upper_bound({index == &resting_ ? horizon : walk_end, UINT64_MAX});
         if (next != index->end()) note_wake(std::max(next->first - drained, now + Duration(1)));
       }
     }
@@ -334,7 +339,7 @@ void Controller::evaluate_timed_indexed() {
       };
       std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r->claim); };
       const Duration lax = policy_->laxity(
-          EligibilityInput{r->use_at - now, r->rank, ttr, static_ttr, feedback_.margin()});
+          EligibilityInput{deadline(*r) - now, r->rank, ttr, static_ttr, feedback_.margin()});
       note_wake(now + lax);  // > 0: at least `least`
     }
   }
@@ -343,11 +348,11 @@ void Controller::evaluate_timed_indexed() {
 void Controller::walk_claim(Rec& r, WalkPass& pass) {
   const TimePoint now = pass.now;
   if (waiting(r, now)) return;  // as consider_timed() decides
-  if (r.use_at > pass.horizon) {
-    note_wake(std::max(r.use_at - pass.drained, now + Duration(1)));
+  if (deadline(r) > pass.horizon) {
+    note_wake(std::max(deadline(r) - pass.drained, now + Duration(1)));
     return;
   }
-  if (r.use_at <= now) {
+  if (deadline(r) <= now) {
     candidates_.push_back({attempt_key(r), r.info.id, std::nullopt, false});
     return;
   }
@@ -389,7 +394,7 @@ void Controller::walk_claim(Rec& r, WalkPass& pass) {
   };
   std::function<Duration()> static_ttr = [&] { return provider_.static_ttr(r.claim); };
   const Duration lax = policy_->laxity(
-      EligibilityInput{r.use_at - now, r.rank, ttr, static_ttr, feedback_.margin()});
+      EligibilityInput{deadline(r) - now, r.rank, ttr, static_ttr, feedback_.margin()});
   if (lax > Duration::zero()) {
     note_wake(now + lax);
     return;

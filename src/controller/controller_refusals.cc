@@ -24,12 +24,15 @@ void Controller::park(Rec& r) {
   r.park_capacity_at = r.cost.occupied_bytes;
   parked_budget_.emplace(r.park_budget_at, r.info.id);
   parked_capacity_.emplace(r.park_capacity_at, r.info.id);
+  r.park_use_at = r.use_at;
+  parked_by_use_.emplace(r.park_use_at, r.info.id);
 }
 
 void Controller::unpark(Rec& r) {
   if (!r.parked) return;
   parked_budget_.erase({r.park_budget_at, r.info.id});
   parked_capacity_.erase({r.park_capacity_at, r.info.id});
+  parked_by_use_.erase({r.park_use_at, r.info.id});
   r.parked = false;
 }
 

@@ -38,6 +38,12 @@ struct ControllerOptions {
   // free slot) commit one after another rather than together. Off: every eligible claim commits
   // at once (the rule before session 12).
   bool wait_for_reads_ahead = true;
+  // A state-aware policy's claim must be ready early enough for the planned claims used after it
+  // to be read after it (controller_chain.cc): reads go in use order, so claims used at one
+  // instant are read one after another, and each must be ready by the time the next must start.
+  // Its laxity then counts from that deadline instead of its use. Off: each claim is timed as if
+  // nothing else were planned (the rule before session 15; "tempokv-unchained").
+  bool chain_deadlines = true;
   ErrorFeedbackOptions feedback;
   Status validate() const;
 };

@@ -94,8 +94,9 @@ const Field kFields[] = {
 
     {"controller", "policy", FieldType::kString, TEMPOKV_FIELD_REF(controller.policy),
      "Commit policy: demand, immediate, queue-K (K >= 1, e.g. queue-4), tempokv-static, "
-     "tempokv, tempokv-progressive (each object released after its own copy) or tempokv-eager "
-     "(every eligible claim committed at once, without waiting for the reads ahead of it)."},
+     "tempokv, tempokv-progressive (each object released after its own copy), tempokv-eager "
+     "(every eligible claim committed at once, without waiting for the reads ahead of it) or "
+     "tempokv-unchained (each claim timed alone, not ready early for the claims used after it)."},
     {"controller", "tick_ms", FieldType::kInteger, TEMPOKV_FIELD_REF(controller.tick_ms),
      "Period of the controller's re-evaluation of pending claims."},
     {"controller", "max_reads_in_flight", FieldType::kInteger,

@@ -64,7 +64,7 @@ Status check_endpoint(const std::string& endpoint, bool allow_remote) {
 Status check_policy(const std::string& policy) {
   for (std::string_view known :
        {"demand", "immediate", "tempokv-static", "tempokv", "tempokv-progressive",
-        "tempokv-eager"}) {
+        "tempokv-eager", "tempokv-unchained"}) {
     if (policy == known) return Status::ok();
   }
   if (policy.starts_with("queue-")) {
@@ -78,7 +78,7 @@ Status check_policy(const std::string& policy) {
   return bad("controller.policy",
              "'" + policy +
                  "' is not one of demand, immediate, queue-K (K >= 1), tempokv-static, tempokv, "
-                 "tempokv-progressive, tempokv-eager");
+                 "tempokv-progressive, tempokv-eager, tempokv-unchained");
 }
 
 Status check_profile(const std::string& profile) {

@@ -57,12 +57,15 @@ Status validate_eval_options(const EvalOptions& o) {
     return Status::invalid_argument("--scenario '" + o.scenario + "' is not one of " + all);
   }
   for (const std::string& p : o.policies) {
-    if (p == "lmcache-dax" || p == "tempokv-progressive" || p == "tempokv-eager") continue;
+    if (p == "lmcache-dax" || p == "tempokv-progressive" || p == "tempokv-eager" ||
+        p == "tempokv-unchained") {
+      continue;
+    }
     if (!make_commit_policy(p).is_ok()) {
       return Status::invalid_argument(
           "--policies: '" + p +
           "' is not one of demand, immediate, queue-K, tempokv-static, tempokv, "
-          "tempokv-progressive, tempokv-eager, lmcache-dax");
+          "tempokv-progressive, tempokv-eager, tempokv-unchained, lmcache-dax");
     }
   }
   for (double r : o.ratios) {

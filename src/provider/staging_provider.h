@@ -304,6 +304,8 @@ class StagingProvider {
       bool repeated = false;
     };
     Range range(const StagingClaim& claim);
+    // The calibrated aggregate read rate the bounds use (bytes per second).
+    double bytes_per_s() const { return bytes_per_s_; }
 
    private:
     friend class StagingProvider;

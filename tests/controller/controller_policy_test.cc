@@ -107,13 +107,30 @@ TEST(PolicyScenario, TempoKvStaticIgnoresTheBacklogAhead) {
   EXPECT_NEAR(o.gib_s, 0.0875 + 0.03125 + 0.028125, kGiBTol);
 }
 
+ControllerOptions unchained() {
+  ControllerOptions co;
+  co.chain_deadlines = false;
+  return co;
+}
+
+TEST(PolicyScenario, TempoKvReadsAOneAfterTheOtherSoBothAreOnTime) {
+  // Chained deadlines: B (600, 125 ms of reads) must start by 475, so A (500, 250 ms) must be
+  // ready by 475 and commits at 225; B commits at 475, when A's reads are done and its laxity
+  // from its own use reaches zero. Both are ready before their use (timed alone, B is 25 ms late:
+  // below). C: alone, zero laxity at 875. Releases: A 600, B 700, C 1100.
+  Outcome o = run_three_claims("tempokv");
+  expect_times(o, {225, 475, 875}, {475, 600, 1000});
+  // 0.25 x 0.375 + 0.125 x 0.225 + 0.125 x 0.225: 6.25e-3 GiB.s more than alone, for B's 25 ms.
+  EXPECT_NEAR(o.gib_s, 0.09375 + 0.028125 + 0.028125, kGiBTol);
+}
+
 TEST(PolicyScenario, TempoKvSeesTheBacklogItsOwnCommitCreates) {
-  // A's laxity reaches zero at 250 (TTR 250). Right after, B's state-aware TTR is 375 (A's pairs
+  // Each claim timed alone (chain_deadlines off). A's laxity reaches zero at 250 (TTR 250). Right after, B's state-aware TTR is 375 (A's pairs
   // until 500, then its own until 625): laxity 350 - 375 < 0, so B is eligible at 250; it cannot
   // be on time either way, and the device is busy throughout. Its reads would wait behind A's, so
   // it waits for them (wait_for_reads_ahead) and commits at 500, ready at 625 all the same. C:
   // laxity 250 until the device idles at 625, then zero at 875. Releases: A 600, B 725, C 1100.
-  Outcome o = run_three_claims("tempokv");
+  Outcome o = run_three_claims("tempokv", unchained());
   expect_times(o, {250, 500, 875}, {500, 625, 1000});
   // 0.25 x 0.35 + 0.125 x 0.225 + 0.125 x 0.225
   EXPECT_NEAR(o.gib_s, 0.0875 + 0.028125 + 0.028125, kGiBTol);
@@ -122,7 +139,7 @@ TEST(PolicyScenario, TempoKvSeesTheBacklogItsOwnCommitCreates) {
 TEST(PolicyScenario, TempoKvWithoutTheWaitCommitsBehindTheBacklogAtOnce) {
   // The rule before wait_for_reads_ahead: B commits at 250 and holds its 128 MiB while its reads
   // wait behind A's, ready at the same 625.
-  ControllerOptions co;
+  ControllerOptions co = unchained();
   co.wait_for_reads_ahead = false;
   Outcome o = run_three_claims("tempokv", co);
   expect_times(o, {250, 250, 875}, {500, 625, 1000});

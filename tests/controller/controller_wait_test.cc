@@ -18,6 +18,7 @@ ControllerOptions waiting(bool on) {
   ControllerOptions co;
   co.wait_for_reads_ahead = on;
   co.error_feedback = false;  // the plain rule: commit times follow from TTU and TTR alone
+  co.chain_deadlines = false;  // each claim timed alone (the chain: controller_chain_test.cc)
   return co;
 }
 
@@ -100,6 +101,7 @@ TEST(ControllerWait, AWaitingClaimsTimingErrorIsJudgedFromWhereItFirstWaited) {
   // commit at 875 would have been. Judged from 875 its use came 20 ms sooner than projected, so
   // the margin becomes 20 ms; judged from its commit at its use it would show no error at all.
   ControllerOptions co;  // error feedback on
+  co.chain_deadlines = false;
   Fixture f("tempokv", SimStackOptions{.max_reads_in_flight = 2}, co);
   ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), milliseconds(1000)).is_ok());
   ASSERT_TRUE(f.controller->report(2, manifest({3, 4}), milliseconds(1000)).is_ok());

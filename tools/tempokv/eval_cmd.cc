@@ -201,7 +201,8 @@ void add_eval_command(CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_option("--policies", c->options.policies,
                   "Comma list of demand, immediate, queue-1, queue-4, tempokv-static, tempokv, "
-                  "tempokv-progressive, tempokv-eager, lmcache-dax (default: the scenario's)")
+                  "tempokv-progressive, tempokv-eager, tempokv-unchained, lmcache-dax (default: the "
+                  "scenario's)")
       ->delimiter(',');
   cmd->add_option("--models", c->options.models, "fig4: llama-3.1-8b, qwen2.5-14b")
       ->delimiter(',');

@@ -11,9 +11,10 @@ from ..e2e.prompts import VOCAB_FIRST
 
 SIX = ["demand", "immediate", "queue-1", "queue-4", "tempokv-static", "tempokv"]
 RECOMPUTE = "recompute"  # vLLM with no connector: every prompt computed
-# A variant tempokvd also runs, measured on request: TempoKV committing every eligible claim at
-# once (no wait for the reads ahead of it), the ablation of the wait.
-VARIANTS = ["tempokv-eager"]
+# Variants tempokvd also runs, measured on request: TempoKV committing every eligible claim at
+# once (no wait for the reads ahead of it), the ablation of the wait; TempoKV timing each claim
+# alone (no deadline chain), the ablation of the chain.
+VARIANTS = ["tempokv-eager", "tempokv-unchained"]
 
 # The scaled protocol. "quick" is the ctest's and the demo's tiny version.
 PROTOCOL = {
