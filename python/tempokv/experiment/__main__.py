@@ -92,6 +92,7 @@ def main(argv=None):
         p["requests"] = a.requests
     if a.read_bytes_per_s is not None:
         p["read_bytes_per_s"] = a.read_bytes_per_s
+        p["read_cap_scales_with_ratio"] = False  # the cap given, at every ratio
     if a.interval_s:
         p["interval_s"] = a.interval_s
     if a.repeats < 1:

@@ -197,13 +197,15 @@ def calibrate(llm, spec):
         return None
     speed = measure_speed(llm, spec)
     intervals, cap = plan.scale(p, spec["prompt_sets"], speed, model_mod.kv_bytes_per_token())
+    p = dict(p, read_bytes_per_s=cap)
     for r in spec["runs"]:
         if r["interval_s"] is None:
             r["interval_s"] = intervals[r["ratio"]]
             r["rate"] = 1.0 / r["interval_s"]
-    spec["daemon_flags"] = plan.read_cap_flags(cap) + spec["daemon_flags"]
+        r["cap_flags"] = plan.read_cap_flags(plan.cap_at(p, r["ratio"]))
     return dict(speed, intervals_s={f"{k:g}": v for k, v in intervals.items()},
-                read_bytes_per_s=cap)
+                read_bytes_per_s=cap,
+                read_caps={f"{k:g}": plan.cap_at(p, k) for k in intervals})
 
 
 def precompute(llm, spec, store):
@@ -249,7 +251,8 @@ def measured_run(llm, spec, run, prompts):
         data = os.path.join(spec["work"], run["name"])
         daemon_mod.copy_store(run["store_dir"], data)
         phase("copy_store")
-        flags = ["--set", f"controller.policy={run['policy']}"] + spec["daemon_flags"]
+        flags = (["--set", f"controller.policy={run['policy']}"] + run.get("cap_flags", [])
+                 + spec["daemon_flags"])
         d = daemon_mod.start(spec["tempokvd"], data, spec["endpoint"], flags)
         phase("daemon_start")
         settle(llm, d)
@@ -335,8 +338,9 @@ def run(spec, out_path=None):
         c = out["calibration"]
         print(f"tempokv experiment: speed measured in {time.monotonic() - t:.1f} s: prefill "
               f"{c['prefill_s_per_token'] * 1e3:.3f} ms/token, decode step "
-              f"{c['decode_step_s'] * 1e3:.1f} ms; fig4 intervals {c['intervals_s']} s, read cap "
-              f"{c['read_bytes_per_s'] / 1e6:.0f} MB/s", flush=True)
+              f"{c['decode_step_s'] * 1e3:.1f} ms; fig4 intervals {c['intervals_s']} s, read caps "
+              + ", ".join(f"{k}: {v / 1e6:.0f} MB/s" for k, v in c["read_caps"].items()),
+              flush=True)
     measure(llm, conn_runs)
     if plain_runs:
         with connector_off(llm):

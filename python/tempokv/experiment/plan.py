@@ -35,6 +35,11 @@ PROTOCOL = {
     # Decode steps (4 sequences, measured) one mean prompt's whole KV takes to read at the cap:
     # staging is long against a step, yet twelve prompts' reads fit in their arrivals.
     "read_steps": 4.0,
+    # The calibrated cap scales with the prefix ratio (cap_at): the stored part of a prompt then
+    # takes as long to read at every ratio. At one cap for all, a 50 % prompt's half read in two
+    # steps and every policy's p95 equalled Demand's within the noise (staging off the critical
+    # path; docs/evaluation.md, session 15). An explicit --read-bytes-per-s holds at every ratio.
+    "read_cap_scales_with_ratio": True,
     "ratios": [1.0, 0.5],
     "fig6_rates": [0.5, 1.0, 2.0, 4.0],  # requests per second
     "chunk_tokens": 256,
@@ -53,6 +58,15 @@ def read_cap_flags(cap):
         return []
     return ["--set", f"store.read_bytes_per_s={cap:.0f}",
             "--set", f"controller.prior_read_bytes_per_s={cap:.0f}"]
+
+
+def cap_at(p, ratio):
+    """The read cap of the runs at a prefix ratio: ``p['read_bytes_per_s']`` (the 100 % one),
+    times the ratio when ``p['read_cap_scales_with_ratio']``; None while not calibrated."""
+    cap = p["read_bytes_per_s"]
+    if cap is None or not p.get("read_cap_scales_with_ratio"):
+        return cap
+    return cap * ratio
 
 
 def calibrated(p):

@@ -3,6 +3,8 @@ medians over seeds."""
 
 import statistics
 
+from . import plan
+
 GIB = float(1 << 30)
 
 
@@ -27,7 +29,7 @@ def row(run, entry, p, kv_bytes_per_token, model):
     conn = entry.get("connector", {})
     s = entry.get("daemon_stats", {})
     n = max(1, len(done))
-    rate = p["read_bytes_per_s"] or s.get("staging_rate_bytes_per_second") or 0
+    rate = plan.cap_at(p, run["ratio"]) or s.get("staging_rate_bytes_per_second") or 0
     staged_bytes = [t * kv_bytes_per_token for t in restored]
     copied = "transfer_byte_s" in conn and run["label"] != "recompute"
     copy_byte_s = conn.get("transfer_byte_s", 0.0)

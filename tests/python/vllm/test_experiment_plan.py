@@ -57,6 +57,13 @@ def test_the_machines_speed_sets_the_arrivals_by_offered_load_and_the_cap_by_rea
     # What the user fixed stays.
     assert plan.scale(dict(p, interval_s=0.3, read_bytes_per_s=64e6), sets, speed, 1000) == (
         {1.0: 0.3, 0.5: 0.3}, 64e6)
+    # The runs' caps: the stored part of a prompt reads as long at 50 % as at 100 %, unless the
+    # user gave the cap (one for every ratio).
+    scaled = dict(p, read_bytes_per_s=cap)
+    assert plan.cap_at(scaled, 1.0) == pytest.approx(cap)
+    assert plan.cap_at(scaled, 0.5) == pytest.approx(cap / 2)
+    assert plan.cap_at(dict(scaled, read_cap_scales_with_ratio=False), 0.5) == pytest.approx(cap)
+    assert plan.cap_at(plan.PROTOCOL, 0.5) is None  # not calibrated yet
     assert plan.read_cap_flags(0) == []
     assert plan.read_cap_flags(64e6) == ["--set", "store.read_bytes_per_s=64000000",
                                          "--set", "controller.prior_read_bytes_per_s=64000000"]

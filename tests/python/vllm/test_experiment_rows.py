@@ -207,3 +207,20 @@ def test_several_result_files_are_judged_as_repeats_of_one_experiment(tmp_path, 
     assert verdicts.main([str(other)]) == 2
     assert "not a result of tempokv eval --mode vllm" in capsys.readouterr().err
     assert verdicts.main([str(tmp_path / "missing.json")]) == 2
+
+
+def test_the_floor_with_staging_reads_at_the_cap_of_the_runs_ratio():
+    # One request restoring 1000 tokens of 1 MiB each: its bytes held while read at the cap.
+    req = {"arrival_s": 0.0, "first_token_s": 0.1, "finished_s": 0.5, "tokens": [1, 2],
+           "num_cached_tokens": 1000, "prompt_tokens": 2000}
+    entry = {"requests": [req], "rate": 1.0, "interval_s": 1.0, "run_s": 1.0}
+    p = {"read_bytes_per_s": float(1 << 30), "read_cap_scales_with_ratio": True}
+
+    def floor(ratio, protocol):
+        run = {"scenario": "fig4-policies", "label": "demand", "seed": 1, "ratio": ratio}
+        return rows.row(run, entry, protocol, 1 << 20, "tiny")["c_floor_staging_gib_s_per_req"]
+
+    gib = 1000 / 1024  # the restored bytes in GiB
+    assert floor(1.0, p) == pytest.approx(gib * gib)  # read at 1 GiB/s
+    assert floor(0.5, p) == pytest.approx(gib * gib * 2)  # the 50 % runs' cap is half
+    assert floor(0.5, dict(p, read_cap_scales_with_ratio=False)) == pytest.approx(gib * gib)
