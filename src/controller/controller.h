@@ -291,8 +291,8 @@ class Controller {
   // ControllerOptions::chain_deadlines, at the start of each pass of a state-aware policy's
   // evaluation: sets every claim's lead anew and returns the latest use time of a claim given a
   // lead (TimePoint::min() when none), so the window walk reaches it. It looks at the
-  // kChainLength planned claims used soonest, not counting those sent to the ordinary path; its
-  // members are those of them the budget would take now (StagingProvider::refused_now: the
+  // ControllerOptions::chain_length planned claims used soonest, not counting those sent to the
+  // ordinary path; its members are those of them the budget would take now (StagingProvider::refused_now: the
   // provider's state alone, not the index's bookkeeping of refusals, so the full scan finds the
   // same members; a claim whose refusal stands is refused now) that would add reads (`own`: the
   // time its new reads take at the calibrated rate, TtrBoundWalk::range's fresh bytes). Taken in
@@ -300,12 +300,10 @@ class Controller {
   // first), from the last: its deadline is its use; each earlier one's is the earlier of its use
   // and the next one's deadline less the next one's own reads. The same leads whichever way the
   // pass walks (the index's walk or the full scan): by_use_, waiting_, resting_ and
-  // parked_by_use_ hold every planned claim between them. A claim used later than the
-  // kChainLength-th moves no deadline (a bound on the cost per pass: vLLM's batches hold at most
-  // max_num_seqs claims), and a shared object counts in the own reads of each member that would
-  // add it.
+  // parked_by_use_ hold every planned claim between them. A claim used later than the last of
+  // them moves no deadline (also a bound on the cost per pass), and a shared object counts in the
+  // own reads of each member that would add it.
   TimePoint chain_deadlines(StagingProvider::TtrBoundWalk& bounds);
-  static constexpr size_t kChainLength = 8;
   // controller_refusals.cc
   // Refused before, no object has left the store since its share was measured, and the lower
   // bound of that share (Rec::cost) exceeds the budget's room or the capacity's

@@ -20,25 +20,26 @@ TimePoint Controller::chain_deadlines(StagingProvider::TtrBoundWalk& bounds) {
   chained_.clear();
   if (!options_.chain_deadlines || !policy_->state_aware()) return TimePoint::min();
   chain_.clear();
-  // Each index's claims in key order (keys are at most the use time): once kChainLength claims are
+  const size_t length = options_.chain_length;
+  // Each index's claims in key order (keys are at most the use time): once `length` claims are
   // used before the key, no later claim of the index is among the soonest.
-  std::priority_queue<TimePoint> soonest;  // the latest of the kChainLength soonest uses so far
+  std::priority_queue<TimePoint> soonest;  // the latest of the `length` soonest uses so far
   auto gather = [&](const std::set<std::pair<TimePoint, ClaimId>>& index) {
     soonest = {};
     for (const auto& [key, id] : index) {
-      if (soonest.size() == kChainLength && key > soonest.top()) break;
+      if (soonest.size() >= length && (length == 0 || key > soonest.top())) break;
       Rec& r = claims_.at(id);
       if (r.info.state != ClaimState::kPlanned || r.info.ordinary_only) continue;
       chain_.push_back({r.use_at, r.seq, Duration::zero(), &r});
       soonest.push(r.use_at);
-      if (soonest.size() > kChainLength) soonest.pop();
+      if (soonest.size() > length) soonest.pop();
     }
   };
   gather(by_use_);
   gather(waiting_);
   gather(resting_);
   gather(parked_by_use_);
-  const size_t n = std::min(chain_.size(), kChainLength);
+  const size_t n = std::min(chain_.size(), length);
   std::partial_sort(chain_.begin(), chain_.begin() + static_cast<std::ptrdiff_t>(n), chain_.end());
   const double rate = bounds.bytes_per_s();
   for (size_t i = 0; i < n; ++i) {

@@ -44,6 +44,12 @@ struct ControllerOptions {
   // Its laxity then counts from that deadline instead of its use. Off: each claim is timed as if
   // nothing else were planned (the rule before session 15; "tempokv-unchained").
   bool chain_deadlines = true;
+  // How many of the planned claims used soonest the chain spans (Controller::chain_deadlines):
+  // one batch of the paper's testbed and of the vLLM protocol (4 sequences). vLLM starts the
+  // loads of every waiting request at the first free slot, though only a batch of them can run
+  // then: a longer chain made the first claims ready several reads before they were needed
+  // (session 15: C 0.55 × Immediate's at 100 % with 8, no TTFT gained).
+  uint32_t chain_length = 4;
   ErrorFeedbackOptions feedback;
   Status validate() const;
 };
