@@ -89,5 +89,27 @@ TEST(ControllerChain, TheUnchainedConfigurationTimesEachClaimAlone) {
   EXPECT_EQ(*(*c)->info(2).value().timeline.ready - stack.t0, milliseconds(1125));
 }
 
+TEST(ControllerChain, AMarginMovedByARetrievalRequestIsActedOnAtOnce) {
+  // Claims 1 and 2 used at 1 s: claim 1 is chained ready at 875 ms. Its retrieval comes at 900 ms,
+  // 100 ms sooner than projected: the feedback margin becomes 100 ms at the request, which
+  // reevaluates nothing itself (the claim is ready), so the controller decides again at that
+  // instant (with nothing planned left to tick for, nothing else would).
+  ControllerOptions co;
+  co.chain_deadlines = true;
+  Fixture f("tempokv", SimStackOptions{.max_reads_in_flight = 2}, co);
+  for (ClaimId id = 1; id <= 2; ++id) {
+    ASSERT_TRUE(
+        f.controller->report(id, manifest({2 * id - 1, 2 * id}), milliseconds(1000)).is_ok());
+  }
+  f.run_to(milliseconds(900));
+  ASSERT_EQ(f.info(1).state, ClaimState::kStageReady);
+  ASSERT_EQ(f.since(f.info(1).timeline.ready), milliseconds(875));
+  const uint64_t before = f.controller->stats().evaluations;
+  ASSERT_TRUE(f.controller->request_retrieval(1, f.recorder()).is_ok());
+  EXPECT_EQ(f.controller->feedback_margin(), milliseconds(100));
+  f.run_to(milliseconds(900));
+  EXPECT_EQ(f.controller->stats().evaluations, before + 1);
+}
+
 }  // namespace
 }  // namespace tempokv
