@@ -184,8 +184,10 @@ void Controller::evaluate_timed_full() {
   while (committed && planned_ > 0) {
     committed = false;
     next_wake_.reset();  // only the walk over the final staging state sets the wake-up
-    StagingProvider::TtrBoundWalk bounds = provider_.ttr_bound_walk();
-    chain_deadlines(bounds);
+    if (options_.chain_deadlines && policy_->state_aware()) {
+      StagingProvider::TtrBoundWalk bounds = provider_.ttr_bound_walk();
+      chain_deadlines(bounds);
+    }
     for_each_in_attempt_order(kAnyRank, [&](Rec& r) {
       if (r.attempted_in != eval_id_ && consider_timed(r, now)) committed = true;
       return !committed;
