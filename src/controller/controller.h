@@ -80,6 +80,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <optional>
 #include <set>
 #include <span>
@@ -93,6 +94,7 @@
 #include "controller/claim_state.h"
 #include "controller/commit_policy.h"
 #include "controller/controller_types.h"
+#include "common/node_pool.h"
 #include "controller/error_feedback.h"
 #include "provider/staging_provider.h"
 #include "tempokv/executor.h"
@@ -176,6 +178,9 @@ class Controller {
   Status check_refusal_bounds();
 
  private:
+  // The indexes of planned claims (below): by a time, or by a bound of a share of a room.
+  using UseIndex = std::pmr::set<std::pair<TimePoint, ClaimId>>;
+  using RoomIndex = std::pmr::set<std::pair<int64_t, ClaimId>>;
   static constexpr uint32_t kUnranked = UINT32_MAX;
   struct Rec {
     StagingClaim claim;
@@ -339,7 +344,7 @@ class Controller {
   void on_entry(const Key& key, uint64_t budget_bytes, uint64_t occupied_bytes);
   // controller_resting.cc
   // The index an indexed claim is in: resting_, waiting_ or by_use_.
-  std::set<std::pair<TimePoint, ClaimId>>& index_of(const Rec& r);
+  UseIndex& index_of(const Rec& r);
   // A claim of by_use_ found waiting by the window walk leaves it for waiting_ (same key) until
   // its wait ends, unless it was ever refused (its refusal could come to stand meanwhile, which
   // the walk must see at every pass to park it); release_waits() puts back those whose wait has
@@ -392,19 +397,21 @@ class Controller {
   std::unordered_map<ClaimId, Rec> claims_;
   std::map<uint32_t, std::vector<ClaimId>> orders_;  // each runtime's latest waiting order
   std::map<uint32_t, uint64_t> order_reported_;  // next_seq_ when that order was last applied
-  // Indexes of PLANNED claims (a claim leaves them when it leaves PLANNED):
+  // Indexes of PLANNED claims (a claim leaves them when it leaves PLANNED). A claim moves between
+  // them several times an event (park, hold, rest): their nodes come from one pool.
+  NodePool pool_;
   std::map<uint64_t, ClaimId> unranked_;            // in no runtime's order, by report order
   // By index_at: a lower bound of the use time, close to it (set_ttu).
-  std::set<std::pair<TimePoint, ClaimId>> by_use_;
+  UseIndex by_use_{&pool_};
   struct ClaimsOfKey {  // (id, generation); compacted when it reaches compact_at
     std::vector<std::pair<ClaimId, uint64_t>> claims;
     size_t compact_at = 8;
   };
   // Planned claims whose refusal stands, each in both: by the bound of its share of the budget's
   // room, and by the bound of its share of the capacity's room (park()).
-  std::set<std::pair<int64_t, ClaimId>> parked_budget_, parked_capacity_;
+  RoomIndex parked_budget_{&pool_}, parked_capacity_{&pool_};
   // The same claims by use time (chain_deadlines() counts them among the claims used soonest).
-  std::set<std::pair<TimePoint, ClaimId>> parked_by_use_;
+  UseIndex parked_by_use_{&pool_};
   // By key, the refused claims listed under it, as (id, cost_gen) (note_cost(), on_entry()); stale
   // entries are dropped when the key enters the sums or the list is compacted.
   std::unordered_map<Key, ClaimsOfKey> costed_by_key_;
@@ -414,13 +421,13 @@ class Controller {
   // it, so the window walk does not project them at every pass (walk_resting() looks only at the
   // few that can matter). By key, the claims set aside with that object, as (id, rest_gen); stale
   // entries are dropped when the key is evicted or the list is compacted.
-  std::set<std::pair<TimePoint, ClaimId>> resting_;
+  UseIndex resting_{&pool_};
   std::unordered_map<Key, ClaimsOfKey> resting_by_key_;
   // Planned claims waiting for the reads ahead of them (hold()), by index_at like by_use_ but
   // outside it: the dense case had ~100 of them in the window at every pass, each walked only to
   // note its wake-up. wait_ends_: the same claims by (wait_until, id).
-  std::set<std::pair<TimePoint, ClaimId>> waiting_;
-  std::set<std::pair<TimePoint, ClaimId>> wait_ends_;
+  UseIndex waiting_{&pool_};
+  UseIndex wait_ends_{&pool_};
   uint64_t rest_seq_ = 0;
   std::multiset<uint64_t> planned_footprints_;      // for the largest one
   uint64_t planned_ = 0;
@@ -478,11 +485,11 @@ class Controller {
   struct ChainMember {  // chain_deadlines()'s scratch
     TimePoint use;
     uint64_t seq;
-    Duration own;
     Rec* rec;
     bool operator<(const ChainMember& o) const { return std::tie(use, seq) < std::tie(o.use, o.seq); }
   };
   std::vector<ChainMember> chain_;
+  std::vector<TimePoint> soonest_;  // chain_deadlines()'s scratch: the soonest uses of an index
   std::vector<ClaimId> chained_;  // the claims given a lead by the last chain_deadlines()
   ErrorFeedback feedback_;
   ByteTimeMeter meter_;

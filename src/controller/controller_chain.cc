@@ -7,7 +7,6 @@
 // alone, the last of four is late by three reads. Taken from the last planned claim backwards,
 // each must be ready when the next must start; the laxity of each then counts from that deadline.
 #include <algorithm>
-#include <queue>
 
 #include "controller/controller.h"
 
@@ -22,17 +21,17 @@ TimePoint Controller::chain_deadlines(StagingProvider::TtrBoundWalk& bounds) {
   chain_.clear();
   const size_t length = options_.chain_length;
   // Each index's claims in key order (keys are at most the use time): once `length` claims are
-  // used before the key, no later claim of the index is among the soonest.
-  std::priority_queue<TimePoint> soonest;  // the latest of the `length` soonest uses so far
-  auto gather = [&](const std::set<std::pair<TimePoint, ClaimId>>& index) {
-    soonest = {};
+  // used before the key, no later claim of the index is among the soonest. soonest_: the
+  // `length` soonest uses of the index so far, ascending (a few; no heap work per pass).
+  auto gather = [&](const UseIndex& index) {
+    soonest_.clear();
     for (const auto& [key, id] : index) {
-      if (soonest.size() >= length && (length == 0 || key > soonest.top())) break;
+      if (soonest_.size() >= length && (length == 0 || key > soonest_.back())) break;
       Rec& r = claims_.at(id);
       if (r.info.state != ClaimState::kPlanned || r.info.ordinary_only) continue;
-      chain_.push_back({r.use_at, r.seq, Duration::zero(), &r});
-      soonest.push(r.use_at);
-      if (soonest.size() > length) soonest.pop();
+      chain_.push_back({r.use_at, r.seq, &r});
+      soonest_.insert(std::upper_bound(soonest_.begin(), soonest_.end(), r.use_at), r.use_at);
+      if (soonest_.size() > length) soonest_.pop_back();
     }
   };
   gather(by_use_);
@@ -42,26 +41,44 @@ TimePoint Controller::chain_deadlines(StagingProvider::TtrBoundWalk& bounds) {
   const size_t n = std::min(chain_.size(), length);
   std::partial_sort(chain_.begin(), chain_.begin() + static_cast<std::ptrdiff_t>(n), chain_.end());
   const double rate = bounds.bytes_per_s();
-  for (size_t i = 0; i < n; ++i) {
-    // A member with nothing to read (resting: every object resident) delays no one and needs no
-    // time; nor does a claim the budget refuses now (it reads nothing before it fits).
-    Rec& r = *chain_[i].rec;
-    if (r.resting || (r.parked && refusal_stands(r)) || provider_.refused_now(r.claim)) continue;
-    const uint64_t fresh = bounds.range(r.claim).fresh_bytes;
-    chain_[i].own = Duration(static_cast<int64_t>(static_cast<double>(fresh) * 1e9 / rate));
-  }
+  auto read_time = [rate](uint64_t bytes) {
+    return Duration(static_cast<int64_t>(static_cast<double>(bytes) * 1e9 / rate));
+  };
+  // The time a member's new reads take. A member with nothing to read (resting: every object
+  // resident) delays no one and needs no time; nor does a claim the budget refuses now (it reads
+  // nothing before it fits).
+  auto own = [&](const Rec& r) {
+    if (r.resting || (r.parked && refusal_stands(r)) || provider_.refused_now(r.claim)) {
+      return Duration::zero();
+    }
+    return read_time(bounds.range(r.claim).fresh_bytes);
+  };
   TimePoint reach = TimePoint::min();
   TimePoint start = TimePoint::max();  // when the reads of the claims after this one must start
   for (size_t i = n; i-- > 0;) {
     const ChainMember& m = chain_[i];
-    if (m.own == Duration::zero()) continue;
     const TimePoint due = std::min(m.use, start);
+    // Its own time is needed only if it gets a lead, or if the earlier member's deadline may
+    // fall before that one's use: not when even all of its manifest's bytes, read new, would
+    // start no earlier than that use (its own time is at most that: fresh bytes are a subset).
+    // A start no earlier than that use is no earlier than any earlier member's: as if none.
+    if (due == m.use) {
+      if (i == 0) break;  // no lead, and no earlier member
+      uint64_t most = 0;
+      for (const ManifestEntry& e : m.rec->claim.objects) most += round_up(e.bytes, kBlockBytes);
+      if (due - read_time(most) >= chain_[i - 1].use) {
+        start = TimePoint::max();  // the earlier member's deadline is its use
+        continue;
+      }
+    }
+    const Duration own_time = own(*m.rec);
+    if (own_time == Duration::zero()) continue;
     if (due < m.use) {
       m.rec->lead = m.use - due;
       chained_.push_back(m.rec->info.id);
       reach = std::max(reach, m.use);
     }
-    start = due - m.own;
+    start = due - own_time;
   }
   return reach;
 }

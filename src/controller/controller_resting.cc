@@ -6,7 +6,7 @@
 
 namespace tempokv {
 
-std::set<std::pair<TimePoint, ClaimId>>& Controller::index_of(const Rec& r) {
+Controller::UseIndex& Controller::index_of(const Rec& r) {
   if (r.resting) return resting_;
   return r.held ? waiting_ : by_use_;
 }
