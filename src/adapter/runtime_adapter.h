@@ -66,7 +66,8 @@ struct AdapterOptions {
   // expected order statistics of their remaining outputs under the predictor's conditional
   // distributions instead of at their means: the first slot frees at E[first completion], which
   // long-tailed outputs put well before the first of the means (TtuEstimator). Not with
-  // wait_quantile. Off by default (docs/evaluation.md, session `first`).
+  // wait_quantile. Off here; on for TempoKV's configurations in the eval and tempokvd
+  // (projects_order_statistics, controller.h; docs/evaluation.md, sessions `first` and 17).
   bool wait_order_statistics = false;
   // The runtime loads KV asynchronously and a request whose KV loads holds no slot (vLLM's KV
   // connectors; RuntimeSnapshot::async_loads, set by a hello's async_loads). A request admitted
@@ -151,6 +152,7 @@ class RuntimeAdapter : public RuntimeApi {
   double decode_cost_scale() const { return decode_scale_.value; }
   uint32_t token_budget() const { return options_.token_budget; }
   bool async_loads() const { return options_.async_loads; }
+  bool wait_order_statistics() const { return options_.wait_order_statistics; }
   // Measured copy time (begin_transfer to end_transfer) / the given profile's retrieval cost of
   // its bytes: the median of the last kLoadSamples copies; 0 before one was measured.
   double load_scale() const { return load_scale_; }

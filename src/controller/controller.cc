@@ -337,4 +337,9 @@ Result<std::unique_ptr<Controller>> make_controller(Executor& executor, StagingP
   return std::make_unique<Controller>(executor, provider, std::move(policy), options);
 }
 
+bool projects_order_statistics(std::string_view configuration) {
+  return configuration == "tempokv" || configuration == "tempokv-progressive" ||
+         configuration == "tempokv-eager" || configuration == "tempokv-unchained";
+}
+
 }  // namespace tempokv

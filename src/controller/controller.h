@@ -507,4 +507,13 @@ Result<std::unique_ptr<Controller>> make_controller(Executor& executor, StagingP
                                                     std::string_view configuration,
                                                     ControllerOptions options = {});
 
+// Whether the runtimes of a commit configuration project the queue wait with the expected order
+// statistics of the decoders' completions (AdapterOptions::wait_order_statistics): TempoKV's
+// configurations do ("tempokv" and its -progressive, -eager and -unchained variants); the paper's
+// "tempokv-static" keeps the conditional means of §3.1, and the policies that time nothing
+// (demand, immediate, queue-K) have no use for either. Since session 17: with the chain and the
+// commit wait, the order statistics moved the trace's p95 closer to Immediate's on every seed and
+// no fig4 row worse (docs/evaluation.md, session 17).
+bool projects_order_statistics(std::string_view configuration);
+
 }  // namespace tempokv

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 
+#include "controller/controller.h"
 #include "daemon/service_metrics.h"
 #include "daemon/shared_file.h"
 #include "daemon/service_state.h"
@@ -149,6 +150,7 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
     ao.prior_output_tokens = options_.prior_output_tokens;
     ao.token_budget = hello.token_budget;
     ao.async_loads = hello.async_loads;
+    ao.wait_order_statistics = projects_order_statistics(options_.policy);
     ao.runtime_id = rt->id;
     TEMPOKV_ASSIGN_OR_RETURN(rt->adapter,
                              RuntimeAdapter::create(*controller_, options_.profile, ao));

@@ -160,6 +160,10 @@ std::vector<Metric> ServiceCore::metrics() const {
   per_runtime("adapter_async_loads",
               "1 when the runtime's hello declared asynchronous loads (they hold no slot)", kG,
               [](const RuntimeAdapter& a) { return a.async_loads() ? 1.0 : 0.0; });
+  per_runtime("adapter_wait_order_statistics",
+              "1 when the runtime's TTU lets its decoders complete at the expected order "
+              "statistics of their remaining outputs (TempoKV's configurations), 0: at their means",
+              kG, [](const RuntimeAdapter& a) { return a.wait_order_statistics() ? 1.0 : 0.0; });
   per_runtime("adapter_load_scale",
               "Measured copy time / the cost profile's retrieval cost (median of the last 9); 0: "
               "none measured",

@@ -43,8 +43,9 @@ struct EvalOptions {
   // controller's error feedback are what remain to correct it. Sim and real modes.
   double estimator_bias = 0;
   // AdapterOptions::wait_order_statistics for every in-process adapter (sim and real modes; not
-  // the daemon-backed stacks, whose adapter the daemon configures).
-  bool wait_order_statistics = false;
+  // the daemon-backed stacks, whose adapter the daemon configures). Unset: by configuration
+  // (projects_order_statistics: on for TempoKV's, off for TempoKV-Static and the rest).
+  std::optional<bool> wait_order_statistics;
   // The controller folds recent estimation error into TempoKV's laxity (DESIGN.md §4); off:
   // the plain rule, for the before/after comparison.
   bool error_feedback = true;

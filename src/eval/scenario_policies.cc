@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/units.h"
+#include "controller/controller.h"
 #include "eval/scenarios.h"
 #include "workload/narrativeqa.h"
 
@@ -34,7 +35,8 @@ StackConfig base_stack(const Runner& runner, const CostProfile& profile, const s
   c.budget_bytes = c.fast_tier_bytes / 2;
   c.seed = runner.options().seed;
   c.estimator_bias = runner.options().estimator_bias;
-  c.wait_order_statistics = runner.options().wait_order_statistics;
+  c.wait_order_statistics =
+      runner.options().wait_order_statistics.value_or(projects_order_statistics(policy));
   c.error_feedback = runner.options().error_feedback;
   c.ttu_horizon = runner.options().ttu_horizon;
   if (runner.options().jitter_sigma) c.jitter_sigma = *runner.options().jitter_sigma;

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "controller/controller.h"
 #include "eval/eval.h"
 #include "eval/report.h"
 
@@ -190,6 +191,39 @@ TEST(EvalScenario, EstimatorBiasChangesTheAdaptersCostsNotTheEngines) {
   EXPECT_EQ(base->rows[0].throughput_tok_s, biased->rows[0].throughput_tok_s);
   o.estimator_bias = -1;
   EXPECT_EQ(run_eval(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+// TempoKV's configurations project the queue wait with the expected order statistics of the
+// decoders' completions; TempoKV-Static keeps the paper's conditional means (by default, without
+// --wait-order-statistics). Seed 1, Llama at 100 %: both policies' runs differ between the two
+// projections, so each default row must equal the run of its own projection.
+TEST(EvalScenario, TempoKvProjectsTheWaitWithOrderStatisticsStaticWithTheMeans) {
+  EvalOptions o = sim_options("fig4-policies");
+  o.models = {"llama-3.1-8b"};
+  o.ratios = {1.0};
+  o.policies = {"tempokv-static", "tempokv"};
+  auto by_default = run_eval(o);
+  o.wait_order_statistics = true;
+  auto all_on = run_eval(o);
+  o.wait_order_statistics = false;
+  auto all_off = run_eval(o);
+  ASSERT_TRUE(by_default.is_ok() && all_on.is_ok() && all_off.is_ok());
+  ASSERT_EQ(by_default->rows.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const EvalRow& on = all_on->rows[i];
+    const EvalRow& off = all_off->rows[i];
+    const EvalRow& def = by_default->rows[i];
+    ASSERT_EQ(def.policy, on.policy);
+    EXPECT_NE(on.c_gib_s_per_req, off.c_gib_s_per_req) << on.policy;
+    const EvalRow& expected = def.policy == "tempokv" ? on : off;
+    EXPECT_EQ(def.c_gib_s_per_req, expected.c_gib_s_per_req) << def.policy;
+    EXPECT_EQ(def.p95_ttft_s, expected.p95_ttft_s) << def.policy;
+  }
+  EXPECT_TRUE(projects_order_statistics("tempokv-unchained"));
+  EXPECT_TRUE(projects_order_statistics("tempokv-eager"));
+  EXPECT_TRUE(projects_order_statistics("tempokv-progressive"));
+  EXPECT_FALSE(projects_order_statistics("queue-4"));
+  EXPECT_FALSE(projects_order_statistics("demand"));
 }
 
 TEST(EvalScenario, JsonRowsCarryTheErrorHistogramsInTheMetricsBuckets) {

@@ -139,5 +139,26 @@ TEST_F(DaemonTest, AHellosAsyncLoadsReachTheRuntimesAdapter) {
   EXPECT_EQ(runtime_stat(**vllm, "adapter_load_scale"), 0);  // no copy measured yet
 }
 
+// TempoKV's runtimes project the queue wait with the order statistics of the decoders'
+// completions (the daemon's default policy, "tempokv"); TempoKV-Static's with the means.
+TEST_F(DaemonTest, TempoKvsRuntimesProjectTheWaitWithOrderStatistics) {
+  auto c = client("engine");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(runtime_stat(*c, "adapter_wait_order_statistics"), 1);
+}
+
+class DaemonStaticTest : public DaemonTest {
+ protected:
+  std::vector<std::string> extra_args() const override {
+    return {"--set", "controller.policy=tempokv-static"};
+  }
+};
+
+TEST_F(DaemonStaticTest, TempoKvStaticsRuntimesProjectTheWaitWithTheMeans) {
+  auto c = client("engine");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(runtime_stat(*c, "adapter_wait_order_statistics"), 0);
+}
+
 }  // namespace
 }  // namespace tempokv::testing

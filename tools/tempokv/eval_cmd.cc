@@ -230,9 +230,11 @@ void add_eval_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--estimator-bias", c->options.estimator_bias,
                   "The adapter's cost profile is the engine's x (1 + F), e.g. 0.2 or -0.2")
       ->capture_default_str();
-  cmd->add_flag("--wait-order-statistics", c->options.wait_order_statistics,
-                "TTU: the running requests complete at the expected order statistics of their "
-                "remaining outputs, not at their means (AdapterOptions::wait_order_statistics)");
+  cmd->add_option("--wait-order-statistics", c->options.wait_order_statistics,
+                  "on/off for every policy: TTU lets the running requests complete at the expected "
+                  "order statistics of their remaining outputs, not at their means "
+                  "(AdapterOptions::wait_order_statistics; default: on for TempoKV's "
+                  "configurations, off for tempokv-static)");
   cmd->add_flag("!--no-error-feedback", c->options.error_feedback,
                 "TempoKV without the controller's error feedback (the before/after comparison)");
   cmd->add_option("--ttu-horizon", c->options.ttu_horizon,
