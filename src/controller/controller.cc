@@ -330,16 +330,20 @@ Result<std::unique_ptr<Controller>> make_controller(Executor& executor, StagingP
   const bool unchained = configuration == "tempokv-unchained";
   TEMPOKV_ASSIGN_OR_RETURN(
       auto policy,
-      make_commit_policy(progressive || eager || unchained ? "tempokv" : configuration));
+      make_commit_policy(is_tempokv_variant(configuration) ? "tempokv" : configuration));
   options.progressive_release = progressive;
   if (eager) options.wait_for_reads_ahead = false;
   if (unchained) options.chain_deadlines = false;
   return std::make_unique<Controller>(executor, provider, std::move(policy), options);
 }
 
+bool is_tempokv_variant(std::string_view configuration) {
+  return configuration == "tempokv-progressive" || configuration == "tempokv-eager" ||
+         configuration == "tempokv-unchained";
+}
+
 bool projects_order_statistics(std::string_view configuration) {
-  return configuration == "tempokv" || configuration == "tempokv-progressive" ||
-         configuration == "tempokv-eager" || configuration == "tempokv-unchained";
+  return configuration == "tempokv" || is_tempokv_variant(configuration);
 }
 
 }  // namespace tempokv

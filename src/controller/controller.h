@@ -90,11 +90,11 @@
 #include <utility>
 #include <vector>
 
+#include "common/node_pool.h"
 #include "controller/byte_time_meter.h"
 #include "controller/claim_state.h"
 #include "controller/commit_policy.h"
 #include "controller/controller_types.h"
-#include "common/node_pool.h"
 #include "controller/error_feedback.h"
 #include "provider/staging_provider.h"
 #include "tempokv/executor.h"
@@ -506,6 +506,12 @@ class Controller {
 Result<std::unique_ptr<Controller>> make_controller(Executor& executor, StagingProvider& provider,
                                                     std::string_view configuration,
                                                     ControllerOptions options = {});
+
+// The configurations make_controller() builds on TempoKV's commit policy with other controller
+// options: "tempokv-progressive", "tempokv-eager", "tempokv-unchained" (not "tempokv" itself,
+// which make_commit_policy() knows). The one list of them: the eval and tempokvd validate names
+// with it.
+bool is_tempokv_variant(std::string_view configuration);
 
 // Whether the runtimes of a commit configuration project the queue wait with the expected order
 // statistics of the decoders' completions (AdapterOptions::wait_order_statistics): TempoKV's

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/units.h"
+#include "controller/controller.h"
 #include "daemon/daemon_config.h"
 #include "daemon/host_port.h"
 
@@ -63,10 +64,10 @@ Status check_endpoint(const std::string& endpoint, bool allow_remote) {
 
 Status check_policy(const std::string& policy) {
   for (std::string_view known :
-       {"demand", "immediate", "tempokv-static", "tempokv", "tempokv-progressive",
-        "tempokv-eager", "tempokv-unchained"}) {
+       {"demand", "immediate", "tempokv-static", "tempokv"}) {
     if (policy == known) return Status::ok();
   }
+  if (is_tempokv_variant(policy)) return Status::ok();
   if (policy.starts_with("queue-")) {
     std::string_view k = std::string_view(policy).substr(6);
     uint32_t v = 0;

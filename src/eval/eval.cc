@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "controller/commit_policy.h"
+#include "controller/controller.h"
 #include "eval/runner.h"
 #include "eval/scenarios.h"
 
@@ -57,10 +58,7 @@ Status validate_eval_options(const EvalOptions& o) {
     return Status::invalid_argument("--scenario '" + o.scenario + "' is not one of " + all);
   }
   for (const std::string& p : o.policies) {
-    if (p == "lmcache-dax" || p == "tempokv-progressive" || p == "tempokv-eager" ||
-        p == "tempokv-unchained") {
-      continue;
-    }
+    if (p == "lmcache-dax" || is_tempokv_variant(p)) continue;
     if (!make_commit_policy(p).is_ok()) {
       return Status::invalid_argument(
           "--policies: '" + p +

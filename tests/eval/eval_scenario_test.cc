@@ -222,6 +222,7 @@ TEST(EvalScenario, TempoKvProjectsTheWaitWithOrderStatisticsStaticWithTheMeans) 
   EXPECT_TRUE(projects_order_statistics("tempokv-unchained"));
   EXPECT_TRUE(projects_order_statistics("tempokv-eager"));
   EXPECT_TRUE(projects_order_statistics("tempokv-progressive"));
+  EXPECT_FALSE(projects_order_statistics("tempokv-static"));
   EXPECT_FALSE(projects_order_statistics("queue-4"));
   EXPECT_FALSE(projects_order_statistics("demand"));
 }
