@@ -168,10 +168,17 @@ MEDIAN_FIELDS = ["p50_ttft_s", "p95_ttft_s", "mean_ttft_s", "throughput_tok_s",
                  "engine_cpu_s", "daemon_cpu_s"]
 
 
-def fold_repeats(rows):
-    """One row per (scenario, ratio, rate, policy, seed): the mean over that seed's repeated
-    runs (``--repeats``) of each of MEDIAN_FIELDS a run has, with ``repeats`` (how many runs)
-    and ``runs`` (their rows). A seed run once gives its row's values."""
+FOLDS = {"mean": statistics.mean, "median": statistics.median}
+
+
+def fold_repeats(rows, fold="mean"):
+    """One row per (scenario, ratio, rate, policy, seed): the mean (``fold="median"``: the
+    median) over that seed's repeated runs (``--repeats``) of each of MEDIAN_FIELDS a run has,
+    with ``repeats`` (how many runs) and ``runs`` (their rows). A seed run once gives its
+    row's values. The median is for runs pooled from several files: one run slowed by the
+    machine (a p95 twice its repeats') moves a mean of four by a quarter of that, a median
+    not at all."""
+    of = FOLDS[fold]
     groups = {}
     for r in rows:
         key = (r["scenario"], r["ratio"], r["rate"], r["policy"], r["seed"])
@@ -183,7 +190,7 @@ def fold_repeats(rows):
         for f in MEDIAN_FIELDS:
             xs = [r[f] for r in g if r.get(f) is not None]
             if xs:
-                m[f] = statistics.mean(xs)
+                m[f] = of(xs)
         out.append(m)
     return out
 

@@ -78,16 +78,17 @@ def median_interval(xs, confidence=0.95):
     return s[j - 1], s[n - j], cover(j)
 
 
-def judge(rows):
+def judge(rows, fold="mean"):
     """One dict per (scenario, ratio, rate) and target whose policies were run: ``values`` (by
     seed), ``median``, ``lo`` / ``hi`` / ``coverage`` (the median's interval), ``limit``, and
     for a target (a limit that is not None) ``seeds_met`` and ``met`` (the median against it).
     A seed whose policies ran more than once (``--repeats``) is judged on each policy's mean
     over its runs (``rows.fold_repeats``): the run-to-run noise of a p95 of twelve requests
     shrinks with the square root of the repeats, and the better of two policies' means is
-    less biased low than the better of two single runs."""
+    less biased low than the better of two single runs. ``fold="median"``: each policy's
+    median over its runs instead (``rows.fold_repeats``)."""
     groups, repeats = {}, {}
-    for r in fold_repeats(rows):
+    for r in fold_repeats(rows, fold):
         key = (r["scenario"], r["ratio"], r["rate"])
         groups.setdefault(key, {}).setdefault(r["seed"], {})[r["policy"]] = r
         repeats[key] = min(repeats.get(key, r["repeats"]), r["repeats"])
@@ -104,7 +105,7 @@ def judge(rows):
             lo, hi, cov = median_interval(xs)
             v = {"scenario": scenario, "ratio": ratio, "rate": rate, "target": name,
                  "limit": limit, "op": op, "values": values, "median": med, "lo": lo, "hi": hi,
-                 "coverage": cov, "repeats": repeats[(scenario, ratio, rate)]}
+                 "coverage": cov, "repeats": repeats[(scenario, ratio, rate)], "fold": fold}
             if limit is not None:
                 v.update(seeds_met=sum(map(ok, xs)), met=ok(med))
             out.append(v)
@@ -137,7 +138,8 @@ def lines(verdicts, rows):
         cover = (f"[an interval covering the median {100 * vs[0]['coverage']:.0f} %]"
                  if n >= 3 else "[their range: too few seeds for an interval]")
         reps = vs[0].get("repeats", 1)
-        each = f" (each policy's mean of {reps} runs)" if reps > 1 else ""
+        each = (f" (each policy's {vs[0].get('fold', 'mean')} of {reps} runs)"
+                if reps > 1 else "")
         out.append(f"{scenario} ratio {ratio:g} rate {rate:g}, medians over {n} seed"
                    f"{'s' if n > 1 else ''}{each} {cover}: " + "; ".join(parts))
     return out
@@ -165,6 +167,9 @@ def main(argv=None):
         description="the targets judged on one or more result files of the vLLM experiment "
                     "(several files: their runs pooled as repeats of one experiment)")
     ap.add_argument("files", nargs="+", help="JSON files of tempokv eval --mode vllm")
+    ap.add_argument("--fold", choices=["mean", "median"], default="mean",
+                    help="a seed's value of a policy: the mean (default) or the median of "
+                         "its runs")
     a = ap.parse_args(argv)
     docs = []
     for path in a.files:
@@ -179,7 +184,7 @@ def main(argv=None):
             return 2
         docs.append(doc)
     rows = pooled_rows(docs)
-    for line in lines(judge(rows), rows):
+    for line in lines(judge(rows, a.fold), rows):
         print(line)
     return 0
 

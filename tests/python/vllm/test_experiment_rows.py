@@ -177,6 +177,26 @@ def test_a_seeds_repeated_runs_are_judged_on_each_policys_mean():
     assert not {m["policy"]: m for m in rows.medians(runs)}["tempokv"]["invariants_hold"]
 
 
+def test_a_seeds_runs_may_be_folded_by_their_median_so_one_slowed_run_does_not_move_it():
+    from tempokv.experiment import verdicts
+    # Seed 1 ran three times; TempoKV's third run was slowed by the machine (3.0 against 1.0):
+    # the mean says 1.667 x Demand's, the median 1.0.
+    runs = []
+    for k, t in enumerate((1.0, 1.0, 3.0)):
+        for r in _seed_rows(1, tempokv=t, demand=1.0):
+            runs.append(dict(r, repeat=k))
+    by_fold = {}
+    for fold in ("mean", "median"):
+        v = [x for x in verdicts.judge(runs, fold) if x["target"] == "p95 tempokv/demand"]
+        assert len(v) == 1
+        by_fold[fold] = v[0]
+    assert by_fold["mean"]["values"] == {1: pytest.approx(5 / 3)} and not by_fold["mean"]["met"]
+    assert by_fold["median"]["values"] == {1: pytest.approx(1.0)} and by_fold["median"]["met"]
+    assert "(each policy's median of 3 runs)" in verdicts.lines([by_fold["median"]], [])[0]
+    with pytest.raises(KeyError):
+        verdicts.judge(runs, "mode")
+
+
 def test_several_result_files_are_judged_as_repeats_of_one_experiment(tmp_path, capsys):
     import json
 
@@ -195,6 +215,8 @@ def test_several_result_files_are_judged_as_repeats_of_one_experiment(tmp_path, 
     pooled = verdicts.pooled_rows([json.loads(open(p).read()) for p in paths])
     assert {r["rate"] for r in pooled if r["scenario"] == "fig4-policies"} == {10.0}
     assert {r["rate"] for r in pooled if r["scenario"] == "fig6-rate"} == {1.0, 2.0}
+    assert verdicts.main(paths + ["--fold", "median"]) == 0
+    assert "each policy's median of 2 runs" in capsys.readouterr().out
     assert verdicts.main(paths) == 0
     out = capsys.readouterr().out.splitlines()
     fig4 = [line for line in out if line.startswith("fig4-policies")]
