@@ -31,6 +31,7 @@ from ..e2e.daemon import live_claims  # noqa: E402
 from ..e2e.llm import (agent, build_llm, close_llm, connector_counters, scheduler,  # noqa: E402
                        worker_connector)
 from . import daemon as daemon_mod  # noqa: E402
+from . import machine  # noqa: E402
 
 READY_TIMEOUT_S = 60.0
 
@@ -171,19 +172,26 @@ def measure_speed(llm, spec, probes=2):
     p = spec["protocol"]
     n_tokens = (p["prompt_min"] + p["prompt_max"]) // 2
     r = random.Random(20261202)
-    tps, tds = [], []
+    tps, tds, foreign = [], [], []
     for k in range(probes + 1):
         prompts = [random_prompt(r, n_tokens) for _ in range(p["max_num_seqs"])]
+        load = machine.ForeignLoad()
+        load.start()
         with connector_off(llm):
             res = drive(llm, prompts, p["max_tokens"], 0.0, f"speed{k}")
             release_blocks(llm, f"speed{k}")
+        fc = load.stop()
         first = max(q["first_token_s"] for q in res)
         last = max(q["finished_s"] for q in res)
         if k > 0:  # the first one warms the engine up
             tps.append(first / sum(len(x) for x in prompts))
             tds.append((last - first) / max(1, p["max_tokens"] - 1))
+            foreign.append(fc)
+    known = [x for x in foreign if x is not None]
     return {"prefill_s_per_token": sum(tps) / len(tps), "decode_step_s": sum(tds) / len(tds),
-            "probes": probes, "probe_prompt_tokens": n_tokens}
+            "probes": probes, "probe_prompt_tokens": n_tokens,
+            # cores other processes used during the probes (the busiest probe's; None: unknown)
+            "foreign_cores": max(known) if known else None}
 
 
 def calibrate(llm, spec):
@@ -195,7 +203,8 @@ def calibrate(llm, spec):
     p = spec["protocol"]
     if not plan.calibrated(p):
         return None
-    speed = measure_speed(llm, spec)
+    speed = machine.pick(lambda: measure_speed(llm, spec),
+                         attempts=p.get("calibration_attempts", machine.ATTEMPTS))
     intervals, cap = plan.scale(p, spec["prompt_sets"], speed, model_mod.kv_bytes_per_token())
     p = dict(p, read_bytes_per_s=cap)
     for r in spec["runs"]:

@@ -182,6 +182,11 @@ def main(argv=None):
         if not isinstance(doc, dict) or doc.get("mode") != "vllm" or "rows" not in doc:
             print(f"verdicts: {path}: not a result of tempokv eval --mode vllm", file=sys.stderr)
             return 2
+        cal = doc.get("calibration") or {}
+        if cal.get("busy"):
+            print(f"verdicts: {path}: calibrated on a busy machine ({cal['foreign_cores']:.2f} "
+                  "cores used by other processes): its arrivals and read caps were scaled to a "
+                  "slower engine", file=sys.stderr)
         docs.append(doc)
     rows = pooled_rows(docs)
     for line in lines(judge(rows, a.fold), rows):

@@ -223,6 +223,12 @@ def test_several_result_files_are_judged_as_repeats_of_one_experiment(tmp_path, 
     assert len(fig4) == 1 and "each policy's mean of 2 runs" in fig4[0]
     assert "p95 tempokv/demand 1.100" in fig4[0] and "MISSED" in fig4[0]
     assert len([line for line in out if line.startswith("fig6-rate")]) == 2
+    # A file whose engine measured its speed on a busy machine is judged, and said to be.
+    busy = tmp_path / "busy.json"
+    busy.write_text(json.dumps({"mode": "vllm", "rows": first,
+                                "calibration": {"busy": True, "foreign_cores": 1.25}}))
+    assert verdicts.main([str(busy)]) == 0
+    assert "calibrated on a busy machine (1.25 cores" in capsys.readouterr().err
     # Not a result of the vLLM experiment: a clear error, exit 2.
     other = tmp_path / "sim.json"
     other.write_text(json.dumps({"mode": "sim", "rows": []}))
