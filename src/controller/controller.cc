@@ -342,6 +342,10 @@ bool is_tempokv_variant(std::string_view configuration) {
          configuration == "tempokv-unchained";
 }
 
+bool is_controller_configuration(std::string_view configuration) {
+  return is_tempokv_variant(configuration) || make_commit_policy(configuration).is_ok();
+}
+
 bool projects_order_statistics(std::string_view configuration) {
   return configuration == "tempokv" || is_tempokv_variant(configuration);
 }

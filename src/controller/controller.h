@@ -513,6 +513,11 @@ Result<std::unique_ptr<Controller>> make_controller(Executor& executor, StagingP
 // with it.
 bool is_tempokv_variant(std::string_view configuration);
 
+// Whether make_controller() builds `configuration`: a commit policy's name (make_commit_policy:
+// demand, immediate, queue-K with K >= 1, tempokv-static, tempokv) or a TempoKV variant above.
+// What the eval's --policies and tempokvd's controller.policy are checked against.
+bool is_controller_configuration(std::string_view configuration);
+
 // Whether the runtimes of a commit configuration project the queue wait with the expected order
 // statistics of the decoders' completions (AdapterOptions::wait_order_statistics): TempoKV's
 // configurations do ("tempokv" and its -progressive, -eager and -unchained variants); the paper's

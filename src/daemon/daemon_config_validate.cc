@@ -1,5 +1,4 @@
 // DaemonConfig::validate and the two paths derived from data_dir.
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -63,19 +62,7 @@ Status check_endpoint(const std::string& endpoint, bool allow_remote) {
 }
 
 Status check_policy(const std::string& policy) {
-  for (std::string_view known :
-       {"demand", "immediate", "tempokv-static", "tempokv"}) {
-    if (policy == known) return Status::ok();
-  }
-  if (is_tempokv_variant(policy)) return Status::ok();
-  if (policy.starts_with("queue-")) {
-    std::string_view k = std::string_view(policy).substr(6);
-    uint32_t v = 0;
-    auto [end, ec] = std::from_chars(k.data(), k.data() + k.size(), v);
-    if (!k.empty() && ec == std::errc() && end == k.data() + k.size() && v >= 1) {
-      return Status::ok();
-    }
-  }
+  if (is_controller_configuration(policy)) return Status::ok();
   return bad("controller.policy",
              "'" + policy +
                  "' is not one of demand, immediate, queue-K (K >= 1), tempokv-static, tempokv, "

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <limits>
 
-#include "controller/commit_policy.h"
 #include "controller/controller.h"
 #include "eval/runner.h"
 #include "eval/scenarios.h"
@@ -58,8 +57,7 @@ Status validate_eval_options(const EvalOptions& o) {
     return Status::invalid_argument("--scenario '" + o.scenario + "' is not one of " + all);
   }
   for (const std::string& p : o.policies) {
-    if (p == "lmcache-dax" || is_tempokv_variant(p)) continue;
-    if (!make_commit_policy(p).is_ok()) {
+    if (p != "lmcache-dax" && !is_controller_configuration(p)) {
       return Status::invalid_argument(
           "--policies: '" + p +
           "' is not one of demand, immediate, queue-K, tempokv-static, tempokv, "

@@ -10,6 +10,7 @@
 
 #include <array>
 
+#include "controller/controller.h"
 #include "controller/controller_fixture.h"
 
 namespace tempokv {
@@ -63,6 +64,22 @@ void expect_times(const Outcome& o, std::array<int, 3> committed_ms, std::array<
 }
 
 constexpr double kGiBTol = 1e-12;
+
+// The one list of names make_controller() builds, which tempokvd's controller.policy and the
+// eval's --policies are checked against: a commit policy's name or a TempoKV variant.
+TEST(PolicyScenario, TheControllerConfigurationsAreThePoliciesAndTempoKvsVariants) {
+  for (const char* name : {"demand", "immediate", "queue-1", "queue-16", "tempokv-static",
+                           "tempokv", "tempokv-progressive", "tempokv-eager",
+                           "tempokv-unchained"}) {
+    EXPECT_TRUE(is_controller_configuration(name)) << name;
+  }
+  for (const char* name : {"", "fancy", "queue-", "queue-0", "queue-2x", "tempokv-", "TempoKV",
+                           "lmcache-dax"}) {
+    EXPECT_FALSE(is_controller_configuration(name)) << name;
+  }
+  EXPECT_TRUE(is_tempokv_variant("tempokv-eager"));
+  EXPECT_FALSE(is_tempokv_variant("tempokv"));
+}
 
 TEST(PolicyScenario, DemandStagesEachClaimOnlyAtItsRetrieval) {
   // A at 500: pairs 500-625, 625-750 -> ready 750, copy to 850. B at 600 queues behind A's second
