@@ -61,6 +61,8 @@ Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profi
   o.ssd = c.store.engine == "threads" ? SsdEngineKind::kThreadPool : SsdEngineKind::kUring;
   o.queue_depth = c.store.queue_depth;
   o.hook_threads = c.store.hook_threads;
+  o.write_bytes_in_flight = c.store.write_bytes_in_flight;
+  o.write_bytes_in_flight_while_reading = c.store.write_bytes_in_flight_while_reading;
   o.read_bytes_per_s = c.store.read_bytes_per_s;
   o.tier_bytes = c.tier.capacity_bytes;
   o.budget_bytes = c.tier.budget_bytes;

@@ -70,6 +70,13 @@ const Field kFields[] = {
     {"store", "read_bytes_per_s", FieldType::kNumber, TEMPOKV_FIELD_REF(store.read_bytes_per_s),
      "Reads complete no faster than this many bytes per second (a token bucket: emulates a "
      "slower drive, for experiments); 0 means no cap."},
+    {"store", "write_bytes_in_flight", FieldType::kBytes,
+     TEMPOKV_FIELD_REF(store.write_bytes_in_flight),
+     "Bytes of puts' records at the SSD at once; more wait in the store (one record always "
+     "goes), so restores are not queued behind a burst of saves."},
+    {"store", "write_bytes_in_flight_while_reading", FieldType::kBytes,
+     TEMPOKV_FIELD_REF(store.write_bytes_in_flight_while_reading),
+     "The same bound while any read is at the SSD; 0 means one record at a time."},
 
     {"tier", "capacity_bytes", FieldType::kBytes, TEMPOKV_FIELD_REF(tier.capacity_bytes),
      "Size of the fast tier (host memory) arena; a multiple of slot_bytes."},

@@ -84,6 +84,8 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   so.segment_bytes = options.segment_bytes;
   so.capacity_bytes = options.store_capacity_bytes;
   so.max_object_bytes = options.max_object_bytes;
+  so.write_bytes_in_flight = options.write_bytes_in_flight;
+  so.write_bytes_in_flight_while_reading = options.write_bytes_in_flight_while_reading;
   TEMPOKV_ASSIGN_OR_RETURN(c->store_, Store::open(executor, *c->ssd_, so));
 
   FastTierOptions to;

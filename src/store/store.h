@@ -31,6 +31,10 @@
 // capacity, made only when it fits without reclaiming) and writes that find no room wait for it.
 // Everything else is asynchronous on the SsdEngine or the store's worker threads.
 //
+// Reads before writes: gets go to the SSD engine at once; writes wait in the store, in the order
+// they became ready, while the engine already holds StoreOptions::write_bytes_in_flight of them
+// (write_bytes_in_flight_while_reading while a get is in flight), one record always going.
+//
 // Simulated mode (options.simulated): the same index, capacity and reclamation logic, no files and
 // no bytes; the SsdEngine (the simulated one) provides the time.
 //
@@ -64,6 +68,13 @@ struct StoreOptions {
   bool read_only = false;                 // inspect only: shared lock, no writes, no reclamation
   bool reclaim_at_open = false;           // cut a store found above capacity_bytes (oldest first)
   bool spare_segment = true;              // create the next segment ahead when capacity allows
+  // Reads before writes: a record ready to be written waits in the store while the writes already
+  // at the SSD engine and its own exceed this many bytes (one record at a time always goes, so
+  // writes never starve), and while any get is at the engine the limit is
+  // write_bytes_in_flight_while_reading. A get issued after a burst of puts then shares the device
+  // with at most that much writing instead of queuing behind the whole burst.
+  uint64_t write_bytes_in_flight = 64ULL << 20;
+  uint64_t write_bytes_in_flight_while_reading = 0;  // 0: one record at a time
   // Tests: runs on the store's own threads before each piece of work done there ("prepare" a
   // large put, "create" or "publish" a segment), and on the engine's hook thread before a get's
   // checksum ("verify"), so a test can hold that work up.

@@ -138,7 +138,11 @@ class StoreImpl final : public Store {
   PendingWrite* admit(const RecordHeader& header, DoneCallback cb);
   // Places waiting_ in order into the active segment, rolling to the next one when it is full.
   void place_waiting();
+  // Queues w for the engine once placed and prepared (ready_writes_), then pump_writes().
   void maybe_submit(PendingWrite* w);
+  // Submits ready writes in order while the writes at the engine stay within the byte limit of
+  // StoreOptions (the one for reading while a get is at the engine); one record always goes.
+  void pump_writes();
   void submit(PendingWrite* w);
   void on_piece_done(PendingWrite* w, Result<size_t> r, size_t expected);
   void maybe_sync(Segment& seg);
@@ -185,6 +189,11 @@ class StoreImpl final : public Store {
   std::map<uint32_t, std::unique_ptr<Segment>> segments_;
   Segment* active_ = nullptr;
   std::deque<PendingWrite*> waiting_;  // admitted, not yet placed (in call order)
+  std::deque<PendingWrite*> ready_writes_;  // placed and prepared, waiting for the engine
+  uint64_t write_bytes_at_engine_ = 0;      // record bytes of the writes submitted, not done
+  size_t writes_at_engine_ = 0;
+  size_t gets_at_engine_ = 0;
+  bool pumping_ = false;  // pump_writes() is on the stack (a write that fails at submission)
   // The segment after active_, made on creator_: kCreating (as a spare "*.next" file, or under
   // its own name when writes already wait for it), kReady (a spare), kPublishing (the spare being
   // renamed to its segment name). Its bytes count in live_disk_bytes_ from the start.

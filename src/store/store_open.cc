@@ -60,6 +60,7 @@ StoreImpl::StoreImpl(Executor& executor, SsdEngine& engine, const StoreOptions& 
 }
 
 StoreImpl::~StoreImpl() {
+  for (PendingWrite* w : ready_writes_) delete w;  // never reached the engine (a crash in a test)
   if (next_state_ == NextState::kReady && next_fd_ >= 0) ::close(next_fd_);  // open deletes it
   for (auto& [id, seg] : segments_) {
     engine_.remove_file(seg->file);

@@ -37,6 +37,7 @@ void StoreImpl::get(const Key& key, void* dst, size_t dst_bytes, ReadCallback cb
   Segment& seg = *segments_.at(e.segment);
   ++seg.readers;
   ++ops_in_flight_;
+  ++gets_at_engine_;
   IoThreadHook verify;
   if (options_.verify_reads && !no_bytes && !options_.simulated) {
     // Runs on one of the engine's hook threads, several gets' at once (SsdEngineOptions::
@@ -55,6 +56,7 @@ void StoreImpl::get(const Key& key, void* dst, size_t dst_bytes, ReadCallback cb
       [this, &seg, e, need, key, cb = std::move(cb)](Result<size_t> r) {
         --seg.readers;
         --ops_in_flight_;
+        --gets_at_engine_;
         maybe_destroy(seg);
         Status st = r.status();
         if (st.is_ok() && *r < need) {
@@ -74,6 +76,8 @@ void StoreImpl::get(const Key& key, void* dst, size_t dst_bytes, ReadCallback cb
           }
           cb(st);
         }
+        // After cb: a get it issues keeps the device for reads.
+        if (gets_at_engine_ == 0) pump_writes();
         maybe_finish_close();
       },
       std::move(verify));

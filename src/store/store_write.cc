@@ -127,7 +127,26 @@ void StoreImpl::place_waiting() {
 }
 
 void StoreImpl::maybe_submit(PendingWrite* w) {
-  if (w->placed && w->prepared) submit(w);
+  if (!w->placed || !w->prepared) return;
+  ready_writes_.push_back(w);
+  pump_writes();
+}
+
+void StoreImpl::pump_writes() {
+  if (pumping_) return;  // the outer call's loop goes on
+  pumping_ = true;
+  while (!ready_writes_.empty()) {
+    PendingWrite* w = ready_writes_.front();
+    const uint64_t rb = w->header.record_bytes();
+    const uint64_t limit = gets_at_engine_ > 0 ? options_.write_bytes_in_flight_while_reading
+                                               : options_.write_bytes_in_flight;
+    if (writes_at_engine_ > 0 && write_bytes_at_engine_ + rb > limit) break;
+    ready_writes_.pop_front();
+    ++writes_at_engine_;
+    write_bytes_at_engine_ += rb;
+    submit(w);
+  }
+  pumping_ = false;
 }
 
 void prepare_payload(PendingWrite* w, const void* data) {
@@ -193,6 +212,9 @@ void StoreImpl::on_piece_done(PendingWrite* w, Result<size_t> r, size_t expected
     }
   }
   if (--w->pieces_left > 0) return;
+  --writes_at_engine_;
+  write_bytes_at_engine_ -= w->header.record_bytes();
+  pump_writes();
   Segment& seg = *w->segment;
   --seg.writes_in_flight;
   if (w->status.is_ok()) {
@@ -292,7 +314,7 @@ void StoreImpl::maybe_seal(Segment& seg) {
   ++ops_in_flight_;
   if (!options_.simulated) prepare_payload(w, nullptr);
   w->prepared = true;
-  submit(w);
+  maybe_submit(w);
 }
 
 void StoreImpl::retire(Segment& seg) {

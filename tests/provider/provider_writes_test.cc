@@ -13,6 +13,9 @@ using std::chrono::milliseconds;
 // A record is its 4 KiB header and the payload: this payload makes a 64 MiB write.
 constexpr uint64_t kPayload = kObj - 4096;
 
+// A store that lets two such writes reach the device at once (its default holds the second back).
+constexpr uint64_t kTwoWrites = 2 * kObj;
+
 // Two 64 MiB writes reach the device (as fast as reads here) just before a claim of one object
 // is committed: the three share the device, so the read ends at 3 × 62.5 ms, not 62.5 ms.
 void two_writes(SimStack& s) {
@@ -22,7 +25,7 @@ void two_writes(SimStack& s) {
 }
 
 TEST(ProviderWrites, TtrIncludesTheWritesTheStoreHasIssued) {
-  SimStack s({.write_bytes_per_s = kRate});
+  SimStack s({.write_bytes_per_s = kRate, .store_write_bytes_in_flight = kTwoWrites});
   two_writes(s);
   const StagingClaim c = claim_of(1, {1});
   // The writes' device time (125 ms) before the claim's own read (62.5 ms).
@@ -34,8 +37,20 @@ TEST(ProviderWrites, TtrIncludesTheWritesTheStoreHasIssued) {
   EXPECT_EQ(s.ready_after(1), 3 * kObjTime);
 }
 
+// The store's default sends one 64 MiB write at a time and none more while a read is in flight:
+// the read shares the device with the first write only, and the TTR knows it.
+TEST(ProviderWrites, TheStoreHoldsTheSecondWriteBackWhileTheClaimReads) {
+  SimStack s({.write_bytes_per_s = kRate});
+  two_writes(s);
+  const StagingClaim c = claim_of(1, {1});
+  EXPECT_EQ(s.provider->ttr(c), 2 * kObjTime);
+  ASSERT_EQ(*s.commit(c), CommitState::kStaging);
+  s.ex.run();
+  EXPECT_EQ(s.ready_after(1), 2 * kObjTime);
+}
+
 TEST(ProviderWrites, WithoutWriteCostTheTtrMissesTheWrites) {
-  SimStack s({.write_bytes_per_s = kRate, .write_cost = 0.0});
+  SimStack s({.write_bytes_per_s = kRate, .write_cost = 0.0, .store_write_bytes_in_flight = kTwoWrites});
   two_writes(s);
   const StagingClaim c = claim_of(1, {1});
   EXPECT_EQ(s.provider->ttr(c), kObjTime);
@@ -45,7 +60,7 @@ TEST(ProviderWrites, WithoutWriteCostTheTtrMissesTheWrites) {
 }
 
 TEST(ProviderWrites, TheTtrFallsAsTheWritesComplete) {
-  SimStack s({.write_bytes_per_s = kRate});
+  SimStack s({.write_bytes_per_s = kRate, .store_write_bytes_in_flight = kTwoWrites});
   two_writes(s);
   s.ex.run();  // the writes are done
   EXPECT_EQ(s.provider->ttr(claim_of(1, {1})), kObjTime);
@@ -53,7 +68,10 @@ TEST(ProviderWrites, TheTtrFallsAsTheWritesComplete) {
 
 TEST(ProviderWrites, ReadsSharingTheDeviceWithWritesDoNotCalibrateASlowerRate) {
   for (double cost : {1.0, 0.0}) {
-    SimStack s({.calibration_weight = 1.0, .write_bytes_per_s = kRate, .write_cost = cost});
+    SimStack s({.calibration_weight = 1.0,
+                 .write_bytes_per_s = kRate,
+                 .write_cost = cost,
+                 .store_write_bytes_in_flight = kTwoWrites});
     two_writes(s);
     ASSERT_EQ(*s.commit(claim_of(1, {1})), CommitState::kStaging);
     s.ex.run();

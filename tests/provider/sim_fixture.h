@@ -49,6 +49,9 @@ struct SimStackOptions {
   double write_bytes_per_s = 64 * kRate;  // the simulated SSD's write rate
   // ProviderOptions::write_cost; unset: the device's own ratio, kRate / write_bytes_per_s.
   std::optional<double> write_cost;
+  // Both of StoreOptions' limits of write bytes at the engine, reading or not (the store holds
+  // back writes beyond them: reads first); unset: the store's defaults.
+  std::optional<uint64_t> store_write_bytes_in_flight;
 };
 
 class SimStack {
@@ -68,6 +71,10 @@ class SimStack {
     so.segment_bytes = 16 * kObj;
     so.capacity_bytes = 1024 * kObj;
     so.max_object_bytes = 2 * kObj;
+    if (o.store_write_bytes_in_flight) {
+      so.write_bytes_in_flight = *o.store_write_bytes_in_flight;
+      so.write_bytes_in_flight_while_reading = *o.store_write_bytes_in_flight;
+    }
     auto s = Store::open(ex, *faults, so);
     EXPECT_TRUE(s.is_ok()) << s.status().to_string();
     store = std::move(s).value();

@@ -392,6 +392,17 @@ TEST(DaemonConfig, HookThreadsReachTheDaemonsOptions) {
   EXPECT_EQ(o->hook_threads, 5u);
 }
 
+// The store's write bounds (reads before writes) reach the store's options.
+TEST(DaemonConfig, WriteBoundsReachTheDaemonsOptions) {
+  DaemonConfig c;
+  ASSERT_TRUE(apply_override(c, "store.write_bytes_in_flight=8MiB").is_ok());
+  ASSERT_TRUE(apply_override(c, "store.write_bytes_in_flight_while_reading=1MiB").is_ok());
+  Result<CoreOptions> o = core_options(c, std::string(TEMPOKV_SOURCE_DIR) + "/profiles", 7);
+  ASSERT_TRUE(o.is_ok()) << o.status().to_string();
+  EXPECT_EQ(o->write_bytes_in_flight, 8ULL << 20);
+  EXPECT_EQ(o->write_bytes_in_flight_while_reading, 1ULL << 20);
+}
+
 TEST(DaemonConfig, DocsReferenceTableMatchesTheFieldList) {
   const std::string docs = read_source_file("docs/tempokvd-config.md");
   ASSERT_FALSE(docs.empty());
