@@ -87,8 +87,8 @@ TEST_F(StoreReadPriorityTest, AGetBehindABurstOfPutsWaitsForTheOneWriteAtTheDevi
   EXPECT_EQ(get_done_, std::vector<int64_t>{kWriteNs + kReadNs});
   ASSERT_EQ(put_done_.size(), 8u);
   EXPECT_EQ(most_writes_at_engine_, 1);
-  EXPECT_EQ(*std::max_element(put_done_.begin(), put_done_.end()), 8 * kWriteNs + kReadNs +
-                                                                        kLatencyNs);  // + a sync
+  EXPECT_EQ(*std::max_element(put_done_.begin(), put_done_.end()),
+            8 * kWriteNs + kReadNs + kLatencyNs);  // + a sync
 }
 
 TEST_F(StoreReadPriorityTest, WithoutALimitTheGetQueuesBehindTheWholeBurst) {
