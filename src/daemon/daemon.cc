@@ -85,6 +85,7 @@ Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profi
   o.max_reads_in_flight = c.controller.max_reads_in_flight;
   o.prior_read_bytes_per_s = c.controller.prior_read_bytes_per_s;
   o.write_cost = c.controller.write_cost;
+  o.feedback_quantile = c.controller.feedback_quantile;
   o.max_active = c.controller.max_active;
   o.prior_output_tokens = c.controller.prior_output_tokens;
   o.heartbeat_timeout = std::chrono::milliseconds(c.server.heartbeat_timeout_ms);

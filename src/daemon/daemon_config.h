@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "controller/error_feedback.h"
 #include "tempokv/status.h"
 
 namespace tempokv::service {
@@ -59,6 +60,7 @@ struct DaemonConfig {
     uint32_t max_reads_in_flight = 16;  // SSD → fast tier reads outstanding at once
     double prior_read_bytes_per_s = 2e9;  // read rate assumed before one is measured
     double write_cost = 1.0;  // device time of a written byte in read bytes (ProviderOptions)
+    double feedback_quantile = ErrorFeedbackOptions{}.quantile;  // lateness weight q/(1 − q)
     std::string profile = "cpu-small";    // cost profile: a name in profiles/ or a .json path
     uint32_t max_active = 4;              // slot limit a runtime's adapter assumes by default
     uint32_t prior_output_tokens = 128;   // output length assumed before one is predicted

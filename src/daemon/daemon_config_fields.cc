@@ -116,6 +116,10 @@ const Field kFields[] = {
      "Device time of one byte the store writes, in bytes read (the SSD's read rate over its "
      "write rate): the read rate is calibrated over reads and writes, and TTR waits for the "
      "writes in flight. 0: writes are not seen."},
+    {"controller", "feedback_quantile", FieldType::kNumber,
+     TEMPOKV_FIELD_REF(controller.feedback_quantile),
+     "TempoKV's error feedback weighs a late claim q/(1 - q) times an early one: its margin is "
+     "about the q-quantile of recent timing errors; 0 to below 1."},
     {"controller", "profile", FieldType::kString, TEMPOKV_FIELD_REF(controller.profile),
      "Cost profile: a name looked up in profiles/ (\"cpu-small\"), or a path to a profile JSON "
      "(contains '/' or ends in .json)."},

@@ -201,6 +201,10 @@ Status validate_controller(const DaemonConfig::Controller& c) {
     return bad("controller.write_cost", "must be zero or a positive, finite number (got " +
                                             std::to_string(c.write_cost) + ")");
   }
+  if (!(c.feedback_quantile >= 0 && c.feedback_quantile < 1)) {
+    return bad("controller.feedback_quantile",
+               "must be at least 0 and below 1 (got " + std::to_string(c.feedback_quantile) + ")");
+  }
   TEMPOKV_RETURN_IF_ERROR(check_profile(c.profile));
   TEMPOKV_RETURN_IF_ERROR(in_range("controller.max_active", c.max_active, 1, 65536));
   return in_range("controller.prior_output_tokens", c.prior_output_tokens, 1, 1'000'000);

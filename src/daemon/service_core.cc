@@ -113,6 +113,7 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
                            StagingProvider::create(executor, *c->store_, *c->tier_, po));
   ControllerOptions co;
   co.tick = options.tick;
+  co.feedback.quantile = options.feedback_quantile;
   TEMPOKV_ASSIGN_OR_RETURN(c->controller_,
                            make_controller(executor, *c->provider_, options.policy, co));
   TEMPOKV_ASSIGN_OR_RETURN(c->writes_, WriteRegion::create(options.write_path,

@@ -72,6 +72,7 @@ struct CoreOptions {
   uint32_t max_reads_in_flight = 16;
   double prior_read_bytes_per_s = 2e9;
   double write_cost = 1.0;  // ProviderOptions::write_cost
+  double feedback_quantile = ErrorFeedbackOptions{}.quantile;  // ControllerOptions::feedback
   CostProfile profile;
   uint32_t max_active = 4;  // a runtime's slot limit unless its hello says otherwise
   uint32_t prior_output_tokens = 128;

@@ -49,6 +49,8 @@ struct EvalOptions {
   // The controller folds recent estimation error into TempoKV's laxity (DESIGN.md §4); off:
   // the plain rule, for the before/after comparison.
   bool error_feedback = true;
+  // ErrorFeedbackOptions::quantile for every controller (unset: its default).
+  std::optional<double> feedback_quantile;
   // ControllerOptions::ttu_horizon for every run (unset: the controller's default).
   std::optional<bool> ttu_horizon;
   uint32_t engines = 0;               // 0: the scenario's default (trace: chosen from the load)

@@ -38,6 +38,7 @@ StackConfig base_stack(const Runner& runner, const CostProfile& profile, const s
   c.wait_order_statistics =
       runner.options().wait_order_statistics.value_or(projects_order_statistics(policy));
   c.error_feedback = runner.options().error_feedback;
+  c.feedback_quantile = runner.options().feedback_quantile;
   c.ttu_horizon = runner.options().ttu_horizon;
   if (runner.options().jitter_sigma) c.jitter_sigma = *runner.options().jitter_sigma;
   if (runner.options().engines) c.engines = runner.options().engines;

@@ -138,6 +138,7 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
   ControllerOptions co;
   co.tick = config.tick;
   co.error_feedback = config.error_feedback;
+  if (config.feedback_quantile) co.feedback.quantile = *config.feedback_quantile;
   if (config.ttu_horizon) co.ttu_horizon = *config.ttu_horizon;
   TEMPOKV_ASSIGN_OR_RETURN(
       s->controller_,

@@ -111,6 +111,7 @@ struct StackConfig {
   double estimator_bias = 0;                // adapter's costs = engine's × (1 + bias)
   bool wait_order_statistics = false;       // AdapterOptions::wait_order_statistics
   bool error_feedback = true;               // ControllerOptions::error_feedback
+  std::optional<double> feedback_quantile;  // ErrorFeedbackOptions::quantile (unset: its default)
   std::optional<bool> ttu_horizon;          // ControllerOptions::ttu_horizon (unset: its default)
   Duration tick = std::chrono::milliseconds(50);
   uint32_t max_reads_in_flight = 16;        // provider reads at once (= the SSD's concurrency)

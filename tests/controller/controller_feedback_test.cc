@@ -107,23 +107,24 @@ TEST(ErrorFeedback, TheSweptMarginIsTheLeastCostCandidate) {
 // A claim is never later than its read: one whose use came seconds sooner than projected, with a
 // 80 ms read, was late by 80 ms, so it does not move every later commit seconds earlier (the vLLM
 // run's case: one early load start set a 4 s margin for the next five claims). Alone, or with
-// enough like it, it sets the margin.
+// enough like it, it sets the margin. (Lateness weighed 9 to 1 here, q = 0.9.)
 TEST(ErrorFeedback, AUseFarSoonerThanProjectedCountsNoMoreLatenessThanItsRead) {
-  ErrorFeedback alone;
+  const ErrorFeedbackOptions o{.quantile = 0.9};
+  ErrorFeedback alone(o);
   alone.record(milliseconds(3990), milliseconds(80));
   EXPECT_EQ(alone.margin(), milliseconds(3990));
 
-  ErrorFeedback f;
+  ErrorFeedback f(o);
   for (int ms : {80, 20, 90, -190, -250}) f.record(milliseconds(ms), milliseconds(80));
   EXPECT_EQ(f.margin(), milliseconds(90));
   f.record(milliseconds(3990), milliseconds(80));
   EXPECT_EQ(f.margin(), milliseconds(90));  // late 80 ms × 9 < 3.9 s early × 5
-  ErrorFeedback unbounded;
+  ErrorFeedback unbounded(o);
   for (int ms : {80, 20, 90, -190, -250, 3990}) unbounded.record(milliseconds(ms));
   EXPECT_EQ(unbounded.margin(), milliseconds(3990));  // the old rule: the largest of six
 
   // Six such claims of six: each would have been late, and only the whole 3.99 s avoids it.
-  ErrorFeedback all;
+  ErrorFeedback all(o);
   for (int i = 0; i < 6; ++i) all.record(milliseconds(3990), milliseconds(80));
   EXPECT_EQ(all.margin(), milliseconds(3990));
 }

@@ -191,6 +191,9 @@ TEST(DaemonConfig, ValidateNamesTheOffendingField) {
       {"controller.prior_read_bytes_per_s=inf", "controller.prior_read_bytes_per_s "},
       {"controller.write_cost=-0.5", "controller.write_cost "},
       {"controller.write_cost=inf", "controller.write_cost "},
+      {"controller.feedback_quantile=1", "controller.feedback_quantile "},
+      {"controller.feedback_quantile=-0.1", "controller.feedback_quantile "},
+      {"controller.feedback_quantile=nan", "controller.feedback_quantile "},
       {"controller.profile=", "controller.profile "},
       {"controller.profile=cpu small", "controller.profile "},
       {"controller.max_active=0", "controller.max_active "},
@@ -346,6 +349,7 @@ TEST(DaemonConfig, ToTomlRoundTripsEveryField) {
   c.controller.max_reads_in_flight = 5;
   c.controller.prior_read_bytes_per_s = 0.1;
   c.controller.write_cost = 2.5;
+  c.controller.feedback_quantile = 0.95;
   c.controller.profile = "h100-llama-3.1-8b";
   c.controller.max_active = 2;
   c.controller.prior_output_tokens = 1;
@@ -390,6 +394,16 @@ TEST(DaemonConfig, HookThreadsReachTheDaemonsOptions) {
   Result<CoreOptions> o = core_options(c, std::string(TEMPOKV_SOURCE_DIR) + "/profiles", 7);
   ASSERT_TRUE(o.is_ok()) << o.status().to_string();
   EXPECT_EQ(o->hook_threads, 5u);
+}
+
+// controller.feedback_quantile reaches the controller's options through the core's.
+TEST(DaemonConfig, FeedbackQuantileReachesTheDaemonsOptions) {
+  DaemonConfig c;
+  EXPECT_EQ(c.controller.feedback_quantile, ErrorFeedbackOptions{}.quantile);
+  ASSERT_TRUE(apply_override(c, "controller.feedback_quantile=0.95").is_ok());
+  Result<CoreOptions> o = core_options(c, std::string(TEMPOKV_SOURCE_DIR) + "/profiles", 7);
+  ASSERT_TRUE(o.is_ok()) << o.status().to_string();
+  EXPECT_EQ(o->feedback_quantile, 0.95);
 }
 
 // The store's write bounds (reads before writes) reach the store's options.

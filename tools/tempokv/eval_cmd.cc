@@ -237,6 +237,10 @@ void add_eval_command(CLI::App& app, int* exit_code) {
                   "configurations, off for tempokv-static)");
   cmd->add_flag("!--no-error-feedback", c->options.error_feedback,
                 "TempoKV without the controller's error feedback (the before/after comparison)");
+  cmd->add_option("--feedback-quantile", c->options.feedback_quantile,
+                  "TempoKV's error feedback weighs a late claim q/(1 - q) times an early one "
+                  "(ErrorFeedbackOptions::quantile; default: the controller's)")
+      ->check(CLI::Range(0.0, 0.999));
   cmd->add_option("--ttu-horizon", c->options.ttu_horizon,
                   "on/off: the controller's TTU horizon (default: the controller's)");
   cmd->add_option("--engines", c->options.engines,
