@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "bench_must.h"
 #include "common/units.h"
 #include "executor/sim_executor.h"
 #include "fasttier/fast_tier.h"
@@ -18,25 +19,10 @@ namespace tempokv::bench {
 
 inline constexpr uint64_t kObj = 32 * kMiB;  // a 256-token chunk of Llama-3.1-8B
 
-template <typename T>
-T must(Result<T> r) {
-  if (!r.is_ok()) {
-    std::fprintf(stderr, "bench setup: %s\n", r.status().to_string().c_str());
-    std::abort();
-  }
-  return std::move(r).value();
-}
-inline void must(const Status& s) {
-  if (!s.is_ok()) {
-    std::fprintf(stderr, "bench setup: %s\n", s.to_string().c_str());
-    std::abort();
-  }
-}
-
 struct StackOptions {
-  uint64_t objects = 1024;          // chunks in the store
-  uint64_t tier_objects = 2048;     // fast-tier capacity, in chunks
-  uint64_t budget_objects = 1025;   // protected budget, in chunks
+  uint64_t objects = 1024;         // chunks in the store
+  uint64_t tier_objects = 2048;    // fast-tier capacity, in chunks
+  uint64_t budget_objects = 1025;  // protected budget, in chunks
   uint32_t max_reads_in_flight = 16;
   double read_bytes_per_s = 11.0 * double(kGiB);  // SSD engine rate and the provider's prior
 };

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_must.h"
 #include "common/aligned_buffer.h"
 #include "common/units.h"
 #include "executor/real_executor.h"
@@ -33,20 +34,7 @@ constexpr uint64_t kRestoreObjects = 8;
 constexpr uint64_t kBurstObjects = 16;
 constexpr int kGetsInFlight = 4;
 
-template <typename T>
-T must(Result<T> r) {
-  if (!r.is_ok()) {
-    std::fprintf(stderr, "store_read_priority_bench: %s\n", r.status().to_string().c_str());
-    std::exit(1);
-  }
-  return std::move(r).value();
-}
-
-void check(const Status& st) {
-  if (st.is_ok()) return;
-  std::fprintf(stderr, "store_read_priority_bench: %s\n", st.to_string().c_str());
-  std::exit(1);
-}
+using bench::must;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -85,7 +73,7 @@ class Run {
     for (uint64_t i = first; i < first + n; ++i) {
       store_->put(Key{0xbead, i}, {0, 256}, payload_.data(), kObjectBytes,
                   [this, done_at](Status st) {
-                    check(st);
+                    must(st);
                     if (--puts_left_ == 0 && done_at != nullptr) *done_at = ex_.now();
                   });
     }
@@ -107,7 +95,7 @@ class Run {
     const uint64_t i = next_get_++;
     store_->get(Key{0xbead, i}, read_bufs_[slot].data(), kObjectBytes,
                 [this, slot, done_at](Result<size_t> r) {
-                  check(r.status());
+                  must(r.status());
                   if (--gets_left_ == 0) *done_at = ex_.now();
                   get_next(slot, done_at);
                 });

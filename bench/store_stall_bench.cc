@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_must.h"
 #include "common/aligned_buffer.h"
 #include "common/units.h"
 #include "executor/real_executor.h"
@@ -57,14 +58,7 @@ double thread_run_delay_s() {
   return n == 2 ? double(wait_ns) * 1e-9 : 0;
 }
 
-template <typename T>
-T must(Result<T> r) {
-  if (!r.is_ok()) {
-    std::fprintf(stderr, "store_stall_bench: %s\n", r.status().to_string().c_str());
-    std::exit(1);
-  }
-  return std::move(r).value();
-}
+using bench::must;
 
 // state.range(0): segment MiB (64: the run rolls segments and reclaims; 512: no roll, so only the
 // per-put work shows).
@@ -93,7 +87,7 @@ void BM_LoopStallWhilePutting256MiB(benchmark::State& state) {
                [&](Status st) { first = st; });
     ex.run_until([&] { return first.has_value(); });
     Duration worst{};
-    double worst_cpu_s = 0;      // the loop thread's own CPU between two probes
+    double worst_cpu_s = 0;       // the loop thread's own CPU between two probes
     double worst_unqueued_s = 0;  // lateness less the run-queue wait: blocked or busy on the loop
     TimePoint due = ex.now() + std::chrono::milliseconds(1);
     double cpu_at = thread_cpu_s();
