@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "controller/error_feedback.h"
+#include "store/store.h"
 #include "tempokv/status.h"
 
 namespace tempokv::service {
@@ -39,8 +40,10 @@ struct DaemonConfig {
     uint32_t queue_depth = 32;                 // SSD requests in flight (io_uring SQ entries)
     uint32_t hook_threads = 2;  // io_uring: threads that verify read payloads (0: the reaper)
     double read_bytes_per_s = 0;  // cap on read completions (emulates a slower drive); 0 = none
-    uint64_t write_bytes_in_flight = 64ULL << 20;  // writes at the SSD at once (reads first)
-    uint64_t write_bytes_in_flight_while_reading = 0;  // ... while a read is: 0 = one record
+    // Writes at the SSD at once, and while a read is (StoreOptions: reads before writes).
+    uint64_t write_bytes_in_flight = StoreOptions{}.write_bytes_in_flight;
+    uint64_t write_bytes_in_flight_while_reading =
+        StoreOptions{}.write_bytes_in_flight_while_reading;
   };
   struct Tier {
     uint64_t capacity_bytes = 4ULL << 30;  // size of the fast tier (host memory) arena

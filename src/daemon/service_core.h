@@ -53,8 +53,9 @@ struct CoreOptions {
   SsdEngineKind ssd = SsdEngineKind::kUring;
   uint32_t queue_depth = 32;
   uint32_t hook_threads = 2;  // io_uring: threads verifying read payloads (SsdEngineOptions)
-  uint64_t write_bytes_in_flight = 64ULL << 20;      // StoreOptions: reads before writes
-  uint64_t write_bytes_in_flight_while_reading = 0;
+  // StoreOptions: reads before writes.
+  uint64_t write_bytes_in_flight = StoreOptions{}.write_bytes_in_flight;
+  uint64_t write_bytes_in_flight_while_reading = StoreOptions{}.write_bytes_in_flight_while_reading;
   double read_bytes_per_s = 0;  // > 0: reads capped at this rate (ReadRateCap), a slower drive
   // Fast tier: a shared file clients map read-only (on /dev/shm for POSIX shared memory).
   std::string tier_path;

@@ -191,7 +191,6 @@ class StoreImpl final : public Store {
   std::deque<PendingWrite*> waiting_;  // admitted, not yet placed (in call order)
   std::deque<PendingWrite*> ready_writes_;  // placed and prepared, waiting for the engine
   uint64_t write_bytes_at_engine_ = 0;      // record bytes of the writes submitted, not done
-  size_t writes_at_engine_ = 0;
   size_t gets_at_engine_ = 0;
   bool pumping_ = false;  // pump_writes() is on the stack (a write that fails at submission)
   // The segment after active_, made on creator_: kCreating (as a spare "*.next" file, or under

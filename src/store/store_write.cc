@@ -140,9 +140,9 @@ void StoreImpl::pump_writes() {
     const uint64_t rb = w->header.record_bytes();
     const uint64_t limit = gets_at_engine_ > 0 ? options_.write_bytes_in_flight_while_reading
                                                : options_.write_bytes_in_flight;
-    if (writes_at_engine_ > 0 && write_bytes_at_engine_ + rb > limit) break;
+    // A record is at least its header block: bytes at the engine > 0 means a write is there.
+    if (write_bytes_at_engine_ > 0 && write_bytes_at_engine_ + rb > limit) break;
     ready_writes_.pop_front();
-    ++writes_at_engine_;
     write_bytes_at_engine_ += rb;
     submit(w);
   }
@@ -212,7 +212,6 @@ void StoreImpl::on_piece_done(PendingWrite* w, Result<size_t> r, size_t expected
     }
   }
   if (--w->pieces_left > 0) return;
-  --writes_at_engine_;
   write_bytes_at_engine_ -= w->header.record_bytes();
   pump_writes();
   Segment& seg = *w->segment;

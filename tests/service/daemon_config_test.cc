@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -386,32 +387,33 @@ TEST(DaemonConfig, WriteCostReachesTheDaemonsOptions) {
   EXPECT_EQ(o->write_cost, 0.25);
 }
 
+// The daemon's options from the default configuration with `overrides` applied.
+Result<CoreOptions> options_with(std::initializer_list<const char*> overrides) {
+  DaemonConfig c;
+  for (const char* o : overrides) TEMPOKV_RETURN_IF_ERROR(apply_override(c, o));
+  return core_options(c, std::string(TEMPOKV_SOURCE_DIR) + "/profiles", 7);
+}
+
 // store.hook_threads reaches the daemon's options (it was always the engine's default, 2).
 TEST(DaemonConfig, HookThreadsReachTheDaemonsOptions) {
-  DaemonConfig c;
-  EXPECT_EQ(c.store.hook_threads, 2u);
-  ASSERT_TRUE(apply_override(c, "store.hook_threads=5").is_ok());
-  Result<CoreOptions> o = core_options(c, std::string(TEMPOKV_SOURCE_DIR) + "/profiles", 7);
+  EXPECT_EQ(DaemonConfig{}.store.hook_threads, 2u);
+  Result<CoreOptions> o = options_with({"store.hook_threads=5"});
   ASSERT_TRUE(o.is_ok()) << o.status().to_string();
   EXPECT_EQ(o->hook_threads, 5u);
 }
 
 // controller.feedback_quantile reaches the controller's options through the core's.
 TEST(DaemonConfig, FeedbackQuantileReachesTheDaemonsOptions) {
-  DaemonConfig c;
-  EXPECT_EQ(c.controller.feedback_quantile, ErrorFeedbackOptions{}.quantile);
-  ASSERT_TRUE(apply_override(c, "controller.feedback_quantile=0.95").is_ok());
-  Result<CoreOptions> o = core_options(c, std::string(TEMPOKV_SOURCE_DIR) + "/profiles", 7);
+  EXPECT_EQ(DaemonConfig{}.controller.feedback_quantile, ErrorFeedbackOptions{}.quantile);
+  Result<CoreOptions> o = options_with({"controller.feedback_quantile=0.95"});
   ASSERT_TRUE(o.is_ok()) << o.status().to_string();
   EXPECT_EQ(o->feedback_quantile, 0.95);
 }
 
 // The store's write bounds (reads before writes) reach the store's options.
 TEST(DaemonConfig, WriteBoundsReachTheDaemonsOptions) {
-  DaemonConfig c;
-  ASSERT_TRUE(apply_override(c, "store.write_bytes_in_flight=8MiB").is_ok());
-  ASSERT_TRUE(apply_override(c, "store.write_bytes_in_flight_while_reading=1MiB").is_ok());
-  Result<CoreOptions> o = core_options(c, std::string(TEMPOKV_SOURCE_DIR) + "/profiles", 7);
+  Result<CoreOptions> o = options_with(
+      {"store.write_bytes_in_flight=8MiB", "store.write_bytes_in_flight_while_reading=1MiB"});
   ASSERT_TRUE(o.is_ok()) << o.status().to_string();
   EXPECT_EQ(o->write_bytes_in_flight, 8ULL << 20);
   EXPECT_EQ(o->write_bytes_in_flight_while_reading, 1ULL << 20);
