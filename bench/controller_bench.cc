@@ -18,7 +18,7 @@
 // own work (its read pump, fills and evictions, the prefix sums of its queue) is a fifth of it.
 // snapshots_per_event counts ttr()'s projections of the whole queue (~700 reads deep here: the
 // first waits' and the commits' exact TTRs, one per state of the provider that needs one), the
-// largest single cost left after session 14 (~12 % of the callgrind instructions).
+// largest single cost left (~12 % of the callgrind instructions).
 //
 //   cmake -G Ninja -B build-ctl-rel -DCMAKE_BUILD_TYPE=Release -DTEMPOKV_WERROR=ON
 //   ninja -C build-ctl-rel controller_bench && build-ctl-rel/bench/controller_bench

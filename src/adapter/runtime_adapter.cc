@@ -291,12 +291,12 @@ void RuntimeAdapter::calibrate(IterationCost cost, Duration actual) {
   // bias-corrected EWMA: the weight of the n-th is max(w, 1/n), the first sets the scale), so a
   // fresh adapter does not project with the profile's costs for the ~20 steps an EWMA from the
   // profile would take to get within 10 % of a 17x slower runtime (vLLM on CPU: its first
-  // claims' uses were projected ~1.7 s early, session 9).
+  // claims' uses were projected ~1.7 s early).
   const double w = options_.calibration_weight;
   if (!runtime_measures_) {
     // Timed by the adapter's own clock, an iteration also holds message delays and the idle
     // gaps where the runtime waits for KV; split between the two scales they went to the
-    // prefills (the sim trace's p95 went 1.063 -> 1.089 x Immediate's, session 10): one scale.
+    // prefills (the sim trace's p95 went 1.063 -> 1.089 x Immediate's): one scale.
     prefill_scale_.update(std::log(double(actual.count()) / double(cost.total().count())), w);
     decode_scale_ = prefill_scale_;
   } else if (cost.prefill <= Duration::zero()) {

@@ -60,14 +60,14 @@ struct AdapterOptions {
   // (a slot frees at the first of several completions, sooner than the first of their means), so
   // uses come sooner than projected; the median is not pulled by the tail. Off by default: on the
   // trace (seed 1) the median left fewer claims late but raised C by 8 % and did not lower p95,
-  // and on fig4 it moved C up by 0.3-5 % (docs/evaluation.md, session `trace`).
+  // and on fig4 it moved C up by 0.3-5 %.
   double wait_quantile = 0;
   // The TTU projection lets the requests decoding at a snapshot (2 to 8 of them) complete at the
   // expected order statistics of their remaining outputs under the predictor's conditional
   // distributions instead of at their means: the first slot frees at E[first completion], which
   // long-tailed outputs put well before the first of the means (TtuEstimator). Not with
   // wait_quantile. Off here; on for TempoKV's configurations in the eval and tempokvd
-  // (projects_order_statistics, controller.h; docs/evaluation.md, sessions `first` and 17).
+  // (projects_order_statistics, controller.h; docs/evaluation.md, "Policies").
   bool wait_order_statistics = false;
   // The runtime loads KV asynchronously and a request whose KV loads holds no slot (vLLM's KV
   // connectors; RuntimeSnapshot::async_loads, set by a hello's async_loads). A request admitted

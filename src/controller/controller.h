@@ -26,7 +26,7 @@
 //    end if it committed now (StagingProvider::commit_wait; ControllerOptions::
 //    wait_for_reads_ahead): it is ready no later and holds nothing meanwhile. It wakes when they
 //    should have drained and decides again; its timing error is judged from where it first waited.
-//    "tempokv-eager" (make_controller) commits at once, the rule before session 12.
+//    "tempokv-eager" (make_controller) commits at once, without the wait.
 //  * Every state change goes through transition(), which aborts on an illegal one.
 //
 // Cost of an evaluation (controller_eval.cc): timed policies keep planned claims in an index by
@@ -64,7 +64,7 @@
 // looks at the first K of each runtime's order, Demand at nothing, Immediate at every planned
 // claim. ControllerOptions::full_scan evaluates every planned claim exactly instead: the reference
 // the index is tested against (same decisions). What an event costs at 10,000 claims in the dense
-// case (bench/controller_bench.cc, session 14): the window's ranges (their lookups per object and
+// case (bench/controller_bench.cc): the window's ranges (their lookups per object and
 // the prefix-sum searches, which start from the previous claim's answer), ttr()'s projection of
 // the whole queue for the first waits' and the commits' exact TTRs (hundreds of reads, rebuilt
 // after every change of the provider's state or clock), and the provider's own work; the laxity of
@@ -522,9 +522,9 @@ bool is_controller_configuration(std::string_view configuration);
 // statistics of the decoders' completions (AdapterOptions::wait_order_statistics): TempoKV's
 // configurations do ("tempokv" and its -progressive, -eager and -unchained variants); the paper's
 // "tempokv-static" keeps the conditional means of §3.1, and the policies that time nothing
-// (demand, immediate, queue-K) have no use for either. Since session 17: with the chain and the
-// commit wait, the order statistics moved the trace's p95 closer to Immediate's on every seed and
-// no fig4 row worse (docs/evaluation.md, session 17).
+// (demand, immediate, queue-K) have no use for either. With the chain and the commit wait, the
+// order statistics moved the trace's p95 closer to Immediate's on every seed and no fig4 row
+// worse (docs/evaluation.md, "Policies").
 bool projects_order_statistics(std::string_view configuration);
 
 }  // namespace tempokv

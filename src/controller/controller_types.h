@@ -29,26 +29,26 @@ struct ControllerOptions {
   // 50 % (Qwen 0.17 -> 0.41 x Immediate's): bounds aged into the commit window between order
   // updates seconds apart and claims committed on them. Bounds are now revised before any
   // commit (update()'s lower_bound, set_reviser) and fig4 over ten seeds is the same with it on.
-  // On by default since the whole suite passed with it (session 6: 574 passed, 6 skipped).
+  // On by default: the whole suite passes with it.
   bool ttu_horizon = true;
   // A claim a state-aware policy (TempoKV) finds eligible waits while the reads ahead of it
   // drain, when its own reads started after them would end when they would end if committed now
   // (StagingProvider::commit_wait: no read ahead outlasts it). It is then ready no later and holds
   // nothing meanwhile. Claims used at one instant (vLLM starts every waiting load at the first
   // free slot) commit one after another rather than together. Off: every eligible claim commits
-  // at once (the rule before session 12).
+  // at once ("tempokv-eager").
   bool wait_for_reads_ahead = true;
   // A state-aware policy's claim must be ready early enough for the planned claims used after it
   // to be read after it (controller_chain.cc): reads go in use order, so claims used at one
   // instant are read one after another, and each must be ready by the time the next must start.
   // Its laxity then counts from that deadline instead of its use. Off: each claim is timed as if
-  // nothing else were planned (the rule before session 15; "tempokv-unchained").
+  // nothing else were planned ("tempokv-unchained").
   bool chain_deadlines = true;
   // How many of the planned claims used soonest the chain spans (Controller::chain_deadlines):
   // one batch of the paper's testbed and of the vLLM protocol (4 sequences). vLLM starts the
   // loads of every waiting request at the first free slot, though only a batch of them can run
   // then: a longer chain made the first claims ready several reads before they were needed
-  // (session 15: C 0.55 × Immediate's at 100 % with 8, no TTFT gained).
+  // (on vLLM: C 0.55 × Immediate's at 100 % with 8, no TTFT gained).
   uint32_t chain_length = 4;
   ErrorFeedbackOptions feedback;
   Status validate() const;

@@ -247,7 +247,7 @@ TEST(RuntimeAdapter, AFreshAdapterTakesItsFirstMeasurementsScaleAtOnceThenAverag
 
 // vLLM's CPU backend against cpu-small: its prefill chunks take ~70x the profile's cost, its
 // decode steps ~20x. One scale for both projected a decode step after a few prefills at ~45x,
-// so the next boundary came twice as late as it did (session 10). Here prefills take 60x and
+// so the next boundary came twice as late as it did. Here prefills take 60x and
 // decode steps 20x, as the runtime measures them (iteration_measured): each keeps its own
 // scale, and an iteration with both is split by the decode scale. Before the first decode-only
 // step the decode scale follows the prefill's.

@@ -49,7 +49,7 @@ TEST(ErrorFeedback, WithoutReadTimesTheMarginIsTheQuantileOfTheWindow) {
 }
 
 // The margin swept over the breaks (ErrorFeedback::record) is the one costing every candidate
-// against every sample (the definition, the rule before session 14) would choose: random errors
+// against every sample (the definition, and the former implementation) would choose: random errors
 // and reads, ties, zero reads, errors beyond an hour and beyond max_margin, unknown reads.
 TEST(ErrorFeedback, TheSweptMarginIsTheLeastCostCandidate) {
   std::mt19937_64 rng(11);
@@ -255,8 +255,7 @@ TEST(ControllerFeedback, AMissAfterAClaimOnTimeMovesNoCommitsWhenItsReadIsShort)
 // before the retrieval is requested, as the emulated engine does. The record keeps the use the
 // last update at an earlier instant projected (2800 ms, not the one at 200 ms nor those at 500
 // ms), so how much sooner the use came can be read per claim. The feedback does not count such a
-// claim (main's rule, kept: docs/evaluation.md, session `ttu2`, tried counting it and it made
-// the trace worse).
+// claim (counting it was tried and made the trace worse).
 TEST(ControllerFeedback, TheUseProjectedBeforeTheRequestIsTheLastUpdateAtAnEarlierInstant) {
   Fixture f("tempokv");
   ASSERT_TRUE(f.controller->report(1, manifest({1, 2}), std::chrono::hours(1)).is_ok());

@@ -2,8 +2,8 @@
 
 The protocol's arrivals and read caps are scaled to the engine's speed measured at start
 (``engine.measure_speed``). Measured while other processes used the cores, it scales every run
-to an engine slower than the one that then serves most of them (docs/evaluation.md, "Session
-18": a probe during a build measured a 34.9 ms decode step against 17.3 ms quiet, and the whole
+to an engine slower than the one that then serves most of them (docs/evaluation.md, "On
+vLLM": a probe during a build measured a 34.9 ms decode step against 17.3 ms quiet, and the whole
 experiment ran at half its offered load). So each probe also measures how many cores *other*
 processes used meanwhile (the machine's busy time from /proc/stat less this process's own CPU
 time; the engine runs in this process, VLLM_ENABLE_V1_MULTIPROCESSING=0 in engine.py), and

@@ -30,7 +30,7 @@ PROTOCOL = {
     # computed prompt tokens and its share of 4-sequence decode steps, at the measured costs)
     # over the arrival interval. Above 1 the slots queue, so requests have a lead to stage in.
     # At 2.5 (100 %) a prompt's reads (4 steps) took as long as an arrival interval: the reads
-    # queued and even Demand held 0.42-0.72 x Immediate's C (docs/evaluation.md, session 11).
+    # queued and even Demand held 0.42-0.72 x Immediate's C.
     "load": {1.0: 1.5, 0.5: 1.5},
     # Decode steps (4 sequences, measured) one mean prompt's whole KV takes to read at the cap:
     # staging is long against a step, yet twelve prompts' reads fit in their arrivals.
@@ -38,7 +38,7 @@ PROTOCOL = {
     # The calibrated cap scales with the prefix ratio (cap_at): the stored part of a prompt then
     # takes as long to read at every ratio. At one cap for all, a 50 % prompt's half read in two
     # steps and every policy's p95 equalled Demand's within the noise (staging off the critical
-    # path; docs/evaluation.md, session 15). An explicit --read-bytes-per-s holds at every ratio.
+    # path; docs/evaluation.md, "On vLLM"). An explicit --read-bytes-per-s holds at every ratio.
     "read_cap_scales_with_ratio": True,
     "ratios": [1.0, 0.5],
     "fig6_rates": [0.5, 1.0, 2.0, 4.0],  # requests per second

@@ -5,7 +5,7 @@ with a distribution-free interval of that median and how many seeds met the limi
 
 Why paired: a median of p95s over seeds divided by another median pairs nothing, and a p95 of
 twelve requests moves by a tenth from run to run on this shared machine (docs/evaluation.md,
-"Session 13"); the interval says when the seeds run do not decide a target.
+"On vLLM"); the interval says when the seeds run do not decide a target.
 """
 
 import argparse
