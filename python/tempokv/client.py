@@ -16,10 +16,11 @@ inside another call).
 Shared memory: after the hello the client maps the daemon's fast tier
 (``tier_path``) read-only and its write region (``write_path``) read-write.
 A ready claim's :meth:`objects` are ``(offset, bytes)`` spans in the tier
-mapping; :meth:`read_object` returns a zero-copy ``memoryview`` of one, valid
-(and unchanged) until the claim's ``end_transfer``, its ``object_transferred``
-for that object, or ``cancel``. :meth:`put` stores new KV through the write
-region.
+mapping, each checked to lie inside it (a claim with one outside raises from
+:meth:`objects`: ``spans.py``); :meth:`read_object` returns a zero-copy
+``memoryview`` of one, valid (and unchanged) until the claim's ``end_transfer``,
+its ``object_transferred`` for that object, or ``cancel``. :meth:`put` stores
+new KV through the write region.
 
 Tokens: a ``runtime`` that the daemon's ``server.tokens_file`` lists is joined
 only with its ``token`` (docs/service.md, Security model); the hello carries it,
@@ -71,6 +72,7 @@ import zmq
 from . import errors
 from .errors import (ClaimLost, FailedPrecondition, Internal, InvalidArgument, NotFound,
                      Unavailable)
+from .spans import parse_spans
 
 __all__ = ["TempoKVClient", "PROTOCOL_VERSION"]
 
@@ -117,18 +119,6 @@ def _error_of(obj):
     if isinstance(obj, dict):
         return errors.error_from_code(obj.get("code", "Unknown"), obj.get("message", ""))
     return Internal("Internal", f"malformed error from tempokvd: {obj!r}")
-
-
-def _spans(objects):
-    """The ``objects`` field, ``[[offset, bytes], ...]``, as a list of (offset, bytes) tuples."""
-    if objects is None:
-        return None
-    out = []
-    for entry in objects:
-        if not isinstance(entry, (list, tuple)) or len(entry) != 2:
-            raise Internal("Internal", f"malformed object span from tempokvd: {entry!r}")
-        out.append((int(entry[0]), int(entry[1])))
-    return out
 
 
 def _session_gone(error):
@@ -394,7 +384,7 @@ class TempoKVClient:
         else:
             claim.ready = True
             claim.path = "staged" if answer == "ready" else "ordinary"
-            claim.objects = _spans(result.get("objects")) or []
+            self._set_objects(claim, result.get("objects"), result.get("generations"))
         self._claims[request_id] = claim
         return answer
 
@@ -615,6 +605,15 @@ class TempoKVClient:
                                   f"read_object: [{offset}, {offset}+{nbytes}) is outside the "
                                   f"tier of {len(self._tier)} bytes")
         return memoryview(self._tier)[offset:offset + nbytes]
+
+    def _set_objects(self, claim, objects, generations):
+        """A ready claim's spans, each checked against the tier's size. A bad one makes the
+        claim lost (``objects`` raises, so the caller cancels it): the daemon still holds it."""
+        tier_bytes = len(self._tier) if self._tier is not None else self.hello.get("tier_bytes")
+        try:
+            claim.objects = parse_spans(objects, tier_bytes, generations) or []
+        except errors.TempoKVError as e:
+            claim.objects, claim.lost = [], e
 
     # ----------------------------------------------------------------------------------------
     # Notifications.
@@ -1050,11 +1049,7 @@ class TempoKVClient:
         elif path is not None:
             claim.ready = True
             claim.path = path
-            try:
-                claim.objects = _spans(n.get("objects")) or []
-            except errors.TempoKVError as e:
-                path, error = None, e
-                self._claims.pop(request_id, None)
+            self._set_objects(claim, n.get("objects"), n.get("generations"))
         else:
             error = _error_of(n.get("error"))
             self._claims.pop(request_id, None)  # the daemon released the failed claim

@@ -27,7 +27,8 @@ IDLE_FLUSH_S = 2.0  # requests finished (or queued) wait this long for a step to
 
 
 class Lookup:
-    """A queued request's lookup: ``hit_chunks`` leading chunks are in the store and claimed."""
+    """A queued request's lookup: ``hit_chunks`` leading chunks are in the store (every rank's
+    object of each) and claimed; ``object_bytes`` are the claimed objects' sizes."""
     __slots__ = ("done", "hit_chunks", "object_bytes", "claimed")
 
     def __init__(self):
@@ -39,10 +40,13 @@ class Lookup:
 
 class SchedulerAgent:
     def __init__(self, endpoint, runtime, max_active, timeout_s=2.0, retry_s=1.0,
-                 max_queue=100000, token="", token_budget=0, async_loads=False):
+                 max_queue=100000, token="", token_budget=0, async_loads=False, ranks=0):
         self.endpoint, self.runtime, self.max_active = endpoint, runtime, max_active
         self.token_budget = token_budget  # tokens per step (chunked prefill), 0: whole prefills
         self.async_loads = async_loads  # a request whose KV loads holds no slot (vLLM's loads)
+        # The workers that copy each claim, when this hello creates the runtime (0: whoever
+        # asks): with several ranks a claim ends only when every rank has copied its objects.
+        self.ranks = ranks
         self.token = token
         self.timeout_s, self.retry_s = timeout_s, retry_s
         self._q = queue.Queue(max_queue)
@@ -64,12 +68,14 @@ class SchedulerAgent:
         self._thread.start()
 
     # -- engine thread ----------------------------------------------------------------------
-    def new_request(self, rid, keys, prompt_tokens, max_output_tokens, chunk_tokens):
-        """``keys``: the chunks that could be loaded (whole chunks before the prompt's last
-        token), in order."""
+    def new_request(self, rid, keys, prompt_tokens, max_output_tokens, chunk_tokens, ranks=1):
+        """``keys``: the objects of the chunks that could be loaded (whole chunks before the
+        prompt's last token), chunk by chunk, ``ranks`` objects (one per rank) each."""
+        if ranks < 1 or len(keys) % ranks:
+            raise ValueError(f"{len(keys)} keys are not whole chunks of {ranks} ranks")
         with self._lock:
             self._lookups[rid] = Lookup()
-        self._q.put(("new", rid, keys, prompt_tokens, max_output_tokens, chunk_tokens))
+        self._q.put(("new", rid, keys, prompt_tokens, max_output_tokens, chunk_tokens, ranks))
 
     def lookup(self, rid):
         with self._lock:
@@ -153,7 +159,7 @@ class SchedulerAgent:
                                          runtime=self.runtime, max_active=self.max_active,
                                          token_budget=self.token_budget,
                                          async_loads=self.async_loads,
-                                         token=self.token,
+                                         ranks=self.ranks, token=self.token,
                                          timeout_s=self.timeout_s, map_shared_memory=False)
             self._reporter = StepReporter(self._client)
             self._late_seen = 0
@@ -227,21 +233,22 @@ class SchedulerAgent:
                 lk.hit_chunks, lk.object_bytes, lk.claimed = hit_chunks, sizes, claimed
                 lk.done = True
 
-    def _on_new(self, rid, keys, prompt_tokens, max_output_tokens, chunk_tokens):
+    def _on_new(self, rid, keys, prompt_tokens, max_output_tokens, chunk_tokens, ranks):
         c = self._connect()
         if c is None:
             return self._publish(rid, 0, [], False)
         try:
             sizes, claimable = c.lookup(keys, with_claimable=True) if keys else ([], 0)
+            # A chunk is a hit when every rank's object of it is stored.
             hit = 0
-            while hit < len(sizes) and sizes[hit] > 0:
+            while hit < len(sizes) // ranks and all(sizes[hit * ranks:(hit + 1) * ranks]):
                 hit += 1
-            if claimable is not None and claimable < hit:
+            if claimable is not None and claimable // ranks < hit:
                 # The whole hit exceeds the daemon's protected budget: the longest prefix
                 # that fits is claimed (and loaded), the rest computed.
-                hit = claimable
+                hit = claimable // ranks
                 self.trimmed_claims += 1
-            sizes = sizes[:hit]
+            sizes = sizes[:hit * ranks]
             if hit:  # added and claimed now: the claim's lead is the whole queue time
                 c.add_request(rid, prompt_tokens=prompt_tokens, cached_tokens=hit * chunk_tokens,
                               cached_bytes=sum(sizes), max_output_tokens=max_output_tokens)

@@ -16,11 +16,14 @@ by this engine's scheduler and workers; default derived from the endpoint and th
 (a save's wait for durability, on the saver thread only, default 30), ``digest_file``
 (test only: digests of saved and loaded blocks), ``test_load_delay_s`` (test only: hold each
 ready claim that long before copying it), ``test_save_delay_s`` (test only: each save waits
-that long before its copy), ``counters_file`` (tests only: each side appends its
-counters as a JSON line at most every 0.25 s and at shutdown, for a driver that does not share
-the engine's process).
+that long before its copy), ``test_alter_loaded_block`` (test only: the first block loaded
+gets one bit flipped after its copy, the e2e check's negative control), ``counters_file``
+(tests only: each side appends its counters as a JSON line at most every 0.25 s and at
+shutdown, for a driver that does not share the engine's process).
 
-Nothing here is device-specific: the KV layout is detected in ``register_kv_caches``.
+Nothing here is device-specific: the KV layout is detected in ``register_kv_caches``. Keys name
+everything the KV depends on (``identity.py``); every object carries a header the loader checks
+(``header.py``).
 """
 
 import json
@@ -34,7 +37,8 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (
 )
 
 from ..keys import model_id
-from .layout import KVLayout, model_descriptor
+from .identity import model_descriptor, rank_model_ids, worker_rank
+from .layout import KVLayout
 from .metadata import TempoKVMetadata
 
 __all__ = ["TempoKVConnector"]
@@ -75,6 +79,7 @@ class TempoKVConnector(KVConnectorBase_V1):
         self.digest_file = extra.get("digest_file")
         self.test_load_delay_s = float(extra.get("test_load_delay_s", 0))  # e2e's daemon kill
         self.test_save_delay_s = float(extra.get("test_save_delay_s", 0))  # saves still queued
+        self.test_alter_loaded_block = bool(extra.get("test_alter_loaded_block", False))
         self.counters_file = extra.get("counters_file")
         self._counters_written = 0.0
         engine = self._kv_transfer_config.engine_id or "engine"
@@ -91,10 +96,17 @@ class TempoKVConnector(KVConnectorBase_V1):
                         self._kv_transfer_config.kv_load_failure_policy)
         pc = vllm_config.parallel_config
         self.block_size = vllm_config.cache_config.block_size
-        self.model_name = model_descriptor(vllm_config.model_config.model, kv_cache_config,
-                                           _device_type(), pc.tensor_parallel_size,
-                                           self._tp_rank(role))
-        self.model_id = model_id(self.model_name)
+        # The scheduler asks for every rank's objects; a worker saves and loads its own.
+        self.model_ids = rank_model_ids(vllm_config, kv_cache_config, _device_type())
+        self.rank = None
+        if role == KVConnectorRole.SCHEDULER:
+            self.model_id = self.model_ids[0]
+        else:
+            self.rank = worker_rank(pc)
+            self.model_name = model_descriptor(vllm_config, kv_cache_config, _device_type(),
+                                               self.rank)
+            self.model_id = model_id(self.model_name)
+        world = len(self.model_ids)
         self._sched = self._worker = None
         sc = vllm_config.scheduler_config
         # The runtime's settings go in every hello of this engine, the scheduler's and the
@@ -102,7 +114,7 @@ class TempoKVConnector(KVConnectorBase_V1):
         # asynchronous (get_num_new_matched_tokens answers True): vLLM's Scheduler keeps a
         # request whose KV loads off max_num_seqs until it has arrived.
         self.runtime_settings = dict(max_active=sc.max_num_seqs, token_budget=_token_budget(sc),
-                                     async_loads=True)
+                                     async_loads=True, ranks=world if world > 1 else 0)
         if role == KVConnectorRole.SCHEDULER:
             from .agent import SchedulerAgent
             from .scheduler_side import ConnectorScheduler
@@ -111,22 +123,13 @@ class TempoKVConnector(KVConnectorBase_V1):
                                         timeout_s=self.timeout_s, retry_s=self.retry_s,
                                         token=self.token,
                                         token_budget=self.runtime_settings["token_budget"],
-                                        async_loads=self.runtime_settings["async_loads"])
-            self._sched = ConnectorScheduler(self.agent, self.model_id, self.chunk_tokens,
+                                        async_loads=self.runtime_settings["async_loads"],
+                                        ranks=self.runtime_settings["ranks"])
+            self._sched = ConnectorScheduler(self.agent, self.model_ids, self.chunk_tokens,
                                              self.block_size)
         self.loader = self.saver = self.layout = None
         self._sending = set()  # finished requests with saves, waiting to be reported
         self._load_errors = set()
-
-    @staticmethod
-    def _tp_rank(role):
-        if role == KVConnectorRole.SCHEDULER:
-            return 0
-        try:
-            from vllm.distributed.parallel_state import get_tensor_model_parallel_rank
-            return get_tensor_model_parallel_rank()
-        except Exception:
-            return 0
 
     # ---------------------------------------------------------------- scheduler side
     def on_new_request(self, request):
@@ -160,6 +163,8 @@ class TempoKVConnector(KVConnectorBase_V1):
     # ---------------------------------------------------------------- worker side
     def register_kv_caches(self, kv_caches):
         from .digests import Digests
+        from .header import layout_digest
+        from .identity import WorkerIdentity
         from .link import Link
         from .loader import Loader
         from .saver import Saver
@@ -167,8 +172,10 @@ class TempoKVConnector(KVConnectorBase_V1):
         cfg = self._kv_cache_config
         self.layout = KVLayout(kv_caches, cfg.num_blocks, self.block_size,
                                self.chunk_tokens // self.block_size)
-        log.info("tempokv: KV layout %s; %d B per %d-token object", self.layout.describe(),
-                 self.layout.object_bytes, self.chunk_tokens)
+        identity = WorkerIdentity(self.model_id, self.rank, layout_digest(self.layout))
+        log.info("tempokv: KV layout %s; %d B per %d-token object; rank %s, model id %016x",
+                 self.layout.describe(), self.layout.object_bytes, self.chunk_tokens,
+                 self.rank, self.model_id)
         digests = Digests(self.digest_file) if self.digest_file else None
         link = lambda name: Link(self.endpoint, self.runtime, name, self.timeout_s,  # noqa: E731
                                  retry_s=self.retry_s, token=self.token,
@@ -178,9 +185,10 @@ class TempoKVConnector(KVConnectorBase_V1):
         if self.layout.device.type == "cuda":
             from .layout import register_host
             load_link.on_connect = lambda lk: register_host(lk.tier)
-        self.loader = Loader(load_link, self.layout, self.load_timeout_s, digests,
-                             delay_s=self.test_load_delay_s)
-        self.saver = Saver(link("vllm-worker-save"), self.layout, digests=digests,
+        self.loader = Loader(load_link, self.layout, identity, self.load_timeout_s, digests,
+                             delay_s=self.test_load_delay_s,
+                             alter_block=self.test_alter_loaded_block)
+        self.saver = Saver(link("vllm-worker-save"), self.layout, identity, digests=digests,
                            delay_s=self.test_save_delay_s)
 
     def start_load_kv(self, forward_context, **kwargs):

@@ -8,7 +8,8 @@ dimension is the one whose size is ``num_blocks``, and a block of a layer is
 
 An object (one chunk of ``blocks_per_chunk`` blocks) is, block after block, each layer's block
 slice in layer order: ``[block j][layer l][slice bytes]``. Object bytes are therefore only
-meaningful to engines of the same geometry, which the model id folds in (``model_descriptor``).
+meaningful to engines of the same geometry: the model id folds in what the scheduler knows of it
+(``identity.model_descriptor``), the object header the rest (``header.layout_digest``).
 
 Copies go straight between the shared mapping (as a uint8 tensor over the mmap, no Python copy)
 and the KV tensors, as few torch calls as possible: each torch call that does work releases the
@@ -31,7 +32,7 @@ import warnings
 
 import torch
 
-__all__ = ["KVLayout", "buffer_tensor", "model_descriptor", "register_host"]
+__all__ = ["KVLayout", "buffer_tensor", "register_host"]
 
 
 def buffer_tensor(buffer):
@@ -49,20 +50,6 @@ def register_host(t, read_only=True):
     flags = 0x08 if read_only else 0x00  # cudaHostRegisterReadOnly: the tier is mapped PROT_READ
     err = torch.cuda.cudart().cudaHostRegister(t.data_ptr(), t.numel(), flags)
     return int(err) == 0 if not isinstance(err, tuple) else int(err[0]) == 0
-
-
-def model_descriptor(model, kv_cache_config, device_type, tp_size=1, tp_rank=0):
-    """The string whose XXH3 is the model id: the same on the scheduler and the worker, and
-    different whenever the bytes of an object would differ (geometry, dtype, block size, device
-    layout, tensor-parallel shard)."""
-    parts = [str(model), f"dev={device_type}", f"tp={tp_rank}/{tp_size}"]
-    for group in kv_cache_config.kv_cache_groups:
-        spec = group.kv_cache_spec
-        parts.append(f"{type(spec).__name__}:bs={spec.block_size}:"
-                     f"h={getattr(spec, 'num_kv_heads', '?')}:"
-                     f"d={getattr(spec, 'head_size', '?')}:dt={spec.dtype}:"
-                     f"layers={len(group.layer_names)}")
-    return "|".join(parts)
 
 
 def _copy_all(dst, src, non_blocking=False):
@@ -231,6 +218,14 @@ class KVLayout:
         for layer in self.layers:
             self._layer_rows(rows, layer).copy_(layer.parts.index_select(1, index))
         obj.copy_(staging)
+
+    def flip_bit(self, block_id):
+        """Negates the first value of the block in the first layer: one bit (the sign) changed,
+        for the e2e check's negative control."""
+        la = self.layers[0]
+        t = la.tensor.select(la.block_dim, block_id)
+        at = (0,) * t.dim()
+        t[at] = -t[at]
 
     def block_bytes_of(self, block_id):
         """One block's bytes, all layers, in object order (a copy: for checks, not the path)."""

@@ -1,13 +1,15 @@
 """Loader: the worker side's loads, on a background thread, off the forward pass.
 
-``request_retrieval``; when the claim is ready, ``begin_transfer``, one copy of all its chunks
-from the shared tier straight into the request's paged blocks (``KVLayout.load_chunks``),
-``end_transfer``. The request is
-then reported by ``get_finished``. Any failure (an error notification, a daemon that does not
-answer, an object of the wrong size, an ``end_transfer`` refused because the daemon may already
-have reused the span) marks every block the load was to write as failed, reported by
+``request_retrieval``; when the claim is ready, ``begin_transfer``, then this rank's object of
+each chunk (a claim lists every rank's, chunk by chunk) is checked (its span inside the tier,
+its size, its header: this rank's key, rank and layout, and the payload's checksum) before one
+copy of all its chunks from the shared tier straight into the request's paged blocks
+(``KVLayout.load_chunks``), then ``end_transfer``. The request is then reported by
+``get_finished``. Any failure (an error notification, a daemon that does not answer, a span or
+header that is not the one asked for, an ``end_transfer`` refused because the daemon may
+already have reused the span) marks every block the load was to write as failed, reported by
 ``get_block_ids_with_load_errors`` in the same step as the request: vLLM recomputes them, never
-reading blocks that were not fully written.
+reading blocks that were not fully written, nor KV of another identity.
 """
 
 import logging
@@ -17,7 +19,10 @@ import select
 import threading
 import time
 
+import xxhash
+
 from ..errors import TempoKVError
+from . import header
 
 __all__ = ["Loader"]
 
@@ -27,9 +32,15 @@ log = logging.getLogger("tempokv.vllm")
 
 
 class Loader:
-    def __init__(self, link, layout, load_timeout_s=60.0, digests=None, delay_s=0.0):
+    def __init__(self, link, layout, identity, load_timeout_s=60.0, digests=None, delay_s=0.0,
+                 alter_block=False):
         self.link, self.layout, self.load_timeout_s = link, layout, load_timeout_s
+        self.identity = identity  # identity.WorkerIdentity: the keys and headers it accepts
+        self.object_bytes = header.HEADER_BYTES + layout.object_bytes
         self.delay_s = delay_s  # tests: a window in which the daemon can die mid-load
+        # The e2e check's negative control: one bit of the first block loaded is flipped after
+        # the copy, so that its oracle has something to catch.
+        self.alter_block = alter_block
         self.digests = digests
         self._q = queue.Queue()
         self._lock = threading.Lock()
@@ -222,6 +233,39 @@ class Loader:
                 self._try_cancel(rid)
                 self._fail(spec, f"not ready within {self.load_timeout_s} s")
 
+    def _objects(self, c, spec):
+        """(payload tensor, block ids, first) of each chunk of ``spec``: this rank's objects,
+        every one checked before anything is copied."""
+        rank = self.identity.rank
+        if spec.ranks != rank.world:
+            raise ValueError(f"a claim of {spec.ranks} objects per chunk, this engine has "
+                             f"{rank.world} ranks")
+        spans = c.objects(spec.rid)
+        if len(spans) != len(spec.hashes) * spec.ranks:
+            raise ValueError(f"{len(spans)} objects for {len(spec.hashes)} chunks of "
+                             f"{spec.ranks} ranks")
+        bpc = self.layout.blocks_per_chunk
+        tier = self.link.tier
+        hb = header.HEADER_BYTES
+        chunks = []
+        for i, chunk_hash in enumerate(spec.hashes):
+            offset, nbytes = spans[i * spec.ranks + rank.index]
+            if nbytes != self.object_bytes:
+                raise header.HeaderMismatch(f"object {i} is {nbytes} bytes, this engine's are "
+                                            f"{self.object_bytes}")
+            if tier is None or offset < 0 or offset + nbytes > tier.numel():
+                raise header.HeaderMismatch(f"object {i} at [{offset}, +{nbytes}) is outside "
+                                            "the tier")
+            obj = tier[offset:offset + nbytes]
+            want = header.check(obj[:hb].numpy(), self.identity.key(chunk_hash), rank,
+                                self.identity.layout_digest, self.layout.object_bytes)
+            payload = obj[hb:]
+            if xxhash.xxh3_64_intdigest(payload.numpy()) != want:
+                raise header.HeaderMismatch(f"object {i}: payload checksum mismatch")
+            first = min(bpc, max(0, spec.first_block - i * bpc))
+            chunks.append((payload, spec.block_ids[i * bpc:(i + 1) * bpc], first))
+        return chunks
+
     def _copy(self, spec, submitted, seen_ready):
         c = self.link.client
         bpc = self.layout.blocks_per_chunk
@@ -233,17 +277,7 @@ class Loader:
             t0 = time.monotonic()
             moments["copy_started"] = t0
             c.begin_transfer(spec.rid)
-            spans = c.objects(spec.rid)
-            if len(spans) != len(spec.keys):
-                raise ValueError(f"{len(spans)} objects for {len(spec.keys)} chunks")
-            chunks = []
-            for i, (offset, nbytes) in enumerate(spans):
-                if nbytes != self.layout.object_bytes:
-                    raise ValueError(f"object {i} is {nbytes} bytes, this engine's chunks are "
-                                     f"{self.layout.object_bytes}")
-                first = min(bpc, max(0, spec.first_block - i * bpc))
-                chunks.append((self.link.tier[offset:offset + nbytes],
-                               spec.block_ids[i * bpc:(i + 1) * bpc], first))
+            chunks = self._objects(c, spec)
             self.layout.load_chunks(chunks)  # one copy: few GIL hand-overs (layout.py)
             # Only now are the bytes known to be the claim's: a refused end_transfer means the
             # daemon may have reused the spans while we copied.
@@ -256,17 +290,22 @@ class Loader:
             else:
                 self._try_cancel(spec.rid)
             return self._fail(spec, e)
+        if self.alter_block and spec.first_block < len(spec.block_ids):
+            self.alter_block = False
+            self.layout.flip_bit(spec.block_ids[spec.first_block])
         if self.digests is not None:
-            for i, key in enumerate(spec.keys):
+            for i, chunk_hash in enumerate(spec.hashes):
+                key = self.identity.key(chunk_hash)
                 for j, b in enumerate(spec.block_ids[i * bpc:(i + 1) * bpc]):
                     if i * bpc + j >= spec.first_block:
-                        self.digests.record("load", key, j, self.layout, b)
+                        self.digests.record("load", key, j, self.layout, b, req=spec.req_id,
+                                            chunk=i, rank=self.identity.rank.index)
         self.loaded_tokens += (len(spec.block_ids) - spec.first_block) * self.layout.block_size
         self.transfers += 1
         self.wait_s += t0 - submitted
         self.ready_wait_s += seen_ready - submitted
         self.transfer_s += held_s
-        self.transfer_byte_s += sum(n for _, n in spans) * held_s
+        self.transfer_byte_s += len(spec.hashes) * self.object_bytes * held_s
         with self._lock:
             self._finished.add(spec.req_id)
 

@@ -1,4 +1,8 @@
-"""What the connector's scheduler side hands its worker side each step (pickled by vLLM)."""
+"""What the connector's scheduler side hands its worker side each step (pickled by vLLM).
+
+Specs name chunks by their chain hash only: each worker keys them with its own rank's model id
+(``identity.py``), so the same spec serves every tensor-parallel rank.
+"""
 
 from dataclasses import dataclass, field
 
@@ -12,16 +16,17 @@ class LoadSpec:
     """Copy a claim's objects into a request's blocks (asynchronously, off the forward pass)."""
     req_id: str  # vLLM's id
     rid: int  # the u64 id of the request (and its claim) in tempokvd
-    keys: list  # [(model, hash)] of the claim's objects, in manifest order
-    block_ids: list  # the blocks of those objects: len(keys) * blocks_per_chunk
+    hashes: list  # chain hash of each chunk to load, in order
+    block_ids: list  # the blocks of those chunks: len(hashes) * blocks_per_chunk
     first_block: int = 0  # blocks before this one are already computed: not overwritten
+    ranks: int = 1  # objects per chunk in the claim's manifest, one per rank (Rank.index order)
 
 
 @dataclass
 class SaveSpec:
     """Store one full chunk, computed by the end of this step, from the request's blocks."""
     req_id: str
-    key: tuple  # (model, hash)
+    chunk_hash: int  # the chunk's chain hash; the key's model id is the saving rank's
     first_token: int
     end_token: int
     block_ids: list  # blocks_per_chunk blocks

@@ -1,7 +1,9 @@
 """Saver: the worker side's saves, on a background thread, off the forward pass.
 
-For each full chunk, ``reserve_write``, one copy per block and layer from the paged blocks
-straight into the write region, then ``put``, whose wait for durability only this thread sees.
+For each full chunk, ``reserve_write``, one copy from the paged blocks straight into the write
+region behind the object's header (``header.py``: this rank's key, rank, layout digest and the
+payload's checksum), then ``put`` under this rank's key, whose wait for durability only this
+thread sees.
 A request with saves keeps its blocks (``request_finished`` returned True) until its chunks are
 copied out, then it is reported in ``finished_sending``. A preempted request's blocks are freed
 by vLLM's scheduler and may be written by the very next forward pass; ``flush`` (called from
@@ -13,7 +15,11 @@ import logging
 import threading
 import time
 
+import torch
+import xxhash
+
 from ..errors import ResourceExhausted, TempoKVError
+from . import header
 
 __all__ = ["Saver"]
 
@@ -21,9 +27,12 @@ log = logging.getLogger("tempokv.vllm")
 
 
 class Saver:
-    def __init__(self, link, layout, retry_s=30.0, digests=None, delay_s=0.0,
+    def __init__(self, link, layout, identity, retry_s=30.0, digests=None, delay_s=0.0,
                  flush_timeout_s=10.0):
         self.link, self.layout, self.retry_s, self.digests = link, layout, retry_s, digests
+        self.identity = identity  # identity.WorkerIdentity: this rank's keys and headers
+        self.object_bytes = header.HEADER_BYTES + layout.object_bytes
+        self.chunk_tokens = layout.blocks_per_chunk * layout.block_size
         self.delay_s = delay_s  # tests: each save waits this long before its copy
         self.flush_timeout_s = flush_timeout_s  # a preemption's saves not copied by then drop
         self._cv = threading.Condition()
@@ -155,7 +164,7 @@ class Saver:
             try:
                 reserved = self._copy(spec)
             except Exception:  # never let the thread die: requests would hold blocks forever
-                log.exception("tempokv: save of %s failed", spec.key)
+                log.exception("tempokv: save of chunk %016x failed", spec.chunk_hash)
             finally:
                 with self._cv:
                     self._current = None
@@ -168,7 +177,8 @@ class Saver:
 
     def _copy(self, spec):
         """Reserve and copy; returns the offset (blocks are free for vLLM after this)."""
-        nbytes = self.layout.object_bytes
+        nbytes = self.object_bytes
+        key = self.identity.key(spec.chunk_hash)
         deadline = time.monotonic() + self.retry_s
         while True:
             c = self.link.get()
@@ -186,15 +196,23 @@ class Saver:
                     return None
                 time.sleep(0.005)  # outstanding puts free the region
             except TempoKVError as e:
-                log.warning("tempokv: save of %s dropped: %s", spec.key, e)
+                log.warning("tempokv: save of %s dropped: %s", key, e)
                 self.failed += 1
                 self.link.drop()
                 return None
         try:
             if self.digests is not None:
                 for j, b in enumerate(spec.block_ids):
-                    self.digests.record("save", spec.key, j, self.layout, b)
-            self.layout.save(spec.block_ids, self.link.write[offset:offset + nbytes])
+                    self.digests.record("save", key, j, self.layout, b, req=spec.req_id,
+                                        chunk=spec.first_token // self.chunk_tokens,
+                                        rank=self.identity.rank.index)
+            obj = self.link.write[offset:offset + nbytes]
+            payload = obj[header.HEADER_BYTES:]
+            self.layout.save(spec.block_ids, payload)
+            checksum = xxhash.xxh3_64_intdigest(payload.numpy())
+            head = header.pack(key, self.identity.rank, self.identity.layout_digest,
+                               self.layout.object_bytes, checksum)
+            obj[:header.HEADER_BYTES].copy_(torch.frombuffer(bytearray(head), dtype=torch.uint8))
         except Exception:
             try:
                 c.abort_write(offset)
@@ -206,12 +224,12 @@ class Saver:
 
     def _put(self, spec, offset):
         c = self.link.client
+        key = self.identity.key(spec.chunk_hash)
         try:
-            c.put_reserved(spec.key, spec.first_token, spec.end_token, offset,
-                           self.layout.object_bytes)
+            c.put_reserved(key, spec.first_token, spec.end_token, offset, self.object_bytes)
             self.saved += 1
         except TempoKVError as e:
             self.failed += 1
-            log.warning("tempokv: put of %s failed: %s", spec.key, e)
+            log.warning("tempokv: put of %s failed: %s", key, e)
             if e.code == "Unavailable":
                 self.link.drop()

@@ -6,25 +6,32 @@ request's chunk keys are computed and its hit looked up and claimed when it is *
 answers from the published lookup: ``(None, False)`` while it is pending (vLLM asks again next
 step), else the claimed tokens beyond what vLLM already has, always as an asynchronous load
 (the request waits in WAITING_FOR_REMOTE_KVS until the worker has copied or failed).
+
+Keys (``identity.py``): a chunk's chain hash folds in the request's extras (LoRA adapter, cache
+salt, multimodal items); its key's model id is a rank's. With several ranks (tensor or pipeline
+parallel) the lookup asks for every rank's object of every chunk, a chunk is a hit only when
+all of them are stored, and the claim's manifest lists them chunk by chunk, rank by rank: one
+claim, staged once, from which each worker copies its own rank's objects.
 """
 
 import logging
 from dataclasses import dataclass
 
 from ..keys import RequestIds, chunk_keys
+from .identity import Unkeyable, request_extras
 from .metadata import LoadSpec, SaveSpec, TempoKVMetadata
 
 __all__ = ["ConnectorScheduler"]
 
 log = logging.getLogger("tempokv.vllm")
 
-_MAX_SAVING = 1 << 20  # keys remembered as saved by this engine
+_MAX_SAVING = 1 << 20  # chunks remembered as saved by this engine
 
 
 @dataclass
 class _Req:
     rid: int
-    keys: list  # keys of every whole prompt chunk
+    hashes: list  # chain hash of every whole prompt chunk
     prompt_tokens: int
     usable: int  # leading chunks that may be loaded (end before the last prompt token)
     next_save: int = 0  # first chunk not yet handed to the worker for saving
@@ -36,12 +43,14 @@ class _Req:
 
 
 class ConnectorScheduler:
-    def __init__(self, agent, model_id, chunk_tokens, block_size, ids=None):
+    def __init__(self, agent, model_ids, chunk_tokens, block_size, ids=None):
+        """``model_ids``: every rank's model id, in ``Rank.index`` order."""
         if chunk_tokens % block_size:
             raise ValueError(f"chunk_tokens {chunk_tokens} is not a multiple of vLLM's block "
                              f"size {block_size}")
         self.agent = agent
-        self.model_id = model_id
+        self.model_ids = list(model_ids)
+        self.ranks = len(self.model_ids)
         self.chunk_tokens = chunk_tokens
         self.block_size = block_size
         self.blocks_per_chunk = chunk_tokens // block_size
@@ -52,27 +61,33 @@ class ConnectorScheduler:
         # connector on the same engine).
         self.enabled = True
         self._loads = []  # planned this step, go out with the next metadata
-        self._saving = set()  # keys handed to the worker for saving (bounded below)
+        self._saving = set()  # chunk hashes handed to the workers for saving (bounded below)
         self._saving_instance = None  # the daemon instance they were saved to
         self.kv_cache_manager = None  # bound by the connector (bind_kv_cache_manager)
 
     def on_new_request(self, request):
         if not self.enabled:
             return  # unknown to the connector: computed, never loaded or saved
+        try:
+            extras = request_extras(request)
+        except Unkeyable as e:
+            log.info("tempokv: %s is neither loaded nor saved: %s", request.request_id, e)
+            return
         tokens = list(request.prompt_token_ids or [])
-        keys = chunk_keys(self.model_id, tokens, self.chunk_tokens)
+        hashes = [h for _, h in chunk_keys(0, tokens, self.chunk_tokens, extras)]
         usable = (len(tokens) - 1) // self.chunk_tokens if tokens else 0
         rid = self.ids.get(request.request_id)
         max_out = request.sampling_params.max_tokens if request.sampling_params else 0
-        st = self.reqs[request.request_id] = _Req(rid, keys, len(tokens), usable,
+        st = self.reqs[request.request_id] = _Req(rid, hashes, len(tokens), usable,
                                                    max_output_tokens=max_out or 0)
         self._queue(st)
 
     def _queue(self, st):
         """Looks the request's chunks up and claims the hit, as the request is queued."""
         limit = min(st.max_output_tokens or 2**32 - 1, 2**32 - 1)  # 0: no limit given
-        self.agent.new_request(st.rid, st.keys[:st.usable], st.prompt_tokens, limit,
-                               self.chunk_tokens)
+        keys = [(m, h) for h in st.hashes[:st.usable] for m in self.model_ids]
+        self.agent.new_request(st.rid, keys, st.prompt_tokens, limit, self.chunk_tokens,
+                               ranks=self.ranks)
 
     def rid_of(self, req_id):
         st = self.reqs.get(req_id)
@@ -113,8 +128,8 @@ class ConnectorScheduler:
         block_ids = list(blocks.get_block_ids()[0][: n * self.blocks_per_chunk])
         st.loaded_chunks = n
         st.next_save = max(st.next_save, n)  # those chunks are in the store already
-        self._loads.append(LoadSpec(request.request_id, st.rid, st.keys[:n], block_ids,
-                                    local // self.block_size))
+        self._loads.append(LoadSpec(request.request_id, st.rid, st.hashes[:n], block_ids,
+                                    local // self.block_size, ranks=self.ranks))
 
     def build_connector_meta(self, out):
         meta = TempoKVMetadata(loads=self._loads)
@@ -150,7 +165,7 @@ class ConnectorScheduler:
         self._queue(st)
 
     def forget_saved(self):
-        """Forgets the keys saved so far: the daemon now serving the endpoint may not have
+        """Forgets the chunks saved so far: the daemon now serving the endpoint may not have
         them (another instance, perhaps over another store). Without this an engine would never
         save those chunks again."""
         self._saving.clear()
@@ -160,7 +175,7 @@ class ConnectorScheduler:
         if getattr(self.agent, "daemon_instance", None) != self._saving_instance:
             self.forget_saved()
         st = self.reqs.get(req_id)
-        if st is None or st.next_save >= len(st.keys):
+        if st is None or st.next_save >= len(st.hashes):
             return
         done = min(computed + out.num_scheduled_tokens.get(req_id, 0), st.prompt_tokens)
         last = done // self.chunk_tokens
@@ -169,12 +184,12 @@ class ConnectorScheduler:
         block_ids = self.kv_cache_manager.get_block_ids(req_id)[0]
         bpc = self.blocks_per_chunk
         for i in range(st.next_save, last):
-            if st.keys[i] in self._saving:
+            if st.hashes[i] in self._saving:
                 continue  # another request of this engine saves (or saved) the same chunk
             if len(self._saving) >= _MAX_SAVING:
                 self._saving.clear()  # forgetting only costs a duplicate put
-            self._saving.add(st.keys[i])
-            meta.saves.append(SaveSpec(req_id, st.keys[i], i * self.chunk_tokens,
+            self._saving.add(st.hashes[i])
+            meta.saves.append(SaveSpec(req_id, st.hashes[i], i * self.chunk_tokens,
                                        (i + 1) * self.chunk_tokens,
                                        list(block_ids[i * bpc:(i + 1) * bpc])))
             st.saves += 1

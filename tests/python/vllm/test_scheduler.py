@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from vllm import SamplingParams  # noqa: E402
 from vllm.config import (CacheConfig, DeviceConfig, KVTransferConfig, ModelConfig,  # noqa: E402
-                         SchedulerConfig, VllmConfig)
+                         ParallelConfig, SchedulerConfig, VllmConfig)
 from vllm.v1.kv_cache_interface import (FullAttentionSpec, KVCacheConfig,  # noqa: E402
                                         KVCacheGroupSpec)
 from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput  # noqa: E402
@@ -21,7 +21,6 @@ from vllm.v1.request import Request, RequestStatus  # noqa: E402
 from vllm.v1.structured_output import StructuredOutputManager  # noqa: E402
 
 from tempokv import TempoKVClient  # noqa: E402
-from tempokv.e2e import model as model_mod  # noqa: E402
 from tempokv.keys import chunk_keys  # noqa: E402
 from tempokv.vllm import TempoKVAsyncScheduler, TempoKVScheduler  # noqa: E402
 from tempokv.vllm.metadata import TempoKVMetadata  # noqa: E402
@@ -29,20 +28,11 @@ from tempokv.vllm.metadata import TempoKVMetadata  # noqa: E402
 BLOCK, CHUNK, NUM_BLOCKS = 16, 32, 200
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """config.json and a tokenizer only: the scheduler never loads weights."""
-    from transformers import LlamaConfig
-    d = str(tmp_path_factory.mktemp("model"))
-    LlamaConfig(**dict(model_mod.GEOMETRY, num_hidden_layers=2)).save_pretrained(d)
-    model_mod.build_tokenizer(d, model_mod.GEOMETRY["vocab_size"])
-    return d
-
-
-def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler, extra=None):
+def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler, extra=None, tp=1):
     mc = ModelConfig(model=model_dir, dtype="float32", seed=0)
     vc = VllmConfig(
         model_config=mc,
+        parallel_config=ParallelConfig(tensor_parallel_size=tp),
         scheduler_config=SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=256,
                                          max_model_len=4096, enable_chunked_prefill=True,
                                          is_encoder_decoder=False),
@@ -62,10 +52,10 @@ def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler, extra=None):
                             log_stats=False)
 
 
-def request(rid, tokens, max_tokens=2):
+def request(rid, tokens, max_tokens=2, **kw):
     sp = SamplingParams(max_tokens=max_tokens, ignore_eos=True)
     return Request(request_id=rid, prompt_token_ids=tokens, sampling_params=sp,
-                   pooling_params=None)
+                   pooling_params=None, **kw)
 
 
 def output(reqs, finished_recving=None, invalid=None, finished_sending=None):
@@ -83,6 +73,10 @@ def store_chunks(endpoint, keys, nbytes=4096):
     with TempoKVClient(endpoint, name="seed") as c:
         for i, k in enumerate(keys):
             c.put(k, i * CHUNK, (i + 1) * CHUNK, bytes([i]) * nbytes)
+
+
+def hashes(keys):
+    return [h for _, h in keys]
 
 
 def step(s, **kw):
@@ -111,7 +105,7 @@ def test_a_stored_prefix_is_claimed_at_queue_time_and_loaded_asynchronously(mode
     meta = out.kv_connector_metadata
     assert isinstance(meta, TempoKVMetadata) and len(meta.loads) == 1
     load = meta.loads[0]
-    assert load.keys == keys[:2] and len(load.block_ids) == 2 * CHUNK // BLOCK
+    assert load.hashes == hashes(keys[:2]) and len(load.block_ids) == 2 * CHUNK // BLOCK
     assert load.first_block == 0 and out.num_scheduled_tokens == {}
     assert s.requests["a"].status == RequestStatus.WAITING_FOR_REMOTE_KVS
     # One load per request: asked again (after a failure), the connector offers nothing.
@@ -124,7 +118,7 @@ def test_a_stored_prefix_is_claimed_at_queue_time_and_loaded_asynchronously(mode
     assert out.num_scheduled_tokens == {"a": len(tokens) - computed}
     # The third chunk is computed in this step: saved. The claimed ones are in the store
     # already: not saved again, even when a failed load has them recomputed.
-    assert [sv.key for sv in out.kv_connector_metadata.saves] == keys[2:]
+    assert [sv.chunk_hash for sv in out.kv_connector_metadata.saves] == hashes(keys[2:])
     s.update_from_output(out, output([s.requests["a"]]))
     step(s)  # the second (last) output token
     assert "a" in s.requests, "blocks are held until the saves are copied out"
@@ -185,7 +179,7 @@ def test_a_preempted_request_is_queued_again_with_a_new_claim_and_loads_its_pref
     conn.agent.flush()
     out = s.schedule()  # its new lookup is published: loaded again, under the new id
     loads = out.kv_connector_metadata.loads
-    assert [(ld.req_id, ld.rid, ld.keys) for ld in loads] == [("c", st.rid, keys[:2])]
+    assert [(ld.req_id, ld.rid, ld.hashes) for ld in loads] == [("c", st.rid, hashes(keys[:2]))]
     assert s.requests["c"].status == RequestStatus.WAITING_FOR_REMOTE_KVS
     load_as_the_worker(daemon.endpoint, conn.runtime, st.rid)
     s.update_from_output(out, output([], finished_recving={"c"}))
@@ -221,7 +215,7 @@ def test_a_hit_larger_than_the_protected_budget_claims_the_prefix_that_fits(mode
     assert conn.agent.trimmed_claims == 1
     out = s.schedule()
     (load,) = out.kv_connector_metadata.loads
-    assert load.keys == keys[:2], "the two chunks that fit, not nothing"
+    assert load.hashes == hashes(keys[:2]), "the two chunks that fit, not nothing"
     assert len(load.block_ids) == 2 * CHUNK // BLOCK
     conn.agent.flush()
     assert conn.agent.errors == 0
@@ -303,13 +297,13 @@ def test_a_new_daemon_instance_gets_the_chunks_saved_to_the_last_one_saved_again
         s.add_request(request(rid, tokens, max_tokens=1))
         conn.agent.flush()
         out = step(s)  # no stored chunk (no worker puts here): computed, its chunks saved
-        saved = [sv.key for sv in out.kv_connector_metadata.saves]
+        saved = [sv.chunk_hash for sv in out.kv_connector_metadata.saves]
         if saved:  # held until the worker says the saves are copied out
             step(s, finished_sending={rid})
         assert rid not in s.requests
         return saved
 
-    assert run("a") == keys[:2]
+    assert run("a") == hashes(keys[:2])
     assert run("b") == [], "the same daemon: saved once per engine"
     first = conn.agent.daemon_instance
     daemon.restart()
@@ -318,7 +312,7 @@ def test_a_new_daemon_instance_gets_the_chunks_saved_to_the_last_one_saved_again
         conn.agent.flush()
         time.sleep(0.1)
     assert conn.agent.daemon_instance not in (None, first)
-    assert run("c") == keys[:2], "a new instance: saved again"
+    assert run("c") == hashes(keys[:2]), "a new instance: saved again"
     conn.shutdown()
 
 
@@ -328,3 +322,58 @@ def test_the_reconnect_delay_is_configurable_and_must_be_positive(model_dir, dae
     assert s.connector.agent.retry_s == 0.1
     with pytest.raises(ValueError, match="retry_s must be > 0"):
         make_scheduler(model_dir, daemon.endpoint, extra={"retry_s": 0})
+
+
+def test_with_two_tensor_parallel_ranks_a_chunk_is_a_hit_only_when_both_ranks_objects_are_stored(
+        model_dir, daemon):
+    s = make_scheduler(model_dir, daemon.endpoint, tp=2)
+    conn = s.connector
+    m0, m1 = conn.model_ids
+    assert m0 != m1
+    tokens = list(range(40, 40 + 3 * CHUNK + 5))
+    hs = hashes(chunk_keys(m0, tokens, CHUNK))
+    store_chunks(daemon.endpoint, [(m0, h) for h in hs[:2]])  # rank 0's only: no hit
+    s.add_request(request("a", tokens))
+    conn.agent.flush()
+    assert s.schedule().kv_connector_metadata.loads == []
+    store_chunks(daemon.endpoint, [(m1, hs[0])])  # the first chunk of both ranks: one chunk
+    s.add_request(request("b", tokens))
+    conn.agent.flush()
+    out = s.schedule()
+    (load,) = out.kv_connector_metadata.loads
+    assert (load.req_id, load.hashes, load.ranks) == ("b", hs[:1], 2)
+    # One claim, staged once, lists both ranks' objects of the chunk, in rank order.
+    with TempoKVClient(daemon.endpoint, name="rank0", runtime=conn.runtime) as w:
+        if w.request_retrieval(load.rid) == "wait":
+            w.wait_ready(load.rid, timeout_s=30)
+        spans = w.objects(load.rid)
+        assert len(spans) == 2 and spans[0] != spans[1]
+        assert [bytes(w.read_object(*sp)[:1]) for sp in spans] == [b"\x00", b"\x00"]
+        w.cancel(load.rid)
+    conn.shutdown()
+
+
+def test_a_request_with_a_cache_salt_never_hits_chunks_stored_without_it_or_with_another(
+        model_dir, daemon):
+    s = make_scheduler(model_dir, daemon.endpoint)
+    conn = s.connector
+    tokens = list(range(70, 70 + 2 * CHUNK + 5))
+    store_chunks(daemon.endpoint, chunk_keys(conn.model_id, tokens, CHUNK))  # unsalted
+    s.add_request(request("t1", tokens, cache_salt="tenant-1"))
+    conn.agent.flush()
+    out = s.schedule()
+    assert out.kv_connector_metadata.loads == [], "a salted request hit unsalted KV"
+    assert out.num_scheduled_tokens == {"t1": len(tokens)}
+    # Its chunks are saved under its salt: the same salt hits them, another does not.
+    salted = [sv.chunk_hash for sv in out.kv_connector_metadata.saves]
+    assert len(salted) == 2 and not set(salted) & set(hashes(chunk_keys(0, tokens, CHUNK)))
+    store_chunks(daemon.endpoint, [(conn.model_id, h) for h in salted])
+    s.add_request(request("t1-again", tokens, cache_salt="tenant-1"))
+    s.add_request(request("t2", tokens, cache_salt="tenant-2"))
+    s.add_request(request("plain", tokens))
+    conn.agent.flush()
+    loads = {ld.req_id: ld.hashes for ld in s.schedule().kv_connector_metadata.loads}
+    assert loads.get("t1-again") == salted[:2]
+    assert "t2" not in loads
+    assert loads.get("plain") == hashes(chunk_keys(conn.model_id, tokens, CHUNK))[:2]
+    conn.shutdown()

@@ -14,7 +14,7 @@ from tempokv import TempoKVClient  # noqa: E402
 from tempokv.keys import chunk_keys  # noqa: E402
 from tempokv.vllm import TempoKVAsyncScheduler, TempoKVScheduler  # noqa: E402
 
-from test_scheduler import (CHUNK, make_scheduler, model_dir, output,  # noqa: E402,F401
+from test_scheduler import (CHUNK, make_scheduler, output,  # noqa: E402
                             request, store_chunks)
 
 PROGRESS_V1 = {"update_order", "iteration_started", "admitted", "prefill_done",
