@@ -137,6 +137,7 @@ class ServiceClient final : public RuntimeApi {
   // tier_data(). NotFound for a claim not answered here; FailedPrecondition while it waits;
   // Cancelled once dispatch() delivered a cancel by another session of the runtime (stop copying
   // and call end_transfer: the daemon keeps the bytes protected until then).
+  // Internal for a span outside the tier mapping (never served).
   Result<std::vector<service::TierSpan>> objects(uint64_t id) const;
   const service::HelloResult& hello() const { return hello_; }
   const std::byte* tier_data() const { return tier_.data(); }  // null when not mapped

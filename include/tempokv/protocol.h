@@ -191,6 +191,9 @@ struct HelloResult {
 struct TierSpan {
   uint64_t offset = 0;
   uint64_t bytes = 0;  // the payload's length
+  // The store generation of the bytes there ("generations", parallel to "objects"; 0 from a
+  // server that does not send it). A client may compare it with what it expects of the object.
+  uint64_t generation = 0;
   bool operator==(const TierSpan&) const = default;
 };
 using StatList = std::vector<std::pair<std::string, double>>;

@@ -287,6 +287,17 @@ Result<std::vector<service::TierSpan>> ServiceClient::objects(uint64_t id) const
     return Status::failed_precondition("objects: request " + std::to_string(id) +
                                        " is waiting for its ready notification");
   }
+  // A span outside the tier's mapping is never handed to a copy: whatever it points at is not
+  // this object (a daemon bug, or a reply meant for another mapping).
+  const uint64_t tier_bytes = hello_.tier_bytes;
+  for (const service::TierSpan& t : it->second.objects) {
+    if (t.bytes == 0 || t.offset > tier_bytes || t.bytes > tier_bytes - t.offset) {
+      return Status::internal("objects: request " + std::to_string(id) + " has a span of " +
+                              std::to_string(t.bytes) + " bytes at offset " +
+                              std::to_string(t.offset) + ", outside the fast tier's mapping of " +
+                              std::to_string(tier_bytes) + " bytes: not served");
+    }
+  }
   return it->second.objects;
 }
 

@@ -26,16 +26,32 @@ Status ServiceCore::claim_op(Session& s, uint64_t id, const Op& op) {
   return st;
 }
 
-std::vector<TierSpan> ServiceCore::spans(const ClaimShare& share) const {
+Result<std::vector<TierSpan>> ServiceCore::spans(ClaimShare& share) const {
   std::vector<TierSpan> out;
   out.reserve(share.manifest.size());
-  for (const ManifestEntry& e : share.manifest) {
+  const bool first = share.generations.empty();
+  const uint64_t tier_bytes = tier_->options().capacity_bytes;
+  for (size_t i = 0; i < share.manifest.size(); ++i) {
+    const ManifestEntry& e = share.manifest[i];
     const FastObject* o = tier_->find(e.key);
-    // Ready means resident and protected or held, and the manifest's length was checked against
-    // the store at commit; a span never reaches past the tier's object. Anything else is a bug
-    // worth seeing.
-    const bool whole = o && o->residency == Residency::kResident && e.bytes <= o->object_bytes;
-    out.push_back(whole ? TierSpan{o->offset, e.bytes} : TierSpan{UINT64_MAX, 0});
+    // Ready means resident and protected or held, of the generation the claim validated, with
+    // the manifest's length checked against the store at commit. Anything else is a bug, and
+    // the claim fails (the runtime recomputes) rather than pointing a client at other bytes.
+    const bool whole = o && o->residency == Residency::kResident && e.bytes <= o->object_bytes &&
+                       o->offset <= tier_bytes && e.bytes <= tier_bytes - o->offset;
+    const bool same = whole && (first || o->generation == share.generations[i]);
+    if (!same) {
+      return Status::internal(
+          "object " + e.key.to_string() + " of a ready claim is " +
+          (!whole ? std::string("not whole in the fast tier")
+                  : "generation " + std::to_string(o->generation) + " in the fast tier, not " +
+                        std::to_string(share.generations[i])) +
+          "; the claim fails instead of serving it");
+    }
+    out.push_back(TierSpan{o->offset, e.bytes, o->generation});
+  }
+  if (first) {
+    for (const TierSpan& t : out) share.generations.push_back(t.generation);
   }
   return out;
 }
@@ -83,8 +99,27 @@ Status ServiceCore::retrieval(Session& s, uint64_t id, uint64_t request_id) {
   const RetrievalAnswer answer = *share.ready == RetrievalPath::kStaged
                                      ? RetrievalAnswer::kReady
                                      : RetrievalAnswer::kOrdinaryReady;
-  send_(s.id, encode_retrieval_reply(id, answer, spans(share)));
+  Result<std::vector<TierSpan>> where = spans(share);
+  if (!where.is_ok()) {
+    share.participants.erase(s.id);
+    fail_share(request_id, where.status());
+    return where.status();
+  }
+  send_(s.id, encode_retrieval_reply(id, answer, *where));
   return Status::ok();
+}
+
+void ServiceCore::fail_share(uint64_t request_id, const Status& why) {
+  auto it = shares_.find(request_id);
+  if (it == shares_.end()) return;
+  Runtime& rt = *it->second.runtime;
+  ++counters_.errors;
+  // As a cancel by the daemon: the claim and the request end, and every session that asked or
+  // copies is told why (a load error: the runtime recomputes).
+  (void)rt.adapter->cancel(request_id);
+  request_ended(rt, request_id);
+  abandon_share(request_id, 0, why);
+  if (!shares_.count(request_id)) owner_.erase(request_id);
 }
 
 void ServiceCore::on_ready(uint64_t request_id, Result<RetrievalPath> outcome) {
@@ -92,10 +127,11 @@ void ServiceCore::on_ready(uint64_t request_id, Result<RetrievalPath> outcome) {
   if (it == shares_.end()) return;
   ClaimShare& share = it->second;
   if (outcome.is_ok()) {
+    Result<std::vector<TierSpan>> where = spans(share);
+    if (!where.is_ok()) return fail_share(request_id, where.status());
     share.ready = *outcome;
-    const std::vector<TierSpan> where = spans(share);
     const uint64_t rid = request_id ^ share.runtime->id_salt;  // the runtime's own id
-    for (uint64_t session : share.waiting) send_(session, encode_ready(rid, outcome, where));
+    for (uint64_t session : share.waiting) send_(session, encode_ready(rid, outcome, *where));
     share.waiting.clear();
     return;
   }

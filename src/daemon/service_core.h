@@ -158,7 +158,10 @@ class ServiceCore {
   // service_step.cc
   Status step(Session& s, const Step& m);
   void on_ready(uint64_t request_id, Result<RetrievalPath> outcome);
-  std::vector<TierSpan> spans(const ClaimShare& share) const;
+  // Where a ready claim's objects are: each resident, whole (the manifest's length inside the
+  // tier's object and the mapping) and of the generation it became ready with (recorded on the
+  // first call). Internal naming the object otherwise: such a claim is failed, never served.
+  Result<std::vector<TierSpan>> spans(ClaimShare& share) const;
   Status owned(const Session& s, uint64_t request_id, const char* op) const;
   // A waiting order without the requests of the runtime that ended (finished or cancelled, as
   // a claim that ended takes its request with it): a runtime's queue may still list them.
@@ -167,6 +170,8 @@ class ServiceCore {
                                            const char* op) const;
   void request_ended(Runtime& rt, uint64_t request_id);
   void end_share(uint64_t request_id);
+  // A claim the daemon cannot serve (spans() refused it): cancelled, every session told why.
+  void fail_share(uint64_t request_id, const Status& why);
   void maybe_end_transfer(uint64_t request_id);
   // The claim's request was cancelled or finished: sessions waiting or copying are told `why`;
   // the share ends now, or once no session copies it.
@@ -207,7 +212,6 @@ class ServiceCore {
   uint32_t next_runtime_id_ = 0;
   uint64_t puts_in_flight_ = 0;
   std::unordered_map<uint64_t, uint32_t> puts_by_session_;  // puts in flight, by session
-  std::unordered_set<Key> puts_by_key_;                     // keys of the puts in flight
   bool shutting_down_ = false;
   std::function<void(Status)> shutdown_done_;
   std::unique_ptr<Histograms> histograms_;

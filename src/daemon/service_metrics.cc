@@ -119,6 +119,14 @@ std::vector<Metric> ServiceCore::metrics() const {
   add("store_puts_total", "Objects written to the store", kC, double(ss.puts));
   add("store_dropped_records_total", "Store objects dropped after failing their checksum on a read",
       kC, double(ss.dropped_records));
+  add("store_unchanged_puts_total", "Puts of the bytes already stored under the key (no write)",
+      kC, double(ss.unchanged_puts));
+  add("tier_stale_copies_dropped_total",
+      "Fast-tier copies of an older store generation evicted when found", kC,
+      double(ps.stale_copies_dropped));
+  add("claims_changed_under_total",
+      "Claims failed because their object was put again with other bytes under them", kC,
+      double(ps.changed_under_claim));
   add("sessions", "Open sessions", kG, double(sessions_.size()));
   add("runtimes", "Runtimes with at least one session", kG, double(runtimes_.size()));
   add("sessions_opened_total", "Sessions opened", kC, double(counters.sessions_opened));

@@ -211,31 +211,21 @@ Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
   // The reservation now belongs to the put: it is freed when the store is done with the bytes,
   // even if the session ends first (or now, when the put is refused).
   s.writes.erase(m.offset);
-  // A key names immutable KV: replacing it would leave the tier's copy and claims already
-  // committed on the old bytes stale, so an overwrite is refused, in the store or on its way.
-  std::optional<ObjectInfo> stored = store_->lookup(m.key);
-  if (stored || puts_by_key_.count(m.key)) {
-    s.write_bytes -= round_up(*reserved, kBlockBytes);
-    writes_->release(m.offset);
-    const std::string where = stored ? " (" + std::to_string(stored->payload_bytes) + " bytes)"
-                                     : std::string(" (a put is on its way)");
-    return Status::failed_precondition("put: key " + m.key.to_string() + " is already stored" +
-                                       where + "; stored KV is never replaced");
-  }
-  puts_by_key_.insert(m.key);
+  // A key already stored follows the store's one rule (Store::put): the same bytes are a success
+  // with nothing written (a retry after a lost reply), other bytes a new generation. Copies of
+  // the old generation are never served as the new one (the provider checks every copy's).
   ++puts_in_flight_;
   ++puts_by_session_[s.id];
   const uint64_t session = s.id;
   const uint64_t bytes = m.bytes;
   std::weak_ptr<int> alive = alive_;
   store_->put(m.key, m.tokens, writes_->data(m.offset), m.bytes,
-              [this, alive, session, id, offset = m.offset, bytes, key = m.key,
+              [this, alive, session, id, offset = m.offset, bytes,
                charge = round_up(*reserved, kBlockBytes)](Status st) {
                 if (alive.expired()) return;
                 writes_->release(offset);
                 auto owner = sessions_.find(session);
                 if (owner != sessions_.end()) owner->second->write_bytes -= charge;
-                puts_by_key_.erase(key);
                 --puts_in_flight_;
                 if (--puts_by_session_[session] == 0) puts_by_session_.erase(session);
                 if (st.is_ok()) {

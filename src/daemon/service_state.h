@@ -39,6 +39,9 @@ struct ServiceCore::ClaimShare {
   std::vector<ManifestEntry> manifest;
   bool requested = false;  // the adapter's request_retrieval was made
   std::optional<RetrievalPath> ready;  // the path once the transfer may begin
+  // The store generation of each manifest entry's tier copy when it became ready: every later
+  // span of the claim must show the same bytes.
+  std::vector<uint64_t> generations;
   bool in_transfer = false;            // the adapter's begin_transfer was made
   // Cancelled (or its request finished) while sessions copy it: it ends, and its protection with
   // it, once no session copies it any more.

@@ -299,7 +299,14 @@ Result<uint64_t> FastTier::begin_fill(const Key& key, uint64_t object_bytes) {
   return *offset;
 }
 
-void FastTier::end_fill(const Key& key, bool ok) {
+bool FastTier::discard(const Key& key) {
+  auto it = objects_.find(key);
+  if (it == objects_.end() || !evictable(it->second)) return false;
+  evict_one(key);
+  return true;
+}
+
+void FastTier::end_fill(const Key& key, bool ok, uint64_t generation) {
   auto it = objects_.find(key);
   assert(it != objects_.end() && it->second.residency == Residency::kFilling);
   if (it == objects_.end()) return;
@@ -307,8 +314,10 @@ void FastTier::end_fill(const Key& key, bool ok) {
     ++stats_.fill_failures;
     alloc_.free(it->second.offset, it->second.object_bytes);
   }
-  update(key, it->second,
-         [ok](FastObject& o) { o.residency = ok ? Residency::kResident : Residency::kAbsent; });
+  update(key, it->second, [ok, generation](FastObject& o) {
+    o.residency = ok ? Residency::kResident : Residency::kAbsent;
+    o.generation = ok ? generation : 0;
+  });
 }
 
 FastTierStats FastTier::stats() const {

@@ -61,6 +61,9 @@ struct FastObject {
   uint32_t protect_count = 0;  // claims holding it stage-ready; > 0 only when resident
   uint32_t holds = 0;          // readers copying out of it; only when resident
   bool reserved = false;       // budget set aside for staging that has not landed
+  // The store generation (ObjectInfo::generation) of the bytes its fill brought in; meaningful
+  // when resident. The provider serves a resident copy only to claims that validated it.
+  uint64_t generation = 0;
 };
 
 struct FastTierStats {
@@ -128,8 +131,13 @@ class FastTier {
   // nothing, when it cannot fit now (retry after a release); FailedPrecondition when key is not
   // absent.
   Result<uint64_t> begin_fill(const Key& key, uint64_t object_bytes);
-  // The read finished: resident on success, else its memory is freed (absent).
-  void end_fill(const Key& key, bool ok);
+  // The read finished: resident on success (holding the bytes of store generation `generation`),
+  // else its memory is freed (absent).
+  void end_fill(const Key& key, bool ok, uint64_t generation);
+  // Drops a resident copy that must not be served any more (its store object changed): evicted at
+  // once when evictable (true), else left alone (false: protected, reserved or held, its users
+  // release it; the caller refuses new users meanwhile). Tells the eviction listener.
+  bool discard(const Key& key);
 
   // Calls fn for every object the tier knows (any order). For checks and reports.
   template <typename Fn>

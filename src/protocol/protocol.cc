@@ -178,7 +178,8 @@ struct ArgsPacker {
   void operator()(const Step& m) { wire::pack_step_args(pk, m); }
 };
 
-// "objects": [[offset, bytes], ...]
+// "objects": [[offset, bytes], ...] and "generations": [generation, ...]: two map entries (a
+// client of an older protocol revision reads the first and ignores the second).
 void pack_spans(Packer& pk, std::span<const TierSpan> objects) {
   pack_str(pk, "objects");
   pk.pack_array(static_cast<uint32_t>(objects.size()));
@@ -187,6 +188,9 @@ void pack_spans(Packer& pk, std::span<const TierSpan> objects) {
     pk.pack(o.offset);
     pk.pack(o.bytes);
   }
+  pack_str(pk, "generations");
+  pk.pack_array(static_cast<uint32_t>(objects.size()));
+  for (const TierSpan& o : objects) pk.pack(o.generation);
 }
 
 void pack_status(Packer& pk, const Status& s) {
@@ -257,7 +261,7 @@ std::vector<std::byte> encode_retrieval_reply(uint64_t id, RetrievalAnswer answe
   Sink sink;
   Packer pk(sink);
   const bool with_objects = answer != RetrievalAnswer::kWait;
-  begin_reply(pk, id, with_objects ? 2 : 1);
+  begin_reply(pk, id, with_objects ? 3 : 1);
   pack_str(pk, "answer");
   pack_str(pk, wire::answer_name(answer));
   if (with_objects) pack_spans(pk, objects);
@@ -318,7 +322,7 @@ std::vector<std::byte> encode_ready(uint64_t request_id, const Result<RetrievalP
                                     std::span<const TierSpan> objects) {
   Sink sink;
   Packer pk(sink);
-  pk.pack_map(outcome.is_ok() ? 4 : 3);
+  pk.pack_map(outcome.is_ok() ? 5 : 3);
   pack_str(pk, "event");
   pack_str(pk, "ready");
   pack_field(pk, "request_id", request_id);

@@ -21,6 +21,14 @@ Result<std::vector<TierSpan>> read_spans(const Fields& f) {
                                        "[offset, bytes]"));
     out.push_back(TierSpan{v[0], v[1]});
   }
+  if (f.get("generations") == nullptr) return out;
+  TEMPOKV_ASSIGN_OR_RETURN(std::vector<uint64_t> generations, f.ids("generations"));
+  if (generations.size() != out.size()) {
+    return bad(f.what("generations") + " has " +
+                                    std::to_string(generations.size()) + " entries for " +
+                                    std::to_string(out.size()) + " objects");
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i].generation = generations[i];
   return out;
 }
 
@@ -48,7 +56,7 @@ Result<ServerMessage> decode_server_message(std::span<const std::byte> bytes) {
   TEMPOKV_ASSIGN_OR_RETURN(
       Fields f, Fields::read(root, "server message",
                              {"id", "ok", "result", "error", "event", "request_id", "path",
-                              "objects"},
+                              "objects", "generations"},
                              true));
   // Reads {code, message} into *out; the returned Status is the decoding outcome.
   auto read_error = [](const object& o, const std::string& where, Status* out) -> Status {
@@ -98,6 +106,7 @@ Result<ServerMessage> decode_server_message(std::span<const std::byte> bytes) {
   TEMPOKV_ASSIGN_OR_RETURN(Fields rf, Fields::read(*res, "result",
                                                    {"version", "server", "max_message_bytes",
                                                     "max_manifest_entries", "answer", "objects",
+                                                    "generations",
                                                     "offset", "bytes", "stats", "session",
                                                     "runtime_id", "heartbeat_timeout_ms",
                                                     "tier_path", "tier_bytes", "write_path",

@@ -63,6 +63,10 @@ Status StagingProvider::check_invariants() const {
     if (draining > 0 && rec.read != ReadState::kInFlight) {
       return Status::internal(k + ": draining owners without a read in flight");
     }
+    if (resident && o->generation != rec.generation) {
+      return Status::internal(k + ": the tier holds generation " + std::to_string(o->generation) +
+                              ", its claims validated " + std::to_string(rec.generation));
+    }
     if (resident) {
       if (o->protect_count != rec.owners.size()) {
         return Status::internal(k + ": protect count " + std::to_string(o->protect_count) +

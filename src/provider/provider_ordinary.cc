@@ -47,6 +47,7 @@ Result<ClaimPhase> StagingProvider::start_ordinary(const StagingClaim& claim,
   c.ordinary = true;
   c.keys = std::move(v.keys);
   c.payload_bytes = std::move(v.payload_bytes);
+  c.generations = std::move(v.generations);
   const uint64_t extra = ordinary_extra_bytes(c);
   if (extra > tier_.options().capacity_bytes) {
     return Status::resource_exhausted("ordinary claim " + std::to_string(claim.id) + " needs " +
@@ -76,7 +77,9 @@ void StagingProvider::admit_ordinary(ClaimId id, ClaimRec& c) {
   c.admitted = true;
   c.pending = 0;
   std::vector<uint64_t> bytes = std::move(c.payload_bytes);
+  std::vector<uint64_t> generations = std::move(c.generations);
   c.payload_bytes.clear();
+  c.generations.clear();
   for (size_t i = 0; i < c.keys.size(); ++i) {
     const Key& key = c.keys[i];
     if (tier_.use(key)) {
@@ -86,7 +89,7 @@ void StagingProvider::admit_ordinary(ClaimId id, ClaimRec& c) {
       c.held.push_back(key);
       continue;
     }
-    ObjectRec& rec = object(key, bytes[i]);
+    ObjectRec& rec = object(key, bytes[i], generations[i]);
     rec.waiters.push_back({id, false});
     ++c.pending;
     enqueue(key, rec, executor_.now());  // the ordinary path needs it now
@@ -104,6 +107,23 @@ void StagingProvider::admit_waiting_ordinary() {
     ClaimRec& c = it->second;
     if (!ordinary_fits(ordinary_extra_bytes(c))) return;
     ordinary_waiting_.pop_front();
+    // It validated its objects when it arrived; one that changed in the store since fails it.
+    Status changed;
+    for (size_t i = 0; i < c.keys.size() && changed.is_ok(); ++i) {
+      std::optional<ObjectInfo> info = store_.lookup(c.keys[i]);
+      if (!info || info->generation != c.generations[i]) {
+        changed = Status::failed_precondition(
+            "ordinary claim " + std::to_string(id) + ": object " + c.keys[i].to_string() +
+            " left or changed in the store while the claim waited for room");
+      } else {
+        changed = usable(id, c.keys[i], c.generations[i]);
+      }
+    }
+    if (!changed.is_ok()) {
+      ++stats_.changed_under_claim;
+      fail_claim(id, changed);
+      continue;
+    }
     admit_ordinary(id, c);
     if (c.pending == 0) became_ready(id, c);
   }

@@ -97,6 +97,9 @@ void StagingProvider::issue(const Key& key) {
   ObjectRec& rec = objects_.at(key);
   note_in_flight_change();
   rec.served_at_issue = served_;
+  // get() reads the object the index holds now: its generation is what lands in the tier.
+  std::optional<ObjectInfo> info = store_.lookup(key);
+  rec.read_generation = info ? info->generation : 0;
   in_flight_keys_.push_back(key);
   ++stats_.reads_issued;
   if (rec.owners.empty()) ++stats_.demand_reads;
@@ -119,8 +122,16 @@ void StagingProvider::on_read_done(const Key& key, Result<size_t> result) {
     status = Status::io_error("short read of " + key.to_string() + ": " + std::to_string(*result) +
                               " of " + std::to_string(rec.payload_bytes) + " bytes");
   }
+  if (status.is_ok() && rec.read_generation != rec.generation) {
+    // Put again with other bytes after its claims validated it: those bytes are not theirs.
+    ++stats_.changed_under_claim;
+    status = Status::failed_precondition(
+        "object " + key.to_string() + " changed in the store (generation " +
+        std::to_string(rec.read_generation) + ") while generation " +
+        std::to_string(rec.generation) + " was staged");
+  }
   bool ok = status.is_ok();
-  tier_.end_fill(key, ok);
+  tier_.end_fill(key, ok, rec.read_generation);
   std::vector<Member> owners = std::move(rec.owners);
   std::vector<Member> waiters = std::move(rec.waiters);
   rec.owners.clear();

@@ -52,10 +52,21 @@ StagingProvider::StagingProvider(Executor& executor, Store& store, FastTier& tie
   tier_.set_entry_listener([this](const Key& key, uint64_t budget_bytes, uint64_t occupied_bytes) {
     if (entry_listener_ && !entries_muted_) entry_listener_(key, budget_bytes, occupied_bytes);
   });
+  // An object reclaimed from the store leaves nothing a claim could validate: its fast-tier copy
+  // only takes room (told later, in a posted task: the key may be back by then).
+  store_.set_eviction_listener([this](const Key& key) {
+    const FastObject* o = tier_.find(key);
+    if (o == nullptr || o->residency != Residency::kResident) return;
+    std::optional<ObjectInfo> info = store_.lookup(key);
+    if ((!info || info->generation != o->generation) && tier_.discard(key)) {
+      ++stats_.stale_copies_dropped;
+    }
+  });
 }
 
 StagingProvider::~StagingProvider() {
   tier_.set_entry_listener(nullptr);
+  store_.set_eviction_listener(nullptr);
   if (options_.write_cost > 0) store_.set_write_listener(nullptr);
   Backing& b = tier_.backing();
   if (b.base() != nullptr) store_.unregister_read_buffer(b.base());
@@ -82,6 +93,7 @@ Status StagingProvider::validate_claim(const StagingClaim& claim, Validated& v) 
   }
   v.keys.clear();
   v.payload_bytes.clear();
+  v.generations.clear();
   std::unordered_set<Key> seen;
   for (const ManifestEntry& e : claim.objects) {
     if (!first_time(e.key, claim.objects.size(), v.keys, seen)) continue;
@@ -98,15 +110,47 @@ Status StagingProvider::validate_claim(const StagingClaim& claim, Validated& v) 
           std::to_string(info->payload_bytes) + " bytes in the store, the manifest says " +
           std::to_string(e.bytes));
     }
+    Status st = usable(claim.id, e.key, info->generation);
+    if (!st.is_ok()) {
+      ++stats_.invalid;
+      return st;
+    }
     v.keys.push_back(e.key);
     v.payload_bytes.push_back(e.bytes);
+    v.generations.push_back(info->generation);
   }
   return Status::ok();
 }
 
-StagingProvider::ObjectRec& StagingProvider::object(const Key& key, uint64_t payload_bytes) {
+Status StagingProvider::usable(ClaimId id, const Key& key, uint64_t generation) {
+  const FastObject* o = tier_.find(key);
+  if (o != nullptr && o->residency == Residency::kResident && o->generation != generation) {
+    const uint64_t old = o->generation;
+    if (!tier_.discard(key)) {
+      return Status::failed_precondition(
+          "claim " + std::to_string(id) + ": object " + key.to_string() +
+          " changed in the store (generation " + std::to_string(generation) +
+          ") while the fast tier's copy of generation " + std::to_string(old) +
+          " is still in use; retry once it is released");
+    }
+    ++stats_.stale_copies_dropped;
+  }
+  auto it = objects_.find(key);
+  if (it != objects_.end() && it->second.generation != generation) {
+    return Status::failed_precondition(
+        "claim " + std::to_string(id) + ": object " + key.to_string() +
+        " changed in the store (generation " + std::to_string(generation) +
+        ") while generation " + std::to_string(it->second.generation) +
+        " is staged for other claims");
+  }
+  return Status::ok();
+}
+
+StagingProvider::ObjectRec& StagingProvider::object(const Key& key, uint64_t payload_bytes,
+                                                    uint64_t generation) {
   auto [it, fresh] = objects_.try_emplace(key);
   if (fresh) {
+    it->second.generation = generation;
     it->second.payload_bytes = payload_bytes;
     it->second.read_bytes = round_up(payload_bytes, kBlockBytes);
     max_read_bytes_ = std::max(max_read_bytes_, it->second.read_bytes);
@@ -227,7 +271,7 @@ Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCall
   c.keys = v.keys;
   for (size_t i = 0; i < c.keys.size(); ++i) {
     const Key& key = c.keys[i];
-    ObjectRec& rec = object(key, v.payload_bytes[i]);
+    ObjectRec& rec = object(key, v.payload_bytes[i], v.generations[i]);
     demand_queued_bytes_ -= demand_charge(rec);  // a queued demand read becomes reserved
     rec.owners.push_back({claim.id, false});
     if (tier_.use(key)) {

@@ -36,7 +36,14 @@
 // admitted) holding nothing. So two ordinary claims can never each hold part of the tier while
 // waiting for room the other holds. Commits count the room owed to admitted demand reads too.
 //
+// Identity: every claim validates each object's store generation (ObjectInfo::generation). A
+// fast-tier copy of another generation is never used for it: evicted when evictable, else the
+// claim is refused (FailedPrecondition) until the claims using the copy let it go; a read that
+// brings another generation than its claims validated (a re-put landed while it was queued)
+// fails them. The runtime then recomputes; no other bytes are ever served under the key.
+//
 // Invariants (check_invariants() verifies them):
+//  * A resident object the provider tracks holds the generation its claims validated.
 //  * An object's owners are the committed claims that need it. Resident: protect_count == number
 //    of owners. Not resident: reserved iff it has owners, and draining owners only while its read
 //    is in flight.
@@ -76,6 +83,10 @@ struct ProviderStats {
   uint64_t ready_at_commit = 0;  // of those, stage-ready at once
   uint64_t refusals = 0;         // commits refused for budget or capacity (they cost nothing)
   uint64_t invalid = 0;          // commits / ordinary claims refused: object missing or changed
+  // Fast-tier copies of an older generation of their store object, evicted when found; and claims
+  // failed because their object changed in the store under them (no other bytes are served).
+  uint64_t stale_copies_dropped = 0;
+  uint64_t changed_under_claim = 0;
   uint64_t staged = 0;           // committed claims that became stage-ready later
   uint64_t failed = 0;           // claims failed by a read error
   uint64_t releases = 0;
@@ -362,6 +373,10 @@ class StagingProvider {
     bool draining;  // the claim is gone but its in-flight read still counts it
   };
   struct ObjectRec {
+    // The store generation its owners and waiters validated: every one of them validated this
+    // one (a claim that finds another is refused), and a read that brings another fails them.
+    uint64_t generation = 0;
+    uint64_t read_generation = 0;  // when in flight: the generation the store's get reads
     uint64_t payload_bytes = 0;
     uint64_t read_bytes = 0;      // payload rounded up to 4 KiB: the read and the allocation
     std::vector<Member> owners;   // committed claims: protected or reserved on their behalf
@@ -400,11 +415,13 @@ class StagingProvider {
     bool retired = false;  // its objects were let go
     bool admitted = true;  // ordinary: holds its objects and queued its reads
     std::vector<uint64_t> payload_bytes;  // ordinary, until admitted: keys' payload bytes
+    std::vector<uint64_t> generations;    // ordinary, until admitted: keys' store generations
     ReadyCallback on_ready;
   };
   struct Validated {
     std::vector<Key> keys;
     std::vector<uint64_t> payload_bytes;
+    std::vector<uint64_t> generations;  // the store's generation of each key at validation
   };
 
   StagingProvider(Executor& executor, Store& store, FastTier& tier, const ProviderOptions& options);
@@ -416,7 +433,11 @@ class StagingProvider {
   // admitted demand reads included), and whether that is refused now (sets last_refusal_*).
   ProtectCost commit_cost(const Validated& v) const;
   bool refuses(const ProtectCost& cost);
-  ObjectRec& object(const Key& key, uint64_t payload_bytes);
+  ObjectRec& object(const Key& key, uint64_t payload_bytes, uint64_t generation);
+  // OK when a claim that validated `generation` of key may use what the provider has of it: no
+  // fast-tier copy or one of that generation (a stale evictable copy is evicted here), and no
+  // staging of another generation for other claims. FailedPrecondition naming both otherwise.
+  Status usable(ClaimId id, const Key& key, uint64_t generation);
   // Queues the object's read for use at use_at, or moves its queued read up to it.
   void enqueue(const Key& key, ObjectRec& rec, TimePoint use_at);
   // enqueue() without counting a coalesced read: queues it, or moves its queued read up.

@@ -69,6 +69,7 @@ void encode_segment_header(const SegmentHeader& h, std::span<std::byte, kHeaderB
   put_le<uint32_t>(b, 12, static_cast<uint32_t>(kHeaderBytes));
   put_le<uint32_t>(b, 16, h.segment_id);
   put_le<uint64_t>(b, 24, h.segment_bytes);
+  put_le<uint64_t>(b, 32, h.capacity_bytes);
   seal_block(b);
 }
 
@@ -99,6 +100,7 @@ DecodedSegmentHeader decode_segment_header(std::span<const std::byte, kHeaderByt
   if (d.defect != HeaderDefect::kNone) return d;
   d.header.segment_id = get_le<uint32_t>(b, 16);
   d.header.segment_bytes = get_le<uint64_t>(b, 24);
+  d.header.capacity_bytes = get_le<uint64_t>(b, 32);
   if (d.header.segment_bytes < 3 * kBlockBytes || !is_aligned(d.header.segment_bytes, kBlockBytes)) {
     d.defect = HeaderDefect::kBadField;
   }

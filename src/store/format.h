@@ -47,6 +47,9 @@ inline constexpr uint64_t kTombstoneCorrupt = 1;
 struct SegmentHeader {
   uint32_t segment_id = 0;
   uint64_t segment_bytes = 0;  // size the file was preallocated to
+  // The writer's capacity_bytes when it made the segment (0: not recorded). The newest segment's
+  // is the store's recorded capacity: open tells a capacity cut from a crash with it.
+  uint64_t capacity_bytes = 0;
 };
 
 // The first block of every record; the payload follows in the next blocks.

@@ -85,7 +85,10 @@ void StoreImpl::drop_corrupt(const Key& key, uint64_t sequence) {
   auto it = index_.find(key);
   if (it == index_.end() || it->second.sequence != sequence) return;  // replaced or gone already
   ++stats_.dropped_records;
-  if (options_.read_only || closing_) {
+  // A write of key on its way was admitted after the corrupt record was indexed, so its sequence
+  // is higher: it replaces (put) or hides (remove) that record by itself. A tombstone now would
+  // take a higher sequence still and hide an acknowledged put.
+  if (options_.read_only || closing_ || in_flight_.contains(key)) {
     index_erase(key);
     return;
   }

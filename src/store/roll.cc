@@ -87,7 +87,8 @@ void StoreImpl::start_next(bool spare) {
   ++ops_in_flight_;
   creator_.run([this, id = next_id_, spare, alive = std::weak_ptr<int>(alive_)] {
     if (options_.on_io_thread_for_testing) options_.on_io_thread_for_testing("create");
-    Result<int> fd = create_segment_file(options_.dir, id, options_.segment_bytes, engine_.direct(),
+    Result<int> fd = create_segment_file(options_.dir, id, options_.segment_bytes,
+                                         options_.capacity_bytes, engine_.direct(),
                                          spare ? kNextSuffix : "");
     executor_.post([this, id, spare, fd = std::move(fd), alive]() mutable {
       if (alive.expired()) {
@@ -157,6 +158,7 @@ Status StoreImpl::install(uint32_t id, int fd) {
   seg->bytes = options_.segment_bytes;
   seg->write_offset = kHeaderBytes;
   live_disk_bytes_ += seg->bytes;
+  recorded_capacity_ = options_.capacity_bytes;  // what its header says
   active_ = seg.get();
   segments_[id] = std::move(seg);
   return Status::ok();

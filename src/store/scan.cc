@@ -216,6 +216,8 @@ Result<SegmentScan> scan_segment(const std::string& path, uint32_t expected_id,
   if (sh.defect != HeaderDefect::kNone) {
     scan.problems.push_back(where(expected_id, 0) + "segment header: " +
                             std::string(header_defect_name(sh.defect)));
+    TEMPOKV_ASSIGN_OR_RETURN(uint64_t data, file.next_nonzero_block(kHeaderBytes));
+    scan.data_after_header = data + kBlockBytes <= file.bytes();
     scan.reads = file.reads();
     return scan;
   }

@@ -40,6 +40,9 @@ enum class PayloadCheck {
 struct SegmentScan {
   std::optional<SegmentHeader> header;  // nullopt when block 0 is not a valid segment header
   HeaderDefect header_defect = HeaderDefect::kNone;
+  // With no valid segment header: some block after block 0 holds data. Creation syncs the header
+  // before any record goes in, so such a file is damage to keep, not an interrupted creation.
+  bool data_after_header = false;
   bool sealed = false;
   uint64_t file_bytes = 0;
   // Where the valid log ends: the offset after the last record the walk accepted (the seal's

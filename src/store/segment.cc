@@ -28,8 +28,8 @@ Result<int> open_segment_file(const std::string& path, bool direct, bool read_on
   return fd;
 }
 
-Result<int> create_segment_file(const std::string& dir, uint32_t id, uint64_t bytes, bool direct,
-                                std::string_view suffix) {
+Result<int> create_segment_file(const std::string& dir, uint32_t id, uint64_t bytes,
+                                uint64_t capacity_bytes, bool direct, std::string_view suffix) {
   std::string path = dir + "/" + segment_file_name(id) + std::string(suffix);
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
   if (fd < 0) return Status::from_errno(errno, "create " + path);
@@ -48,7 +48,8 @@ Result<int> create_segment_file(const std::string& dir, uint32_t id, uint64_t by
   std::unique_ptr<std::byte, Free> block(
       static_cast<std::byte*>(std::aligned_alloc(kBlockBytes, kHeaderBytes)));
   if (!block) return fail(ENOMEM, "allocate header block for");
-  encode_segment_header({id, bytes}, std::span<std::byte, kHeaderBytes>(block.get(), kHeaderBytes));
+  encode_segment_header({id, bytes, capacity_bytes},
+                        std::span<std::byte, kHeaderBytes>(block.get(), kHeaderBytes));
   ssize_t n;
   do {
     n = pwrite(fd, block.get(), kHeaderBytes, 0);

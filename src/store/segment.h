@@ -54,7 +54,9 @@ struct Segment {
 // segment header, and syncs the directory so the name survives a crash. On any failure the file is
 // removed again; ENOSPC maps to ResourceExhausted. Returns the fd (O_DIRECT when direct).
 // With a suffix the file is dir/segment_file_name(id) + suffix (a spare, renamed when used).
-Result<int> create_segment_file(const std::string& dir, uint32_t id, uint64_t bytes, bool direct,
+// capacity_bytes is recorded in the header (SegmentHeader::capacity_bytes).
+Result<int> create_segment_file(const std::string& dir, uint32_t id, uint64_t bytes,
+                                uint64_t capacity_bytes, bool direct,
                                 std::string_view suffix = {});
 // Opens an existing segment file for reading and writing (reading only when read_only).
 Result<int> open_segment_file(const std::string& path, bool direct, bool read_only = false);

@@ -16,7 +16,10 @@
 // read of it is in flight. Reclamation is strictly oldest-first; while the oldest segment is still
 // sealing, the store may exceed capacity by one segment until the seal completes. open() never
 // shrinks a store silently: one found above capacity_bytes is refused (naming both sizes) unless
-// options.reclaim_at_open, except for the one unsealed segment a crash mid-seal leaves over.
+// options.reclaim_at_open (counted in reclaimed_at_open_*), and open() deletes nothing else that
+// holds data: a store one unsealed segment over the capacity recorded in its newest segment (a
+// crash mid-seal) opens as it is and reclaims that segment when it next needs room; a newest
+// segment whose header is lost but that holds data after it is quarantined, not removed.
 //
 // Damage: a payload that fails its checksum on get() leaves the index at once and for good (a
 // tombstone), so the runtime recomputes instead of claiming it again. A segment whose header is
@@ -90,6 +93,11 @@ struct ObjectInfo {
   uint64_t offset = 0;         // offset of the payload in the segment file (4 KiB-aligned)
   uint64_t checksum_lo = 0;    // XXH3-128 of the payload, low and high halves
   uint64_t checksum_hi = 0;
+  // Which bytes the key holds: the sequence of the record that stored them. A put of other bytes
+  // under the key makes a new generation; a put of the same bytes keeps it (Store::put). Every
+  // copy made from the store (a fast-tier slot, a claim, a span) carries it, and a copy of another
+  // generation than the one a consumer validated is never served as this object.
+  uint64_t generation = 0;
   // Bytes a get() needs in its destination buffer: payload_bytes rounded up to 4 KiB.
   uint64_t read_bytes() const;
 };
@@ -103,6 +111,7 @@ struct StoreStats {
   uint64_t capacity_bytes = 0;
   uint64_t puts = 0;
   uint64_t put_bytes = 0;
+  uint64_t unchanged_puts = 0;  // puts of the bytes already stored under the key: nothing written
   uint64_t gets = 0;
   uint64_t get_bytes = 0;
   uint64_t removes = 0;
@@ -118,6 +127,9 @@ struct StoreStats {
   uint64_t torn_records = 0;          // skipped at open: incomplete record at a segment's tail
   uint64_t reclaimed_segments = 0;
   uint64_t reclaimed_objects = 0;
+  // Of those, what open() reclaimed because it was asked to (options.reclaim_at_open).
+  uint64_t reclaimed_at_open_segments = 0;
+  uint64_t reclaimed_at_open_objects = 0;
   uint64_t syncs = 0;
 };
 
@@ -135,11 +147,14 @@ class Store {
                                              const StoreOptions& options);
   virtual ~Store() = default;
 
-  // Stores `bytes` bytes at `data` under key (replacing an older object with the key). data may be
-  // nullptr only in simulated mode. data need not be aligned; a payload of 64 KiB or more is read
-  // (hashed; written without a copy when 4 KiB-aligned) after put returns, so data must stay valid
-  // and unchanged until cb runs; smaller ones are copied before put returns. cb runs when
-  // the record is durable, or with the error (ResourceExhausted for a full disk or capacity,
+  // Stores `bytes` bytes at `data` under key. One rule for a key that is already stored: the same
+  // bytes (same length and checksum, and no other write of the key on its way) are a success with
+  // nothing written and the generation kept, so a client that lost the reply may retry; other
+  // bytes replace the object as a new generation. data may be nullptr only in simulated mode.
+  // data need not be aligned; a payload of 64 KiB or more is read (hashed; written without a
+  // copy when 4 KiB-aligned) after put returns, so data must stay valid and unchanged until cb
+  // runs; smaller ones are copied before put returns. cb runs when the record is durable (or,
+  // for unchanged bytes, at once), or with the error (ResourceExhausted for a full disk or capacity,
   // InvalidArgument for an empty or oversized payload).
   virtual void put(const Key& key, TokenRange tokens, const void* data, size_t bytes,
                    DoneCallback cb) = 0;
@@ -153,6 +168,8 @@ class Store {
   // checksum drop, a put over an existing key) since open. While it stays the same, every lookup
   // that found an object still finds it with the same payload size (new keys only add).
   virtual uint64_t index_changes() const = 0;
+  // The capacity_bytes the newest segment was made under (0: none recorded, or no segment).
+  virtual uint64_t recorded_capacity() const = 0;
   // Removes key durably (a tombstone record), NotFound when absent.
   virtual void remove(const Key& key, DoneCallback cb) = 0;
   virtual std::vector<ObjectInfo> list() const = 0;

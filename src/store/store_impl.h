@@ -87,6 +87,7 @@ class StoreImpl final : public Store {
   bool contains(const Key& key) const override { return index_.contains(key); }
   std::optional<ObjectInfo> lookup(const Key& key) const override;
   uint64_t index_changes() const override { return index_changes_; }
+  uint64_t recorded_capacity() const override { return recorded_capacity_; }
   void remove(const Key& key, DoneCallback cb) override;
   std::vector<ObjectInfo> list() const override;
   std::string segment_path(uint32_t segment) const override;
@@ -117,7 +118,8 @@ class StoreImpl final : public Store {
     uint64_t sequence = 0;
   };
   static ObjectInfo info(const Key& key, const Entry& e) {
-    return {key, e.tokens, e.payload_bytes, e.segment, e.offset, e.checksum.low, e.checksum.high};
+    return {key, e.tokens, e.payload_bytes, e.segment, e.offset, e.checksum.low, e.checksum.high,
+            e.sequence};
   }
   struct InFlight {
     uint64_t newest_sequence = 0;
@@ -136,6 +138,12 @@ class StoreImpl final : public Store {
   // store_write.cc
   // Gives header its sequence and counts the write in flight; the caller prepares and queues it.
   PendingWrite* admit(const RecordHeader& header, DoneCallback cb);
+  // A put of exactly the bytes indexed under key, with no other write of the key on its way
+  // (`own_write`: the put itself is admitted and counted in in_flight_): it needs no record.
+  bool unchanged(const Key& key, uint64_t bytes, const Checksum128& checksum,
+                 bool own_write) const;
+  // A prepared put that turned out unchanged(): undoes admit() and completes it OK.
+  void finish_unchanged(PendingWrite* w);
   // Places waiting_ in order into the active segment, rolling to the next one when it is full.
   void place_waiting();
   // Queues w for the engine once placed and prepared (ready_writes_), then pump_writes().
@@ -204,6 +212,7 @@ class StoreImpl final : public Store {
   uint32_t next_segment_id_ = 1;
   uint64_t next_sequence_ = 1;
   uint64_t live_disk_bytes_ = 0;
+  uint64_t recorded_capacity_ = 0;  // the newest segment header's capacity_bytes
   uint64_t live_payload_bytes_ = 0;
   uint64_t index_changes_ = 0;  // index_changes(): bumped by index_erase and a replacing index_put
   std::map<uint32_t, std::pair<std::string, uint64_t>> quarantined_;  // id -> (path, bytes)

@@ -108,10 +108,12 @@ Status StoreImpl::scan_all(const std::vector<uint32_t>& ids) {
     stats_.corrupt_records += scan.corrupt;
     stats_.torn_records += scan.torn;
     if (!scan.header) {
-      bool interrupted_create = id == ids.back() && (scan.header_defect == HeaderDefect::kZero ||
-                                                      scan.header_defect == HeaderDefect::kTorn);
+      bool interrupted_create = id == ids.back() && !scan.data_after_header &&
+                                (scan.header_defect == HeaderDefect::kZero ||
+                                 scan.header_defect == HeaderDefect::kTorn);
       if (interrupted_create) {
-        // Creation syncs the header before any record goes in, so nothing was stored here.
+        // Creation syncs the header before any record goes in, and every block after it is
+        // still zero: nothing was stored here. Anything else is quarantined, every byte kept.
         ++stats_.torn_records;
         if (options_.read_only) continue;  // a writer's open removes it
         ::unlink(path.c_str());
@@ -123,6 +125,7 @@ Status StoreImpl::scan_all(const std::vector<uint32_t>& ids) {
       continue;
     }
     bool clean_tail = id == ids.back() && !scan.sealed && scan.corrupt == 0 && scan.torn == 0;
+    recorded_capacity_ = scan.header->capacity_bytes;  // ids ascend: the newest one's stays
     TEMPOKV_RETURN_IF_ERROR(adopt_segment(id, scan, clean_tail && !options_.read_only));
     Segment& seg = *segments_.at(id);
     for (const ScannedRecord& r : scan.records) {
@@ -151,21 +154,33 @@ Status StoreImpl::scan_all(const std::vector<uint32_t>& ids) {
 
 Status StoreImpl::fit_capacity() {
   if (options_.read_only || live_disk_bytes_ <= options_.capacity_bytes) return Status::ok();
-  // A crash while the oldest segment was sealing (so that it could be reclaimed) leaves the store
-  // one unsealed segment over: finishing that reclamation shrinks nothing the writer had kept.
-  const Segment* oldest = segments_.empty() ? nullptr : segments_.begin()->second.get();
-  bool crash_mid_seal = oldest != nullptr && oldest->state == SegmentState::kRetired &&
-                        quarantined_.empty() &&
-                        live_disk_bytes_ - oldest->bytes <= options_.capacity_bytes;
-  if (!options_.reclaim_at_open && !crash_mid_seal) {
-    return Status::failed_precondition(
-        "store directory " + options_.dir + " holds " + std::to_string(live_disk_bytes_) +
-        " bytes of segments, more than capacity_bytes " +
-        std::to_string(options_.capacity_bytes) + ": open it with a capacity of at least " +
-        std::to_string(live_disk_bytes_) +
-        " bytes, or ask for its oldest segments to be reclaimed (reclaim_at_open, --reclaim)");
+  if (options_.reclaim_at_open) {
+    // Asked for: the deletions are counted apart, so the caller can say what went.
+    const uint64_t segments = stats_.reclaimed_segments, objects = stats_.reclaimed_objects;
+    Status st = make_room(0);
+    stats_.reclaimed_at_open_segments = stats_.reclaimed_segments - segments;
+    stats_.reclaimed_at_open_objects = stats_.reclaimed_objects - objects;
+    return st;
   }
-  return make_room(0);
+  // A crash while the oldest segment was sealing (so that it could be reclaimed) leaves a store
+  // one unsealed segment over the capacity it was made under. Such a store opens as it is, every
+  // byte kept: the writer's own reclamation takes that segment when it next needs room, as it
+  // would have without the crash. Any other excess, a capacity cut above all, is refused: open
+  // deletes only when asked to.
+  const Segment* oldest = segments_.empty() ? nullptr : segments_.begin()->second.get();
+  const bool same_capacity =
+      recorded_capacity_ != 0 && options_.capacity_bytes >= recorded_capacity_;
+  const bool crash_mid_seal = same_capacity && oldest != nullptr &&
+                              oldest->state == SegmentState::kRetired && quarantined_.empty() &&
+                              live_disk_bytes_ - oldest->bytes <= options_.capacity_bytes;
+  if (crash_mid_seal) return Status::ok();
+  return Status::failed_precondition(
+      "store directory " + options_.dir + " holds " + std::to_string(live_disk_bytes_) +
+      " bytes of segments, more than capacity_bytes " + std::to_string(options_.capacity_bytes) +
+      (recorded_capacity_ != 0 ? " (it was made with " + std::to_string(recorded_capacity_) + ")"
+                               : std::string()) +
+      ": open it with a capacity of at least " + std::to_string(live_disk_bytes_) +
+      " bytes, or ask for its oldest segments to be reclaimed (reclaim_at_open, --reclaim)");
 }
 
 Status StoreImpl::adopt_segment(uint32_t id, const SegmentScan& scan, bool writable) {

@@ -40,37 +40,88 @@ void StoreImpl::put(const Key& key, TokenRange tokens, const void* data, size_t 
   h.key = key;
   h.tokens = tokens;
   h.payload_bytes = bytes;
+  if (!options_.simulated && bytes < kZeroCopyMinBytes) {
+    // Small: hashed (and copied) here, since the caller may reuse its buffer on return.
+    h.payload_checksum = checksum128(data, bytes);
+    if (unchanged(key, bytes, h.payload_checksum, /*own_write=*/false)) {
+      ++stats_.unchanged_puts;
+      return fail_soon(std::move(cb), Status::ok());
+    }
+  }
   PendingWrite* w = admit(h, std::move(cb));
   w->data = data;
   if (options_.simulated) {
     w->prepared = true;
   } else if (bytes < kZeroCopyMinBytes) {
-    // Small: copied (and hashed) here, since the caller may reuse its buffer on return.
-    w->header.payload_checksum = checksum128(data, bytes);
     prepare_payload(w, data);
     w->prepared = true;
   } else {
     // At ~20 GB/s hashing is ~1.6 ms per 32 MiB chunk, 50 ms per GiB, and an unaligned payload's
     // copy as much again: both run on the worker (the caller keeps data until cb), so the loop
-    // goes on serving claims. The record's place in the log is fixed by call order all the same.
-    worker_.run([this, w, data, alive = std::weak_ptr<int>(alive_)] {
+    // goes on serving claims. The record's place in the log is fixed by call order, except for a
+    // key already stored or on its way: that put is placed once its checksum says whether it
+    // stores anything (an identical re-put writes no record, and a record placed is written).
+    const bool maybe_unchanged = index_.contains(key) && in_flight_.at(key).count == 1;
+    worker_.run([this, w, data, maybe_unchanged, alive = std::weak_ptr<int>(alive_)] {
       if (options_.on_io_thread_for_testing) options_.on_io_thread_for_testing("prepare");
       w->header.payload_checksum = checksum128(data, w->header.payload_bytes);
-      prepare_payload(w, data);
-      executor_.post([this, w, alive] {
+      const bool same = maybe_unchanged;  // prepare_payload only when a record will be written
+      if (!same) prepare_payload(w, data);
+      executor_.post([this, w, same, data, alive] {
         if (alive.expired()) return delete w;
         if (w->abandoned) {
           delete w;
           --ops_in_flight_;
           return maybe_finish_close();
         }
+        if (same) {
+          const RecordHeader& rh = w->header;
+          if (unchanged(rh.key, rh.payload_bytes, rh.payload_checksum, /*own_write=*/true)) {
+            return finish_unchanged(w);
+          }
+          // Changed meanwhile, or other bytes: a record after all, placed now.
+          worker_.run([this, w, data, alive] {
+            prepare_payload(w, data);
+            executor_.post([this, w, alive] {
+              if (alive.expired()) return delete w;
+              w->prepared = true;
+              waiting_.push_back(w);
+              place_waiting();
+            });
+          });
+          return;
+        }
         w->prepared = true;
         maybe_submit(w);
       });
     });
+    if (maybe_unchanged) return;  // placed when prepared
   }
   waiting_.push_back(w);
   place_waiting();
+}
+
+bool StoreImpl::unchanged(const Key& key, uint64_t bytes, const Checksum128& checksum,
+                          bool own_write) const {
+  if (options_.simulated) return false;  // no bytes to compare
+  auto it = index_.find(key);
+  if (it == index_.end() || it->second.payload_bytes != bytes ||
+      !(it->second.checksum == checksum)) {
+    return false;
+  }
+  auto f = in_flight_.find(key);
+  const uint32_t others = f == in_flight_.end() ? 0 : f->second.count - (own_write ? 1 : 0);
+  return others == 0;
+}
+
+void StoreImpl::finish_unchanged(PendingWrite* w) {
+  std::unique_ptr<PendingWrite> owned(w);
+  in_flight_.erase(w->header.key);  // it was the key's only write on its way
+  --ops_in_flight_;
+  ++stats_.unchanged_puts;
+  DoneCallback cb = std::move(w->cb);
+  if (cb) cb(Status::ok());
+  maybe_finish_close();
 }
 
 void StoreImpl::remove(const Key& key, DoneCallback cb) {

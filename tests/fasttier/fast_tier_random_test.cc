@@ -118,7 +118,7 @@ TEST(FastTierRandom, FillsSucceedExactlyWhenAWindowExistsAndEvictOnlyInsideIt) {
       } else if (op < 6 && !filling.empty()) {
         size_t i = pick(filling.size());
         bool ok = pick(8) != 0;
-        t.end_fill(filling[i], ok);
+        t.end_fill(filling[i], ok, 1);
         if (ok) resident.push_back(filling[i]);
         filling.erase(filling.begin() + static_cast<long>(i));
       } else if (op == 6 && !resident.empty()) {

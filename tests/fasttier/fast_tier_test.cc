@@ -25,7 +25,7 @@ std::unique_ptr<FastTier> make_tier(uint64_t capacity = 8 * kObj, uint64_t budge
 
 void fill(FastTier& t, const Key& k, uint64_t bytes = kObj) {
   ASSERT_TRUE(t.begin_fill(k, bytes).is_ok());
-  t.end_fill(k, true);
+  t.end_fill(k, true, 1);
 }
 
 TEST(FastTier, FillMakesAnObjectResidentAndEvictable) {
@@ -34,7 +34,7 @@ TEST(FastTier, FillMakesAnObjectResidentAndEvictable) {
   ASSERT_TRUE(off.is_ok());
   EXPECT_EQ(t->find(key(1))->residency, Residency::kFilling);
   EXPECT_EQ(t->stats().pinned_bytes, kObj);
-  t->end_fill(key(1), true);
+  t->end_fill(key(1), true, 1);
   EXPECT_TRUE(t->resident(key(1)));
   EXPECT_EQ(t->stats().resident_bytes, kObj);
   EXPECT_EQ(t->stats().evictable_bytes, kObj);
@@ -45,10 +45,37 @@ TEST(FastTier, FillMakesAnObjectResidentAndEvictable) {
 TEST(FastTier, FailedFillFreesItsMemory) {
   auto t = make_tier();
   ASSERT_TRUE(t->begin_fill(key(1), kObj).is_ok());
-  t->end_fill(key(1), false);
+  t->end_fill(key(1), false, 1);
   EXPECT_EQ(t->find(key(1)), nullptr);
   EXPECT_EQ(t->stats().filling_bytes, 0u);
   EXPECT_EQ(t->stats().fill_failures, 1u);
+  EXPECT_TRUE(t->check_invariants().is_ok());
+}
+
+TEST(FastTier, AFillRecordsTheStoreGenerationOfItsBytes) {
+  auto t = make_tier();
+  ASSERT_TRUE(t->begin_fill(key(1), kObj).is_ok());
+  t->end_fill(key(1), true, 42);
+  EXPECT_EQ(t->find(key(1))->generation, 42u);
+}
+
+TEST(FastTier, DiscardEvictsAnEvictableCopyAndLeavesOneInUse) {
+  auto t = make_tier();
+  fill(*t, key(1));
+  fill(*t, key(2));
+  ASSERT_TRUE(t->protect(key(2)).is_ok());
+  fill(*t, key(3));
+  ASSERT_TRUE(t->hold(key(3)).is_ok());
+  int told = 0;
+  t->set_eviction_listener([&](const Key&) { ++told; });
+  EXPECT_TRUE(t->discard(key(1)));
+  EXPECT_EQ(t->find(key(1)), nullptr);
+  EXPECT_FALSE(t->discard(key(2))) << "a protected copy was dropped under its claim";
+  EXPECT_FALSE(t->discard(key(3))) << "a held copy was dropped under its reader";
+  EXPECT_FALSE(t->discard(key(9)));
+  EXPECT_TRUE(t->resident(key(2)));
+  EXPECT_TRUE(t->resident(key(3)));
+  EXPECT_EQ(told, 1);
   EXPECT_TRUE(t->check_invariants().is_ok());
 }
 
@@ -104,7 +131,7 @@ TEST(FastTier, ReservationBecomesProtectionWhenTheReadLands) {
   ASSERT_TRUE(t->begin_fill(key(1), kObj).is_ok());
   EXPECT_EQ(t->stats().reserved_bytes, kObj);
   EXPECT_EQ(t->stats().pinned_bytes, 0u);  // counted in the budget, not twice
-  t->end_fill(key(1), true);
+  t->end_fill(key(1), true, 1);
   ASSERT_TRUE(t->protect(key(1)).is_ok());
   EXPECT_EQ(t->stats().reserved_bytes, 0u);
   EXPECT_EQ(t->stats().protected_bytes, kObj);

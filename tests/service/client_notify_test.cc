@@ -12,7 +12,19 @@ namespace {
 using service::Request;
 using service::TierSpan;
 
-const std::vector<TierSpan> kSpans{{0, 4096}, {8192, 100}};
+const std::vector<TierSpan> kSpans{{0, 4096, 3}, {8192, 100, 4}};
+
+// A daemon whose fast tier is 64 KiB, and a client that takes its spans without mapping it.
+service::HelloResult with_tier() {
+  service::HelloResult h;
+  h.tier_bytes = 64 * 1024;
+  return h;
+}
+ClientOptions unmapped(const FakeDaemon& daemon) {
+  ClientOptions o = options_for(daemon);
+  o.map_shared_memory = false;
+  return o;
+}
 
 // What a RetrievalCallback was called with.
 struct Seen {
@@ -29,12 +41,12 @@ struct Seen {
 };
 
 TEST(ServiceClientRetrieval, ReadyAnswerExposesObjectsUntilEndTransfer) {
-  FakeDaemon daemon({}, [](FakeDaemon& d, const Request& r) {
+  FakeDaemon daemon(with_tier(), [](FakeDaemon& d, const Request& r) {
     if (!std::holds_alternative<service::RequestRetrieval>(r.op)) return false;
     d.send(service::encode_retrieval_reply(r.id, RetrievalAnswer::kReady, kSpans));
     return true;
   });
-  auto client = connect_to(options_for(daemon));
+  auto client = connect_to(unmapped(daemon));
   ASSERT_NE(client, nullptr);
   Seen seen;
   auto answer = client->request_retrieval(5, seen.callback());
@@ -50,9 +62,27 @@ TEST(ServiceClientRetrieval, ReadyAnswerExposesObjectsUntilEndTransfer) {
   EXPECT_EQ(seen.calls, 0);  // a ready answer needs no callback
 }
 
+TEST(ServiceClientRetrieval, ASpanOutsideTheTierIsNeverHandedToACopy) {
+  for (const TierSpan bad : {TierSpan{UINT64_MAX, 0, 1}, TierSpan{60 * 1024, 8192, 1},
+                             TierSpan{0, 0, 1}}) {
+    FakeDaemon daemon(with_tier(), [bad](FakeDaemon& d, const Request& r) {
+      if (!std::holds_alternative<service::RequestRetrieval>(r.op)) return false;
+      const std::vector<TierSpan> spans{{0, 4096, 1}, bad};
+      d.send(service::encode_retrieval_reply(r.id, RetrievalAnswer::kReady, spans));
+      return true;
+    });
+    auto client = connect_to(unmapped(daemon));
+    ASSERT_NE(client, nullptr);
+    ASSERT_TRUE(client->request_retrieval(5, nullptr).is_ok());
+    auto objects = client->objects(5);
+    EXPECT_EQ(objects.status().code(), StatusCode::kInternal)
+        << "a span at " << bad.offset << " of " << bad.bytes << " bytes was served";
+  }
+}
+
 TEST(ServiceClientRetrieval, WaitAnswerRunsTheCallbackFromDispatchOnTheReadyNotification) {
-  FakeDaemon daemon({}, answer_wait);
-  auto client = connect_to(options_for(daemon));
+  FakeDaemon daemon(with_tier(), answer_wait);
+  auto client = connect_to(unmapped(daemon));
   ASSERT_NE(client, nullptr);
   Seen seen;
   auto answer = client->request_retrieval(5, seen.callback());
@@ -74,8 +104,8 @@ TEST(ServiceClientRetrieval, WaitAnswerRunsTheCallbackFromDispatchOnTheReadyNoti
 }
 
 TEST(ServiceClientRetrieval, FailedClaimNotificationPassesTheError) {
-  FakeDaemon daemon({}, answer_wait);
-  auto client = connect_to(options_for(daemon));
+  FakeDaemon daemon(with_tier(), answer_wait);
+  auto client = connect_to(unmapped(daemon));
   ASSERT_NE(client, nullptr);
   Seen seen;
   ASSERT_TRUE(client->request_retrieval(5, seen.callback()).is_ok());
@@ -87,14 +117,14 @@ TEST(ServiceClientRetrieval, FailedClaimNotificationPassesTheError) {
 }
 
 TEST(ServiceClientRetrieval, NotificationArrivingDuringACallIsQueuedAndDispatchedLater) {
-  FakeDaemon daemon({}, [](FakeDaemon& d, const Request& r) {
+  FakeDaemon daemon(with_tier(), [](FakeDaemon& d, const Request& r) {
     if (answer_wait(d, r)) return true;
     if (!std::holds_alternative<service::Heartbeat>(r.op)) return false;
     d.send(service::encode_ready(5, RetrievalPath::kStaged, kSpans));  // before the reply
     d.send(service::encode_reply(r.id));
     return true;
   });
-  auto client = connect_to(options_for(daemon));
+  auto client = connect_to(unmapped(daemon));
   ASSERT_NE(client, nullptr);
   Seen seen;
   ASSERT_TRUE(client->request_retrieval(5, seen.callback()).is_ok());
@@ -110,8 +140,8 @@ TEST(ServiceClientRetrieval, NotificationArrivingDuringACallIsQueuedAndDispatche
 }
 
 TEST(ServiceClientRetrieval, CallbackMayCallBackIn) {
-  FakeDaemon daemon({}, answer_wait);
-  auto client = connect_to(options_for(daemon));
+  FakeDaemon daemon(with_tier(), answer_wait);
+  auto client = connect_to(unmapped(daemon));
   ASSERT_NE(client, nullptr);
   Status begun = Status::internal("not called");
   ASSERT_TRUE(client
@@ -127,8 +157,8 @@ TEST(ServiceClientRetrieval, CallbackMayCallBackIn) {
 }
 
 TEST(ServiceClientRetrieval, NotificationForAnUnknownIdIsIgnored) {
-  FakeDaemon daemon({}, answer_wait);
-  auto client = connect_to(options_for(daemon));
+  FakeDaemon daemon(with_tier(), answer_wait);
+  auto client = connect_to(unmapped(daemon));
   ASSERT_NE(client, nullptr);
   Seen seen;
   ASSERT_TRUE(client->request_retrieval(5, seen.callback()).is_ok());
@@ -143,7 +173,7 @@ TEST(ServiceClientRetrieval, AWaitingClaimLostWithTheSessionFailsFromDispatchAft
   // The daemon answers wait, then forgets the session (as a restarted one would): the next
   // request is refused, the client says hello again and the waiting claim fails as lost.
   std::atomic<bool> forgot{false};
-  FakeDaemon daemon({}, [&](FakeDaemon& d, const Request& r) {
+  FakeDaemon daemon(with_tier(), [&](FakeDaemon& d, const Request& r) {
     if (answer_wait(d, r)) return true;
     if (std::holds_alternative<service::Heartbeat>(r.op) && !forgot.exchange(true)) {
       d.send(service::encode_error(
@@ -152,7 +182,7 @@ TEST(ServiceClientRetrieval, AWaitingClaimLostWithTheSessionFailsFromDispatchAft
     }
     return false;
   });
-  auto client = connect_to(options_for(daemon));
+  auto client = connect_to(unmapped(daemon));
   ASSERT_NE(client, nullptr);
   Seen seen;
   ASSERT_EQ(*client->request_retrieval(5, seen.callback()), RetrievalAnswer::kWait);

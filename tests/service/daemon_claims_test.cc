@@ -1,8 +1,10 @@
-// Claims that end in a real tempokvd (issue 13, Correctness 1-4): a cancel after begin_transfer
-// and a copier killed mid-copy give the protection back; a cancel by one rank reaches a rank
-// still copying; a re-put never serves stale bytes; progressive release and the
-// tensor-parallel rule count distinct copying sessions.
+// Claims that end in a real tempokvd: a cancel after begin_transfer and a copier killed mid-copy
+// give the protection back; a cancel by one rank reaches a rank still copying; a re-put (of the
+// same bytes, of others, after a reclamation) never serves stale bytes; progressive release and
+// the tensor-parallel rule count distinct copying sessions.
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 #include "service/daemon_fixture.h"
 
@@ -132,28 +134,81 @@ TEST_F(DaemonTest, ADeadRankDoesNotHoldAClaimWhileASchedulerThatNeverCopiesLives
   EXPECT_TRUE(nothing_held(*scheduler)) << "a dead rank held claim 2 while the scheduler lived";
 }
 
-TEST_F(DaemonTest, ARePutOfAStoredKeyIsRefusedAndClaimsKeepServingTheStoredBytes) {
+// The tier copy's bytes at a ready claim's spans equal `want`, and carry one generation.
+void expect_served(ServiceClient& c, uint64_t id, const std::vector<std::byte>& want,
+                   uint64_t* generation = nullptr) {
+  auto spans = c.objects(id);
+  ASSERT_TRUE(spans.is_ok()) << spans.status().to_string();
+  ASSERT_EQ(spans->size(), 1u);
+  const service::TierSpan& t = (*spans)[0];
+  ASSERT_EQ(t.bytes, want.size());
+  ASSERT_LE(t.offset + t.bytes, c.tier_bytes());
+  EXPECT_NE(t.generation, 0u) << "a span without the generation of its bytes";
+  EXPECT_EQ(std::memcmp(c.tier_data() + t.offset, want.data(), want.size()), 0)
+      << "the claim was served other bytes than the key's";
+  if (generation) *generation = t.generation;
+}
+
+TEST_F(DaemonTest, ARePutOfTheSameBytesSucceedsAndOtherBytesAreANewGeneration) {
   auto c = client();
   ASSERT_TRUE(c);
   auto m = put_objects(*c, 600, 1);
   stage(*c, 3, m);  // the object is now in the tier too
+  uint64_t g1 = 0;
+  expect_served(*c, 3, payload(600), &g1);
   ASSERT_TRUE(c->begin_transfer(3).is_ok());
   ASSERT_TRUE(c->end_transfer(3).is_ok());
-  // Different bytes, and twice the length, under the same key.
-  auto other = payload(9999, 2 * kObject);
-  Status st = c->put(m[0].key, TokenRange{0, 256}, other);
-  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.to_string();
-  EXPECT_NE(st.message().find("already stored"), std::string::npos) << st.to_string();
+  // A client that lost the reply retries: the same bytes are a success, nothing changes.
+  ASSERT_TRUE(c->put(m[0].key, TokenRange{0, 256}, payload(600)).is_ok());
   EXPECT_EQ(stat_of(*c, "write_region_used_bytes"), 0);
+  stage(*c, 4, m);
+  uint64_t g = 0;
+  expect_served(*c, 4, payload(600), &g);
+  EXPECT_EQ(g, g1) << "an identical re-put changed the generation";
+  ASSERT_TRUE(c->begin_transfer(4).is_ok());
+  ASSERT_TRUE(c->end_transfer(4).is_ok());
+  // Different bytes, and twice the length, under the same key: a new generation.
+  auto other = payload(9999, 2 * kObject);
+  ASSERT_TRUE(c->put(m[0].key, TokenRange{0, 256}, other).is_ok());
   std::vector<Key> keys{m[0].key};
-  EXPECT_EQ(*c->lookup(keys), std::vector<uint64_t>{kObject});
-  // A claim with the re-put's length is refused at commit; the stored one serves its bytes.
-  ASSERT_TRUE(c->add_request({4, 2048, 256, 2 * kObject, 16}).is_ok());
-  ASSERT_TRUE(c->report_hit(4, {{m[0].key, 2 * kObject}}).is_ok());
-  EXPECT_FALSE(c->request_retrieval(4, nullptr).is_ok());
-  ASSERT_TRUE(c->finished(4, 0).is_ok());
-  stage(*c, 5, m);
-  expect_bytes(*c, 5, m);
+  EXPECT_EQ(*c->lookup(keys), std::vector<uint64_t>{2 * kObject});
+  // A claim with the old length is refused at commit; one with the new length is served the new
+  // bytes, never the tier's copy of the old generation.
+  ASSERT_TRUE(c->add_request({5, 2048, 256, kObject, 16}).is_ok());
+  ASSERT_TRUE(c->report_hit(5, m).is_ok());
+  EXPECT_FALSE(c->request_retrieval(5, nullptr).is_ok());
+  ASSERT_TRUE(c->finished(5, 0).is_ok());
+  stage(*c, 6, {{m[0].key, 2 * kObject}});
+  expect_served(*c, 6, other, &g);
+  EXPECT_GT(g, g1);
+}
+
+// A store of three 4 MiB segments: a few puts reclaim the oldest.
+class SmallStoreDaemonTest : public DaemonTest {
+ protected:
+  std::vector<std::string> extra_args() const override {
+    return {"--set", "store.segment_bytes=4MiB", "--set", "store.capacity_bytes=12MiB", "--set",
+            "store.max_object_bytes=1MiB"};
+  }
+};
+
+TEST_F(SmallStoreDaemonTest, ARePutAfterReclamationIsServedItsNewBytesNotTheTiersOldCopy) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  auto m = put_objects(*c, 700, 1);
+  stage(*c, 3, m);
+  expect_served(*c, 3, payload(700));
+  ASSERT_TRUE(c->begin_transfer(3).is_ok());
+  ASSERT_TRUE(c->end_transfer(3).is_ok());
+  std::vector<Key> keys{m[0].key};
+  for (uint64_t i = 800; (*c->lookup(keys))[0] != 0; ++i) {
+    ASSERT_LT(i, 840u) << "the store never reclaimed the object";
+    put_objects(*c, i, 1);
+  }
+  auto fresh = payload(4242);
+  ASSERT_TRUE(c->put(m[0].key, TokenRange{0, 256}, fresh).is_ok());
+  stage(*c, 4, m);
+  expect_served(*c, 4, fresh);
 }
 
 class ProgressiveDaemonTest : public DaemonTest {

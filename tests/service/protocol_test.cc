@@ -311,7 +311,7 @@ TEST(ProtocolTest, RepliesErrorsAndNotificationsDecodeOnTheClient) {
   EXPECT_EQ(hello.hello->write_bytes, 1u << 20);
   EXPECT_EQ(std::get<Reply>(decode(encode_retrieval_reply(5, RetrievalAnswer::kWait))).answer,
             RetrievalAnswer::kWait);
-  const std::vector<TierSpan> spans = {{0, 4096}, {1 << 20, 100}};
+  const std::vector<TierSpan> spans = {{0, 4096, 7}, {1 << 20, 100, 9}};  // generations too
   const auto ready_now =
       std::get<Reply>(decode(encode_retrieval_reply(5, RetrievalAnswer::kReady, spans)));
   EXPECT_EQ(ready_now.answer, RetrievalAnswer::kReady);

@@ -144,6 +144,7 @@ int run_stats(const StoreCliOptions& o) {
   line("quarantined_segments", t.quarantined_segments);
   line("quarantined_bytes", t.quarantined_bytes);
   line("reclaimed_segments", t.reclaimed_segments);
+  line("recorded_capacity", s.store().recorded_capacity());
   return 0;
 }
 

@@ -3,6 +3,7 @@
 // asynchronous calls. One per command; not thread-safe.
 #pragma once
 
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,6 +80,13 @@ class StoreSession {
     TEMPOKV_ASSIGN_OR_RETURN(engine_, make_ssd_engine(ex_, eo));
     TEMPOKV_ASSIGN_OR_RETURN(StoreOptions o, cli.store_options(max_object_bytes));
     TEMPOKV_ASSIGN_OR_RETURN(store_, Store::open(ex_, *engine_, o));
+    const StoreStats t = store_->stats();
+    if (t.reclaimed_at_open_segments > 0) {  // --reclaim deleted data: say what
+      std::fprintf(stderr, "reclaimed %llu oldest segment(s) holding %llu object(s) to fit %s\n",
+                   static_cast<unsigned long long>(t.reclaimed_at_open_segments),
+                   static_cast<unsigned long long>(t.reclaimed_at_open_objects),
+                   cli.capacity.c_str());
+    }
     return Status::ok();
   }
   ~StoreSession() {
