@@ -10,8 +10,8 @@ import gc
 
 def build_llm(spec, connector_extra=None, scheduler_cls="tempokv.vllm.TempoKVAsyncScheduler",
               prefix_caching=False, async_scheduling=True):
-    """``LLM`` over ``spec``'s model and limits (float32, eager, greedy-ready). With
-    ``connector_extra`` (the connector's extra config) the TempoKV connector and
+    """``LLM`` over ``spec``'s model and limits (float32, eager, greedy-ready; ``tp`` ranks).
+    With ``connector_extra`` (the connector's extra config) the TempoKV connector and
     ``scheduler_cls`` are plugged in, failed loads recomputed."""
     from vllm import LLM
 
@@ -21,6 +21,8 @@ def build_llm(spec, connector_extra=None, scheduler_cls="tempokv.vllm.TempoKVAsy
               enable_prefix_caching=prefix_caching, async_scheduling=async_scheduling)
     if spec.get("num_gpu_blocks"):  # a KV cache this small (tests that need preemption)
         kw["num_gpu_blocks_override"] = spec["num_gpu_blocks"]
+    if spec.get("tp", 1) > 1:  # workers in processes of their own (gloo on the CPU backend)
+        kw.update(tensor_parallel_size=spec["tp"], distributed_executor_backend="mp")
     if connector_extra is not None:
         kw["kv_transfer_config"] = {
             "kv_connector": "TempoKVConnector", "kv_connector_module_path": "tempokv.vllm",

@@ -3,11 +3,15 @@
     python -m tempokv.e2e.passes --spec SPEC.json --out OUT.json
 
 SPEC lists runs executed in order, each with a fresh ``LLM`` in this process: ``connector``
-(TempoKV connector and scheduler, prefix caching off), ``reference`` (no connector, vLLM's
-prefix cache warmed with each request's ``restored`` prefix, then the full prompts) and
-``connector`` with ``kill_daemon_pid`` (SIGKILL to tempokvd once the first request has its
-first token). Each run records per request: output tokens, prompt tokens vLLM took from a
-cache (``num_cached_tokens``), TTFT from submission; and the connector's load counters.
+(TempoKV connector and scheduler, prefix caching off; with ``alter_loaded_block`` the first
+block it loads gets one bit flipped, the check's negative control), ``reference`` (no
+connector, vLLM's prefix cache warmed with each request's prefix restored by the run named in
+``warm_from``, then the full prompts) and ``connector`` with ``kill_daemon_pid`` (SIGKILL to
+tempokvd once the first request has its first token). A run with ``capture_kv`` records the
+digests of each prompt's restorable blocks as vLLM's model runner lists them (``reference.py``). Each run records per request: output tokens,
+prompt tokens vLLM took from a cache (``num_cached_tokens``), TTFT from submission; and the
+connector's load counters. ``tp`` > 1 runs that many tensor-parallel workers in processes of
+their own (the engine core stays in this process).
 """
 
 import argparse
@@ -24,6 +28,7 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB
 
 from .daemon import live_claims  # noqa: E402
 from .llm import agent, build_llm, close_llm, connector_counters, worker_connector  # noqa: E402
+from .reference import ReferenceKV  # noqa: E402
 
 
 def _llm(spec, run):
@@ -34,6 +39,8 @@ def _llm(spec, run):
         for k in ("digest_file", "test_load_delay_s", "counters_file"):
             if run.get(k):
                 extra[k] = run[k]
+        if run.get("alter_loaded_block"):
+            extra["test_alter_loaded_block"] = True
     cls = ("tempokv.vllm.TempoKVAsyncScheduler" if spec.get("async_scheduling")
            else "tempokv.vllm.TempoKVScheduler")
     return build_llm(spec, extra, cls, prefix_caching=run["kind"] == "reference",
@@ -124,16 +131,24 @@ def run(spec):
         t = time.monotonic()
         llm = _llm(spec, run)
         init_s = time.monotonic() - t
+        after_step = reference = None
         if run["kind"] == "reference":
-            # The prefix vLLM's own cache supplies: what the previous run restored per request.
-            restored = [r["num_cached_tokens"] for r in results[-1]["requests"]]
+            # The prefix vLLM's own cache supplies: what the named run restored per request.
+            src = next(r for r in results if r["name"] == run.get("warm_from", "pass2"))
+            restored = [r["num_cached_tokens"] for r in src["requests"]]
             entry_restored = restored
             warm = [p[:n] for p, n in zip(prompts, restored) if n > 0]
             if warm:
                 _drive(llm, warm, 1)
         else:
             entry_restored = None
-        kill = None
+        if run.get("capture_kv"):
+            # vLLM's own blocks of each prompt's restorable prefix (whole chunks before its
+            # last token), as its model runner lists them.
+            chunk = spec["chunk_tokens"]
+            reference = ReferenceKV(llm, {f"r{i}": (len(p) - 1) // chunk * chunk
+                                          for i, p in enumerate(prompts)})
+            after_step = reference.after_step
         if run.get("kill_daemon_pid"):
             pid, state = run["kill_daemon_pid"], {"done": False}
 
@@ -147,25 +162,32 @@ def run(spec):
                 if not state["done"] and loaded > 0:
                     state["done"] = True
                     os.kill(pid, signal.SIGKILL)
+            after_step = kill
         t = time.monotonic()
-        reqs = _drive(llm, prompts, spec["max_tokens"], kill)
+        reqs = _drive(llm, prompts, spec["max_tokens"], after_step)
         entry = {"name": run["name"], "init_s": init_s, "run_s": time.monotonic() - t,
                  "load_timeline": _load_timeline(t),
                  "loadavg_1m": os.getloadavg()[0],
                  "requests": reqs, "connector": connector_counters(),
                  "agent_errors": _agent_errors(llm) if run["kind"] == "connector" else None,
                  "trimmed_claims": getattr(agent(llm), "trimmed_claims", None),
-                 "warmed_prefix_tokens": entry_restored}
+                 "warmed_prefix_tokens": entry_restored,
+                 "block_size": llm.llm_engine.vllm_config.cache_config.block_size}
+        if reference is not None:
+            entry["runner_kv"] = [[req, rank, d] for (req, rank), d
+                                  in sorted(reference.digests.items())]
         close_llm(llm)
-        if run.get("counters_file") and entry["agent_errors"] is None:
-            # The engine ran in its own process: its connector wrote its counters (last at
-            # its shutdown, after the agent's flush).
+        if run.get("counters_file") and not entry["connector"]:
+            # The workers (or the whole engine) ran in processes of their own: the connector
+            # wrote its counters (last at its shutdown, after the agent's flush), each worker
+            # its own, summed here.
             fc = _file_counters(run["counters_file"])
             entry["connector"] = {k: fc[k] for k in ("loaded_tokens", "load_errors",
                                                      "saved_chunks", "save_failures",
                                                      "load_wait_s", "load_ready_wait_s",
                                                      "loader_cpu_s", "transfer_s") if k in fc}
-            entry["agent_errors"] = fc.get("agent_errors")
+            if entry["agent_errors"] is None:
+                entry["agent_errors"] = fc.get("agent_errors")
         if run["kind"] == "connector" and not run.get("kill_daemon_pid"):
             entry.update(_daemon_stats(spec["endpoint"]))
         results.append(entry)
@@ -189,9 +211,9 @@ def main(argv=None):
         # engine serves with (vLLM reduces its torch threads to 1), and no pinning: the
         # kernel places the worker, the EngineCore and this process. (Before: pass 1 of the
         # e2e check computed 151 tokens/s with EngineCore and worker apart, 460 in-process.)
-    # In process too (session 6): with the OpenMP threads bound to both cores and spinning, the
-    # connector's loader thread starved on a quiet machine; pass 2 waited ~15 s per request from
-    # load submit to copy start and was no faster than pass 1 (3 runs: ratio 0.99-1.19). Unbound,
+    # In process too: with the OpenMP threads bound to both cores and spinning, the connector's
+    # loader thread starved on a quiet machine; pass 2 waited ~15 s per request from load
+    # submit to copy start and was no faster than pass 1 (3 runs: ratio 0.99-1.19). Unbound,
     # one thread: 29.9 -> 10.1 s, ratio 0.34 (one run, quiet machine).
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
     os.environ.setdefault("OMP_NUM_THREADS", "1")

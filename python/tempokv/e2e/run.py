@@ -2,12 +2,17 @@
 
 Builds the model if absent, starts tempokvd on a fresh data directory, then:
   process 1: pass 1, cold: every prompt computed, its full chunks saved through TempoKV;
-  process 2: pass 2, restored through TempoKV (a fresh vLLM process); the reference run (no
-             connector, vLLM's prefix cache warmed with the prefix pass 2 restored); and a
-             pass during which tempokvd is SIGKILLed after the first token.
+  process 2: pass 2, restored through TempoKV (a fresh vLLM process); the negative control, the
+             same restore with one bit of one restored block flipped after its copy; the
+             reference run (no connector, vLLM's prefix cache warmed with the prefix pass 2
+             restored); and a pass during which tempokvd is SIGKILLed after the first token.
 Oracles: every block pass 2 loaded equals, bit for bit, the block pass 1 computed and saved for
-that chunk (digests of the KV tensors); pass 2's tokens equal the reference's; the killed pass
-finishes every request with the reference's tokens.
+that chunk (digests our saver took) and the block vLLM's own block table held for it in pass 1
+(digests taken through the model runner, not the connector: reference.py); the negative
+control's altered block is caught by the same comparisons; pass 2's tokens equal the
+reference's, whose own prefix-cache hit (``num_cached_tokens``) covers what pass 2 restored;
+the killed pass finishes every request with the reference's tokens. ``--tp 2`` runs every pass with two tensor-parallel ranks (each saving and
+loading its own shard) against a reference of two ranks.
 """
 
 import argparse
@@ -22,6 +27,7 @@ import tempfile
 from . import model as model_mod
 from .daemon import Daemon, default_tempokvd
 from .prompts import make_prompts
+from .reference import compare
 
 DAEMON_FLAGS = [
     "--set", "tier.capacity_bytes=1GiB",
@@ -57,6 +63,14 @@ def _kv_identical(d1, d2):
     return bool(loaded) and not bad, len(loaded), len(bad)
 
 
+def _runner_kv(d1, loaded, pass1, block_size):
+    """(identical, blocks compared, blocks differing): a run's loaded blocks against the
+    blocks vLLM computed in pass 1, as its model runner's block table lists them."""
+    ref = {(req, rank): d for req, rank, d in pass1.get("runner_kv", [])}
+    compared, bad = compare(d1, loaded, ref, CHUNK // block_size)
+    return compared > 0 and bad == 0, compared, bad
+
+
 CHUNK = 256  # chunk_tokens of the connector in every run
 PASS2_DAEMON_FIELDS = ("claims_reported_total", "commits_total", "commits_refused_total",
                        "claims_refused_total", "claims_ordinary_total", "claims_failed_total",
@@ -78,37 +92,48 @@ def _p50(xs):
 
 
 def check(n, seed, model_dir, tempokvd, work, max_tokens=16, async_scheduling=False,
-          multiprocess=False):
+          multiprocess=False, tp=1):
     model_mod.build(model_dir)
     prompts = make_prompts(n, seed, model_mod.GEOMETRY["vocab_size"])
     data = os.path.join(work, "data")
     os.makedirs(data)
     daemon = Daemon(tempokvd, data, DAEMON_FLAGS)
     d1, d2 = os.path.join(work, "pass1.digests"), os.path.join(work, "pass2.digests")
+    d3 = os.path.join(work, "altered.digests")
     base = {"model_dir": model_dir, "endpoint": daemon.endpoint, "chunk_tokens": CHUNK,
             "max_model_len": 8192, "max_num_seqs": 4, "max_num_batched_tokens": 2048,
             "max_tokens": max_tokens, "prompts": prompts, "async_scheduling": async_scheduling,
-            "multiprocess": multiprocess}
+            "multiprocess": multiprocess, "tp": tp}
     counters = lambda name: os.path.join(work, f"{name}.counters")  # noqa: E731
     try:
-        p1 = _process(dict(base, runs=[{"name": "pass1", "kind": "connector",
-                                        "digest_file": d1, "counters_file": counters("pass1")}]),
-                      work, "p1")
+        p1 = _process(dict(base, runs=[{"name": "pass1", "kind": "connector", "digest_file": d1,
+                                        "capture_kv": True,
+                                        "counters_file": counters("pass1")}]), work, "p1")
         p2 = _process(dict(base, runs=[
             {"name": "pass2", "kind": "connector", "digest_file": d2,
              "counters_file": counters("pass2")},
-            {"name": "reference", "kind": "reference"},
+            {"name": "altered", "kind": "connector", "digest_file": d3,
+             "alter_loaded_block": True, "counters_file": counters("altered")},
+            {"name": "reference", "kind": "reference", "warm_from": "pass2"},
             {"name": "killed", "kind": "connector", "kill_daemon_pid": daemon.proc.pid,
              "test_load_delay_s": 5.0, "counters_file": counters("killed")},
         ]), work, "p2")
     finally:
         daemon.stop()
     r1 = p1["runs"][0]
-    r2, ref, killed = p2["runs"]
+    r2, altered, ref, killed = p2["runs"]
     toks = lambda r: [q["tokens"] for q in r["requests"]]  # noqa: E731
     computed = lambda r: sum(len(p) - q["num_cached_tokens"]  # noqa: E731
                              for p, q in zip(prompts, r["requests"]))
     kv_ok, kv_blocks, kv_bad = _kv_identical(d1, d2)
+    block_size = r1["block_size"]
+    ref_ok, ref_blocks, ref_bad = _runner_kv(d1, d2, r1, block_size)
+    # The negative control: the same comparisons must catch its altered block (or its load
+    # must have failed), or the oracles above could not fail.
+    alt_ok, _, alt_bad = _kv_identical(d1, d3)
+    alt_ref_ok, _, _ = _runner_kv(d1, d3, r1, block_size)
+    caught = (not alt_ok and alt_bad > 0 and not alt_ref_ok) or \
+        (altered["connector"].get("load_errors") or 0) > 0
     agree = sum(a == b for a, b in zip(toks(r2), toks(r1))) / n
     rate = r2.get("daemon_stats", {}).get("staging_rate_bytes_per_second")
     mean_tokens = statistics.mean(len(p) for p in prompts)
@@ -119,10 +144,24 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16, async_scheduling=Fa
         "seed": seed,
         "async_scheduling": async_scheduling,
         "multiprocess": multiprocess,
+        "tp": tp,
+        "block_size": block_size,
         "prompt_tokens": [len(p) for p in prompts],
-        "kv_identical": kv_ok,
+        # Restored KV equals what our saver took in pass 1, and what vLLM's own block table
+        # holds for that chunk in pass 1 (not through the connector: reference.py).
+        "kv_identical": kv_ok and ref_ok,
+        "kv_identical_to_saved": kv_ok,
         "kv_blocks_compared": kv_blocks,
         "kv_blocks_differing": kv_bad,
+        "kv_identical_to_vllm": ref_ok,
+        "kv_blocks_compared_to_vllm": ref_blocks,
+        "kv_blocks_differing_from_vllm": ref_bad,
+        # The reference's own prefix-cache hit: the tokens vLLM took from its cache, per request
+        # (pass 2's restored tokens, if the reference warmed what it should).
+        "reference_cached_tokens": sum(q["num_cached_tokens"] for q in ref["requests"]),
+        "negative_control_detected": caught,
+        "negative_control_blocks_differing": alt_bad,
+        "negative_control_load_errors": altered["connector"].get("load_errors"),
         "tokens_identical": toks(r2) == toks(ref),
         "tokens_agree_with_pass1": agree,
         "restored_tokens": sum(q["num_cached_tokens"] for q in r2["requests"]),
@@ -162,7 +201,7 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16, async_scheduling=Fa
         "killed_load_errors": killed["connector"].get("load_errors"),
         "killed_prompt_tokens_computed": computed(killed),
         "killed_restored_tokens": sum(q["num_cached_tokens"] for q in killed["requests"]),
-        "run_s": {r["name"]: round(r["run_s"], 2) for r in (r1, r2, ref, killed)},
+        "run_s": {r["name"]: round(r["run_s"], 2) for r in (r1, r2, altered, ref, killed)},
         # Sizing (issue 14): recompute vs restore of one prompt on this machine.
         "kv_bytes_per_token": model_mod.kv_bytes_per_token(),
         "prefill_tokens_per_s_pass1": round(computed(r1) / r1["run_s"], 1),
@@ -183,6 +222,9 @@ def failures(res):
     """The checks ``res`` fails, by name (empty: passed)."""
     checks = {
         "kv_identical": res["kv_identical"],
+        "negative_control_detected": res["negative_control_detected"],
+        "reference_cached_tokens == restored_tokens": (
+            res["reference_cached_tokens"] == res["restored_tokens"]),
         "tokens_identical": res["tokens_identical"],
         "killed_all_finished": res["killed_all_finished"],
         "killed_tokens_identical": res["killed_tokens_identical"],
@@ -217,6 +259,9 @@ def main(argv=None):
     ap.add_argument("--tempokvd", default=os.environ.get("TEMPOKVD") or default_tempokvd(
         ("build/debug", "build/release", "build")))
     ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument("--tp", type=int, default=1, choices=(1, 2),
+                    help="tensor-parallel ranks of every run (2: workers in processes of their "
+                         "own, gloo)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--sync-scheduling", action="store_true",
                     help="TempoKVScheduler without async scheduling (default: vLLM's default, "
@@ -234,7 +279,7 @@ def main(argv=None):
     work = tempfile.mkdtemp(prefix="tempokv-vllm-e2e-")
     try:
         res = check(a.requests, a.seed, a.model_dir, a.tempokvd, work, a.max_tokens,
-                    not a.sync_scheduling, a.multiprocess)
+                    not a.sync_scheduling, a.multiprocess, a.tp)
     except Exception as e:
         print(f"vllm-e2e: FAILED: {e}\n(work directory kept: {work})", file=sys.stderr)
         return 1
