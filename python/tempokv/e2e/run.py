@@ -202,7 +202,7 @@ def check(n, seed, model_dir, tempokvd, work, max_tokens=16, async_scheduling=Fa
         "killed_prompt_tokens_computed": computed(killed),
         "killed_restored_tokens": sum(q["num_cached_tokens"] for q in killed["requests"]),
         "run_s": {r["name"]: round(r["run_s"], 2) for r in (r1, r2, altered, ref, killed)},
-        # Sizing (issue 14): recompute vs restore of one prompt on this machine.
+        # Sizing: recompute vs restore of one prompt on this machine.
         "kv_bytes_per_token": model_mod.kv_bytes_per_token(),
         "prefill_tokens_per_s_pass1": round(computed(r1) / r1["run_s"], 1),
         "daemon_staging_rate_bytes_per_s": rate,

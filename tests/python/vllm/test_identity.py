@@ -138,3 +138,33 @@ def test_prompt_embeddings_are_not_keyed():
     req.prompt_embeds = torch.zeros(len(TOKENS), 8)
     with pytest.raises(Unkeyable):
         request_extras(req)
+
+
+def connector(vc, kvc, role):
+    from vllm.config import KVTransferConfig
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
+    from tempokv.vllm.connector import TempoKVConnector
+    vc.kv_transfer_config = KVTransferConfig(
+        kv_connector="TempoKVConnector", kv_connector_module_path="tempokv.vllm",
+        kv_role="kv_both", kv_load_failure_policy="recompute",
+        kv_connector_extra_config={"endpoint": "ipc:///nonexistent/tempokvd.sock",
+                                   "chunk_tokens": 32})
+    return TempoKVConnector(vc, getattr(KVConnectorRole, role), kvc)
+
+
+@pytest.mark.parametrize("rank", [Rank(0, 2), Rank(1, 2)])
+def test_each_workers_model_id_is_the_one_the_scheduler_asks_for_at_its_rank(model_dir, rank,
+                                                                            monkeypatch):
+    import tempokv.vllm.connector as conn_mod
+    monkeypatch.setattr(conn_mod, "worker_rank", lambda pc: rank)  # vLLM's groups, stood in
+    vc, kvc = configs(model_dir, tp=2)
+    worker = connector(vc, kvc, "WORKER")
+    vc2, kvc2 = configs(model_dir, tp=2)
+    sched = connector(vc2, kvc2, "SCHEDULER")
+    try:
+        assert worker.rank == rank
+        assert worker.model_id == sched.model_ids[rank.index]
+        assert worker.model_id != sched.model_ids[1 - rank.index]
+        assert sched.runtime_settings["ranks"] == 2, "a claim ends when both ranks copied"
+    finally:
+        sched.shutdown()
