@@ -204,6 +204,9 @@ def main(argv=None):
         spec = json.load(f)
     if spec.get("multiprocess"):
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1"
+        # The KV reference (reference.py) sends a function to the engine core's process, which
+        # vLLM's messages carry only pickled (this check's own processes, on one machine).
+        os.environ.setdefault("VLLM_ALLOW_INSECURE_SERIALIZATION", "1")
         # Threads on a small shared machine: vLLM's CPU backend otherwise binds the worker's
         # OpenMP threads to every core it finds (2 here, spinning between parallel regions)
         # while the EngineCore process polls the worker on the same cores, and each spawned
