@@ -75,7 +75,10 @@ Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profi
     TEMPOKV_ASSIGN_OR_RETURN(o.shared_group, lookup_group(c.server.group));
   }
   o.max_write_bytes_per_session = c.server.max_write_bytes_per_session;
-  o.max_requests_per_session = c.server.max_requests_per_session;
+  o.max_requests_per_runtime = c.server.max_requests_per_runtime;
+  o.max_manifest_entries = c.server.max_manifest_entries;
+  o.max_manifest_entries_per_runtime = c.server.max_manifest_entries_per_runtime;
+  o.max_sessions_per_runtime = c.server.max_sessions_per_runtime;
   if (!c.server.tokens_file.empty()) {
     TEMPOKV_ASSIGN_OR_RETURN(o.runtime_tokens, read_tokens_file(c.server.tokens_file));
   }
@@ -187,6 +190,9 @@ Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const Daem
                  MetricType::kCounter, {}, double(s.sessions_disconnected)});
     m.push_back({"sessions_refused_total", "Sessions refused over max_sessions",
                  MetricType::kCounter, {}, double(s.sessions_refused)});
+    m.push_back({"hellos_refused_total",
+                 "Hellos refused (no common version, a wrong token, a full runtime); none holds "
+                 "a session", MetricType::kCounter, {}, double(s.hellos_refused)});
     m.push_back({"messages_dropped_total",
                  "Messages refused unread because their session's queue was full",
                  MetricType::kCounter, {}, double(s.dropped_messages)});

@@ -25,11 +25,14 @@ struct DaemonConfig {
     std::string metrics_address = "127.0.0.1:9464";  // Prometheus host:port; "" off; port 0 = any
     uint64_t heartbeat_timeout_ms = 10000;           // a session silent this long is ended
     uint32_t max_sessions = 1024;                    // client sessions open at once
+    uint32_t max_sessions_per_runtime = 64;          // sessions joined to one runtime at once
     std::string group;        // group of the socket and shared files (0660); "" = the daemon's
     std::string tokens_file;  // "RUNTIME TOKEN" lines; "" = no runtime needs a token
     uint32_t max_queued_messages = 1000;  // messages waiting per session; beyond are refused
     uint64_t max_write_bytes_per_session = 512ULL << 20;  // write region held by one session
-    uint32_t max_requests_per_session = 16384;  // live requests one session may have added
+    uint32_t max_requests_per_runtime = 16384;  // live requests of one runtime's sessions
+    uint32_t max_manifest_entries = 16384;      // objects in one report_hit (distinct keys)
+    uint64_t max_manifest_entries_per_runtime = 262144;  // in all of a runtime's live claims
   };
   struct Store {
     std::string dir;                           // segment files; "" = <data_dir>/store

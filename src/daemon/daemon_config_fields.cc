@@ -35,6 +35,10 @@ const Field kFields[] = {
      "A session that sends nothing for this long is ended and its claims released."},
     {"server", "max_sessions", FieldType::kInteger, TEMPOKV_FIELD_REF(server.max_sessions),
      "Client sessions open at once; a hello beyond it is refused."},
+    {"server", "max_sessions_per_runtime", FieldType::kInteger,
+     TEMPOKV_FIELD_REF(server.max_sessions_per_runtime),
+     "Sessions joined to one named runtime at once (its ranks and scheduler); a hello beyond "
+     "it is refused."},
     {"server", "group", FieldType::kString, TEMPOKV_FIELD_REF(server.group),
      "Group that owns the ipc socket and the shared files (mode 0660), so its members' engines "
      "may connect; \"\" keeps the daemon's own group."},
@@ -48,9 +52,17 @@ const Field kFields[] = {
      TEMPOKV_FIELD_REF(server.max_write_bytes_per_session),
      "Write-region bytes one session may hold (reservations and puts in flight); at least "
      "store.max_object_bytes."},
-    {"server", "max_requests_per_session", FieldType::kInteger,
-     TEMPOKV_FIELD_REF(server.max_requests_per_session),
-     "Live requests (added, not finished or cancelled) one session may have at once."},
+    {"server", "max_requests_per_runtime", FieldType::kInteger,
+     TEMPOKV_FIELD_REF(server.max_requests_per_runtime),
+     "Live requests (added, not finished or cancelled) of one runtime at once, whichever of its "
+     "sessions added them."},
+    {"server", "max_manifest_entries", FieldType::kInteger,
+     TEMPOKV_FIELD_REF(server.max_manifest_entries),
+     "Objects in one report_hit, 1 to 16384; a key listed twice is refused."},
+    {"server", "max_manifest_entries_per_runtime", FieldType::kInteger,
+     TEMPOKV_FIELD_REF(server.max_manifest_entries_per_runtime),
+     "Objects in all of one runtime's live claims; a report_hit beyond it is refused until "
+     "claims end."},
 
     {"store", "dir", FieldType::kString, TEMPOKV_FIELD_REF(store.dir),
      "Directory of the SSD store's segment files; \"\" means DATA_DIR/store."},

@@ -7,6 +7,7 @@
 #include "controller/controller.h"
 #include "daemon/daemon_config.h"
 #include "daemon/host_port.h"
+#include "tempokv/protocol.h"
 
 namespace tempokv::service {
 namespace {
@@ -102,10 +103,17 @@ Status validate_server(const DaemonConfig& c) {
   TEMPOKV_RETURN_IF_ERROR(
       in_range("server.heartbeat_timeout_ms", c.server.heartbeat_timeout_ms, 1, 86'400'000));
   TEMPOKV_RETURN_IF_ERROR(in_range("server.max_sessions", c.server.max_sessions, 1, 1'000'000));
+  TEMPOKV_RETURN_IF_ERROR(in_range("server.max_sessions_per_runtime",
+                                   c.server.max_sessions_per_runtime, 1, 1'000'000));
   TEMPOKV_RETURN_IF_ERROR(
       in_range("server.max_queued_messages", c.server.max_queued_messages, 1, 100'000));
-  TEMPOKV_RETURN_IF_ERROR(in_range("server.max_requests_per_session",
-                                   c.server.max_requests_per_session, 1, 1'000'000));
+  TEMPOKV_RETURN_IF_ERROR(in_range("server.max_requests_per_runtime",
+                                   c.server.max_requests_per_runtime, 1, 1'000'000));
+  TEMPOKV_RETURN_IF_ERROR(in_range("server.max_manifest_entries", c.server.max_manifest_entries,
+                                   1, kMaxManifestEntries));
+  TEMPOKV_RETURN_IF_ERROR(in_range("server.max_manifest_entries_per_runtime",
+                                   c.server.max_manifest_entries_per_runtime,
+                                   c.server.max_manifest_entries, 1ULL << 32));
   const uint64_t object = round_up(c.store.max_object_bytes, kBlockBytes);
   if (c.server.max_write_bytes_per_session < object) {
     return bad("server.max_write_bytes_per_session",

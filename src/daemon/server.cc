@@ -272,19 +272,9 @@ void Server::on_message(std::string identity, const std::vector<std::byte>& payl
     reply_error(identity, request->id,
                 Status::failed_precondition(std::string(op_name(request->op)) +
                                             ": the session has not said hello"));
-  } else if (it == by_identity_.end() && by_identity_.size() >= options_.max_sessions) {
-    ++stats_.sessions_refused;
-    reply_error(identity, request->id,
-                Status::resource_exhausted("tempokvd serves at most " +
-                                           std::to_string(options_.max_sessions) + " sessions"));
+  } else if (it == by_identity_.end()) {
+    open_session(identity, *request, fd);
   } else {
-    if (it == by_identity_.end()) {
-      Peer peer;
-      peer.session = next_session_++;
-      peer.identity = identity;
-      by_session_[peer.session] = identity;
-      it = by_identity_.emplace(identity, std::move(peer)).first;
-    }
     Peer& peer = it->second;
     peer.last_seen = handling_since_;
     if (fd >= 0) peer.fd = fd;
@@ -293,31 +283,56 @@ void Server::on_message(std::string identity, const std::vector<std::byte>& payl
   handling_ = false;
 }
 
+void Server::open_session(const std::string& identity, const Request& r, int fd) {
+  // A peer exists only once its hello was accepted: a refused hello (no common version, a wrong
+  // token, a full runtime) leaves nothing behind, so it holds no session slot however often the
+  // peer tries again.
+  const Hello& hello = std::get<Hello>(r.op);
+  if (by_identity_.size() >= options_.max_sessions) {
+    ++stats_.sessions_refused;
+    return reply_error(identity, r.id,
+                       Status::resource_exhausted("tempokvd serves at most " +
+                                                  std::to_string(options_.max_sessions) +
+                                                  " sessions (server.max_sessions)"));
+  }
+  std::optional<uint32_t> v = pick_version(hello.versions);
+  if (!v) {
+    ++stats_.bad_messages;
+    ++stats_.hellos_refused;
+    return reply_error(identity, r.id,
+                       Status::invalid_argument(
+                           "hello: no common protocol version (this server speaks " +
+                           std::to_string(kMinProtocolVersion) + ".." +
+                           std::to_string(kProtocolVersion) + ")"));
+  }
+  const uint64_t session = next_session_;
+  Result<HelloResult> result = core_->open_session(session, hello, *v);
+  if (!result.is_ok()) {
+    ++stats_.hellos_refused;
+    return reply_error(identity, r.id, result.status());
+  }
+  ++next_session_;
+  Peer peer;
+  peer.session = session;
+  peer.identity = identity;
+  peer.version = *v;
+  peer.last_id = r.id;
+  peer.last_seen = handling_since_;
+  peer.fd = fd;
+  by_session_[session] = identity;
+  by_identity_.emplace(identity, std::move(peer));
+  send_raw(identity, encode_hello_reply(r.id, *result));
+}
+
 void Server::on_request(Peer& peer, const Request& r) {
   const std::string identity = peer.identity;
   auto refuse = [&](const std::string& why) {
     ++stats_.bad_messages;
     reply_error(identity, r.id, Status::failed_precondition(why));
   };
-  if (const auto* hello = std::get_if<Hello>(&r.op)) {
-    if (peer.open) return refuse("hello: this session already said hello");
-    std::optional<uint32_t> v = pick_version(hello->versions);
-    if (!v) {
-      ++stats_.bad_messages;
-      return reply_error(identity, r.id,
-                         Status::invalid_argument(
-                             "hello: no common protocol version (this server speaks " +
-                             std::to_string(kMinProtocolVersion) + ".." +
-                             std::to_string(kProtocolVersion) + ")"));
-    }
-    Result<HelloResult> result = core_->open_session(peer.session, *hello, *v);
-    if (!result.is_ok()) return reply_error(identity, r.id, result.status());
-    peer.open = true;
-    peer.version = *v;
-    peer.last_id = r.id;
-    return send_raw(identity, encode_hello_reply(r.id, *result));
+  if (std::holds_alternative<Hello>(r.op)) {
+    return refuse("hello: this session already said hello");
   }
-  if (!peer.open) return refuse(std::string(op_name(r.op)) + ": the session has not said hello");
   if (r.version != peer.version) {
     return refuse("message in protocol version " + std::to_string(r.version) +
                   ", but the session negotiated " + std::to_string(peer.version));
@@ -366,10 +381,9 @@ void Server::end_peer(const std::string& identity) {
   auto it = by_identity_.find(identity);
   if (it == by_identity_.end()) return;
   const uint64_t session = it->second.session;
-  const bool open = it->second.open;
   by_identity_.erase(it);
   by_session_.erase(session);
-  if (open) core_->close_session(session);
+  core_->close_session(session);
 }
 
 void Server::sweep() {
@@ -382,7 +396,7 @@ void Server::sweep() {
     if (now - peer.last_seen <= options_.heartbeat_timeout) continue;
     if (inboxes_.count(identity)) continue;  // its waiting messages prove it alive
     // Still waiting for a reply the daemon owes it: its silence is the daemon's doing.
-    if (peer.open && core_->owes_reply(peer.session)) continue;
+    if (core_->owes_reply(peer.session)) continue;
     gone.push_back(identity);
   }
   for (const std::string& identity : gone) {

@@ -51,6 +51,7 @@ struct ServerStats {
   uint64_t sessions_timed_out = 0;
   uint64_t sessions_disconnected = 0;
   uint64_t sessions_refused = 0;  // over max_sessions
+  uint64_t hellos_refused = 0;    // no common version, a wrong token, a full runtime
   uint64_t replies = 0;
   uint64_t dropped_messages = 0;    // refused undecoded: the peer's inbox was full
   uint64_t discarded_messages = 0;  // a gone peer's backlog, never decoded
@@ -94,10 +95,11 @@ class Server {
     uint64_t bytes = 0;
     int fd = -1;  // the connection the messages came on
   };
+  // A peer whose hello was accepted: an open session. Peers that never said hello, or whose
+  // hello was refused, have no entry.
   struct Peer {
     uint64_t session = 0;
     std::string identity;
-    bool open = false;  // hello accepted
     uint32_t version = 0;
     uint64_t last_id = 0;
     TimePoint last_seen{};
@@ -122,6 +124,8 @@ class Server {
   void discard_inbox(const std::string& identity);
   void on_message(std::string identity, const std::vector<std::byte>& payload, int fd,
                   TimePoint received);
+  // A hello from a peer without a session: opens one, or refuses it leaving nothing behind.
+  void open_session(const std::string& identity, const Request& request, int fd);
   void on_request(Peer& peer, const Request& request);
   void reply_error(const std::string& identity, std::optional<uint64_t> id, const Status& st);
   void send_raw(const std::string& identity, const std::vector<std::byte>& message);

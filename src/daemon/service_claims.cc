@@ -286,6 +286,7 @@ void ServiceCore::end_share(uint64_t request_id) {
   auto it = shares_.find(request_id);
   if (it == shares_.end()) return;
   Runtime* rt = it->second.runtime;
+  rt->manifest_entries -= it->second.manifest.size();
   shares_.erase(it);
   if (!rt->requests.count(request_id)) owner_.erase(request_id);
 }

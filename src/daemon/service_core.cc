@@ -160,6 +160,12 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
     it = runtimes_.emplace(name, std::move(rt)).first;
   }
   Runtime& rt = *it->second;
+  if (rt.sessions.size() >= options_.max_sessions_per_runtime) {
+    return Status::resource_exhausted(
+        "hello: runtime '" + hello.runtime + "' has " + std::to_string(rt.sessions.size()) +
+        " sessions, its limit (server.max_sessions_per_runtime = " +
+        std::to_string(options_.max_sessions_per_runtime) + ")");
+  }
   auto s = std::make_unique<Session>();
   s->id = session;
   s->client = hello.client;
@@ -179,6 +185,7 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
   r.tier_bytes = tier_->options().capacity_bytes;
   r.write_path = writes_->path();
   r.write_bytes = writes_->bytes();
+  r.max_manifest_entries = options_.max_manifest_entries;
   r.instance = instance_;
   return r;
 }
@@ -229,7 +236,6 @@ void ServiceCore::end_runtime(Runtime& rt) {
     if (share != shares_.end()) record_claim_end(id);
     shares_.erase(id);
     owner_.erase(id);
-    adder_.erase(id);
   }
   (void)rt.adapter->update_order({});  // the runtime's order leaves the controller empty
   ++counters_.runtimes_ended;

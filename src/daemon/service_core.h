@@ -82,9 +82,15 @@ struct CoreOptions {
   uint64_t instance = 0;  // hello's `instance`; 0 draws one
   // The shared files (tier, write region) are created 0600, or 0660 owned by this group.
   std::optional<uint32_t> shared_group;
-  // Per-session quotas (server.max_write_bytes_per_session, server.max_requests_per_session).
+  // Quotas: write-region bytes per session, live requests and manifest entries per runtime
+  // (server.max_write_bytes_per_session, .max_requests_per_runtime, .max_manifest_entries,
+  // .max_manifest_entries_per_runtime): a runtime's requests and claims outlive the session that
+  // added them, so they count against the runtime, whichever of its sessions comes and goes.
   uint64_t max_write_bytes_per_session = 512ULL << 20;
-  uint32_t max_requests_per_session = 16384;
+  uint32_t max_requests_per_runtime = 16384;
+  uint32_t max_manifest_entries = 16384;
+  uint64_t max_manifest_entries_per_runtime = 262144;
+  uint32_t max_sessions_per_runtime = 64;  // sessions joined to one runtime at once
   // Runtimes that need a token to be joined (server.tokens_file): name -> token.
   std::map<std::string, std::string> runtime_tokens;
 };
@@ -153,8 +159,9 @@ class ServiceCore {
   Status add_request(Session& s, const RequestInfo& request);
   Status finish_request(Session& s, uint64_t request_id, uint32_t output_tokens);
   Status reserve_write(Session& s, uint64_t id, uint64_t bytes);
-  // The request finished or was cancelled: its adder's live_requests quota gets it back.
-  void release_live_request(uint64_t request_id);
+  // report_hit: the manifest within its bounds (distinct keys, per claim and per runtime), then
+  // the adapter's claim and the share.
+  Status report_hit(Session& s, const ReportHit& m);
   // service_step.cc
   Status step(Session& s, const Step& m);
   void on_ready(uint64_t request_id, Result<RetrievalPath> outcome);
@@ -208,7 +215,6 @@ class ServiceCore {
   std::unordered_map<uint64_t, std::unique_ptr<Session>> sessions_;
   std::unordered_map<uint64_t, Runtime*> owner_;  // request id -> its runtime
   std::unordered_map<uint64_t, ClaimShare> shares_;  // claims with a manifest, by request id
-  std::unordered_map<uint64_t, uint64_t> adder_;     // live request id -> the session that added it
   uint32_t next_runtime_id_ = 0;
   uint64_t puts_in_flight_ = 0;
   std::unordered_map<uint64_t, uint32_t> puts_by_session_;  // puts in flight, by session

@@ -1,5 +1,6 @@
 // ServiceCore: one request of an open session, op by op.
 #include <algorithm>
+#include <unordered_set>
 
 #include "common/units.h"
 
@@ -51,7 +52,6 @@ Result<std::vector<uint64_t>> ServiceCore::live_order(const Session& s,
 
 void ServiceCore::request_ended(Runtime& rt, uint64_t request_id) {
   constexpr size_t kEndedKept = 65536;  // as many as one order may list
-  release_live_request(request_id);
   rt.requests.erase(request_id);
   rt.stepping.erase(request_id);
   if (!rt.ended.insert(request_id).second) return;
@@ -69,15 +69,7 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
     return st;
   };
   if (const auto* m = std::get_if<AddRequest>(&op)) return reply(add_request(s, m->request));
-  if (const auto* m = std::get_if<ReportHit>(&op)) {
-    TEMPOKV_RETURN_IF_ERROR(owned(s, m->request_id, "report_hit"));
-    TEMPOKV_RETURN_IF_ERROR(a.report_hit(m->request_id, m->manifest));
-    ClaimShare share;
-    share.runtime = s.runtime;
-    share.manifest = m->manifest;
-    shares_[m->request_id] = std::move(share);
-    return reply(Status::ok());
-  }
+  if (const auto* m = std::get_if<ReportHit>(&op)) return reply(report_hit(s, *m));
   if (const auto* m = std::get_if<UpdateOrder>(&op)) {
     TEMPOKV_ASSIGN_OR_RETURN(std::vector<uint64_t> order,
                              live_order(s, m->waiting, "update_order"));
@@ -161,26 +153,54 @@ Status ServiceCore::add_request(Session& s, const RequestInfo& request) {
     return Status::failed_precondition("add_request: request id " + std::to_string(request.id) +
                                        " is in use in this runtime");
   }
-  if (s.live_requests >= options_.max_requests_per_session) {
+  if (s.runtime->requests.size() >= options_.max_requests_per_runtime) {
     return Status::resource_exhausted(
-        "add_request: the session's live-request quota (server.max_requests_per_session = " +
-        std::to_string(options_.max_requests_per_session) +
-        ") is used up; finish or cancel requests first");
+        "add_request: the runtime's live-request quota (server.max_requests_per_runtime = " +
+        std::to_string(options_.max_requests_per_runtime) +
+        ") is used up by its sessions; finish or cancel requests first");
   }
   TEMPOKV_RETURN_IF_ERROR(s.runtime->adapter->add_request(request));
   owner_[request.id] = s.runtime;
   s.runtime->requests.insert(request.id);
-  adder_[request.id] = s.id;
-  ++s.live_requests;
   return Status::ok();
 }
 
-void ServiceCore::release_live_request(uint64_t request_id) {
-  auto it = adder_.find(request_id);
-  if (it == adder_.end()) return;
-  auto s = sessions_.find(it->second);
-  if (s != sessions_.end()) --s->second->live_requests;
-  adder_.erase(it);
+Status ServiceCore::report_hit(Session& s, const ReportHit& m) {
+  TEMPOKV_RETURN_IF_ERROR(owned(s, m.request_id, "report_hit"));
+  Runtime& rt = *s.runtime;
+  const size_t n = m.manifest.size();
+  if (n > options_.max_manifest_entries) {
+    return Status::invalid_argument("report_hit: a manifest of " + std::to_string(n) +
+                                    " objects exceeds server.max_manifest_entries (" +
+                                    std::to_string(options_.max_manifest_entries) + ")");
+  }
+  if (rt.manifest_entries + n > options_.max_manifest_entries_per_runtime) {
+    return Status::resource_exhausted(
+        "report_hit: the runtime's live claims hold " + std::to_string(rt.manifest_entries) +
+        " objects; " + std::to_string(n) + " more exceed server.max_manifest_entries_per_runtime (" +
+        std::to_string(options_.max_manifest_entries_per_runtime) +
+        "); finish or cancel requests first");
+  }
+  // A key listed twice names the same bytes twice: no runtime means it, and it would cost the
+  // daemon memory and time for nothing.
+  std::unordered_set<Key> keys;
+  keys.reserve(n);
+  for (const ManifestEntry& e : m.manifest) {
+    if (!keys.insert(e.key).second) {
+      return Status::invalid_argument("report_hit: object " + e.key.to_string() +
+                                      " is listed twice in the manifest");
+    }
+  }
+  TEMPOKV_RETURN_IF_ERROR(rt.adapter->report_hit(m.request_id, m.manifest));
+  if (auto old = shares_.find(m.request_id); old != shares_.end()) {
+    rt.manifest_entries -= old->second.manifest.size();
+  }
+  ClaimShare share;
+  share.runtime = &rt;
+  share.manifest = m.manifest;
+  rt.manifest_entries += n;
+  shares_[m.request_id] = std::move(share);
+  return Status::ok();
 }
 
 Status ServiceCore::finish_request(Session& s, uint64_t request_id, uint32_t output_tokens) {

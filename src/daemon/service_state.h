@@ -22,7 +22,9 @@ struct ServiceCore::Runtime {
   std::set<uint64_t> sessions;
   uint32_t ranks = 0;  // sessions that copy each claim (0: whoever asked)
   uint32_t copiers_seen = 0;  // its sessions, live or gone, that ever began a transfer
-  std::unordered_set<uint64_t> requests;  // ids it added that are not finished or cancelled
+  // Ids it added that are not finished or cancelled: its live-request quota's use.
+  std::unordered_set<uint64_t> requests;
+  uint64_t manifest_entries = 0;  // of its shares' manifests: its manifest quota's use
   // Ids of its requests that ended (finished or cancelled), the last kEndedKept of them: an
   // order that still lists one leaves it out instead of failing.
   std::unordered_set<uint64_t> ended;
@@ -61,10 +63,9 @@ struct ServiceCore::Session {
   Runtime* runtime = nullptr;
   std::unordered_set<uint64_t> writes;  // write-region reservations it holds (offsets)
   bool copier = false;                  // it began a transfer at least once
-  // Its quotas' use: write-region bytes of its reservations and of its puts in flight (4 KiB
-  // slots), and the requests it added that are live (not finished or cancelled).
+  // Its write quota's use: write-region bytes of its reservations and of its puts in flight
+  // (4 KiB slots).
   uint64_t write_bytes = 0;
-  uint32_t live_requests = 0;
   uint64_t last_step_seq = 0;           // the seq of its last step (protocol v2)
   // The adapter's cost of the iterations its last steps started, by seq: what a step's
   // `measured` durations are compared with (kStepCostsKept of them).

@@ -272,8 +272,18 @@ TEST(DaemonConfig, SessionQuotasAreChecked) {
   c.server.max_queued_messages = 0;
   EXPECT_NE(c.validate().message().find("server.max_queued_messages"), std::string::npos);
   c = DaemonConfig{};
-  c.server.max_requests_per_session = 0;
-  EXPECT_NE(c.validate().message().find("server.max_requests_per_session"), std::string::npos);
+  c.server.max_requests_per_runtime = 0;
+  EXPECT_NE(c.validate().message().find("server.max_requests_per_runtime"), std::string::npos);
+  c = DaemonConfig{};
+  c.server.max_sessions_per_runtime = 0;
+  EXPECT_NE(c.validate().message().find("server.max_sessions_per_runtime"), std::string::npos);
+  c = DaemonConfig{};
+  c.server.max_manifest_entries = 16385;  // beyond the protocol's limit
+  EXPECT_NE(c.validate().message().find("server.max_manifest_entries"), std::string::npos);
+  c = DaemonConfig{};
+  c.server.max_manifest_entries_per_runtime = c.server.max_manifest_entries - 1;
+  EXPECT_NE(c.validate().message().find("server.max_manifest_entries_per_runtime"),
+            std::string::npos);
 }
 
 TEST(DaemonConfig, TooLongIpcPathIsRefused) {

@@ -30,7 +30,7 @@ class QuotaTest : public DaemonTest {
   std::vector<std::string> extra_args() const override {
     return {"--set", "store.max_object_bytes=64KiB", "--set",
             "server.max_write_bytes_per_session=96KiB", "--set",
-            "server.max_requests_per_session=3"};
+            "server.max_requests_per_runtime=3"};
   }
 };
 
@@ -53,7 +53,7 @@ TEST_F(QuotaTest, ASessionHoldsNoMoreOfTheWriteRegionThanItsQuota) {
   EXPECT_TRUE(reserve(a, 5, 40000).is_ok());
 }
 
-TEST_F(QuotaTest, ASessionHasNoMoreLiveRequestsThanItsQuota) {
+TEST_F(QuotaTest, ARuntimeHasNoMoreLiveRequestsThanItsQuota) {
   auto c = client();
   ASSERT_TRUE(c);
   for (uint64_t id = 1; id <= 3; ++id) {
@@ -61,7 +61,7 @@ TEST_F(QuotaTest, ASessionHasNoMoreLiveRequestsThanItsQuota) {
   }
   Status over = c->add_request({4, 2048, 1024, 0, 16});
   EXPECT_EQ(over.code(), StatusCode::kResourceExhausted) << over.to_string();
-  EXPECT_THAT(over.message(), HasSubstr("server.max_requests_per_session"));
+  EXPECT_THAT(over.message(), HasSubstr("server.max_requests_per_runtime"));
   // A finished and a cancelled request each give their place back.
   ASSERT_TRUE(c->finished(1, 10).is_ok());
   ASSERT_TRUE(c->cancel(2).is_ok());
