@@ -2,8 +2,9 @@
 
 ``objects`` is ``[[offset, bytes], ...]`` into the fast tier mapping; a daemon that numbers its
 copies (DESIGN.md §9) also sends ``generations``, a parallel list, carried here as
-``Span.generation`` (None when absent), never required. A span that does not lie inside the
-tier (an offset of 2^64-1, a length past the end) is an error of the claim, never a read.
+``Span.generation`` (None when absent), never required. A span that is empty or does not lie
+inside the tier (an offset of 2^64-1, a length past the end) is an error of the claim, never
+a read.
 """
 
 from .errors import Internal
@@ -51,8 +52,9 @@ def parse_spans(objects, tier_bytes=None, generations=None):
                 or not (_uint(entry[0]) and _uint(entry[1]))):
             raise Internal("Internal", f"malformed object span from tempokvd: {entry!r}")
         offset, nbytes = entry
-        if tier_bytes is not None and offset + nbytes > tier_bytes:
-            raise Internal("Internal", f"object {i}'s span [{offset}, +{nbytes}) is outside "
-                                       f"the tier of {tier_bytes} bytes")
+        if nbytes == 0 or (tier_bytes is not None and offset + nbytes > tier_bytes):
+            # No object is empty (the C++ client refuses these spans too).
+            raise Internal("Internal", f"object {i}'s span [{offset}, +{nbytes}) is empty or "
+                                       f"outside the tier of {tier_bytes} bytes")
         out.append(Span(offset, nbytes, None if generations is None else generations[i]))
     return out

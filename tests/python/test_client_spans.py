@@ -79,6 +79,7 @@ BAD_SPANS = {
     "offset 2^64-1, 0 bytes": [[2**64 - 1, 0]],
     "offset 2^64-1": [[2**64 - 1, 4096]],
     "past the end": [[TIER_BYTES - 100, 4096]],
+    "empty": [[0, 4096], [4096, 0]],
     "negative": [[-1, 10]],
     "not a pair": [[0]],
 }
@@ -123,6 +124,7 @@ class SpanTest(unittest.TestCase):
 
     def test_spans_without_generations_carry_none_and_mismatched_generations_are_refused(self):
         self.assertEqual([s.generation for s in parse_spans([[0, 1]], 10)], [None])
+        self.assertEqual(parse_spans([[9, 1]], 10), [(9, 1)])
         with self.assertRaises(Internal):
             parse_spans([[0, 1], [1, 1]], 10, generations=[1])
         self.assertIsInstance(parse_spans([[0, 1]])[0], Span)
