@@ -6,6 +6,8 @@ Imports vLLM lazily: callers set VLLM_ENABLE_V1_MULTIPROCESSING / VLLM_CPU_KVCAC
 """
 
 import gc
+import glob
+import os
 
 
 def build_llm(spec, connector_extra=None, scheduler_cls="tempokv.vllm.TempoKVAsyncScheduler",
@@ -32,8 +34,18 @@ def build_llm(spec, connector_extra=None, scheduler_cls="tempokv.vllm.TempoKVAsy
     return LLM(**kw)
 
 
+def _shm_ident(worker):
+    return os.environ.get("VLLM_DIST_IDENT")
+
+
 def close_llm(llm):
     from vllm.distributed import cleanup_dist_env_and_memory
+    idents = set()
+    try:
+        if llm.llm_engine.vllm_config.parallel_config.world_size > 1:
+            idents = {i for i in llm.collective_rpc(_shm_ident) if i}
+    except Exception:
+        pass
     try:
         llm.llm_engine.engine_core.shutdown()
     except Exception:
@@ -41,6 +53,14 @@ def close_llm(llm):
     del llm
     gc.collect()
     cleanup_dist_env_and_memory()
+    # vLLM's CPU backend leaves its ranks' shared-memory segments behind (8 MB per engine of
+    # two ranks), named after the engine's distributed identity.
+    for ident in idents:
+        for path in glob.glob(os.path.join("/dev/shm", glob.escape(ident) + "-*")):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def scheduler(llm):
