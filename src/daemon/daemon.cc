@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "daemon/data_dir.h"
 #include "daemon/service_metrics.h"
 #include "daemon/shared_file.h"
 
@@ -22,11 +23,11 @@ Result<std::map<std::string, std::string>> read_tokens_file(const std::string& p
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return Status::from_errno(errno, field);
   if (!S_ISREG(st.st_mode)) return Status::invalid_argument(field + " is not a regular file");
-  if ((st.st_mode & 0007) != 0) {
+  if ((st.st_mode & 0077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return Status::invalid_argument(field + " is accessible to users outside its group (mode " +
-                                    mode + "); chmod o-rwx it");
+    return Status::invalid_argument(field + " is accessible to users other than its owner (mode " +
+                                    mode + "); chmod 600 it");
   }
   std::ifstream in(path);
   if (!in) return Status::io_error("read " + field);
@@ -70,6 +71,10 @@ Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profi
   o.tier_is_device = c.tier.backing == "dax";
   o.tier_huge_pages = c.tier.huge_pages;
   o.tier_path = c.resolved_tier_path(o.instance);
+  if (o.tier_is_device) {
+    // Opened without O_EXCL: only a device that exists where the configuration says may be.
+    TEMPOKV_ASSIGN_OR_RETURN(o.tier_path, resolve_dax_device(o.tier_path));
+  }
   o.write_path = c.write_region_path(o.instance);
   if (!c.server.group.empty()) {
     TEMPOKV_ASSIGN_OR_RETURN(o.shared_group, lookup_group(c.server.group));
@@ -105,50 +110,22 @@ Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profi
   return o;
 }
 
-namespace {
-
-// Takes data_dir/tempokvd.lock (flock, held for the daemon's life, released by the kernel even
-// on SIGKILL): a second daemon on the same data directory would scan the store under a live
-// writer and steal its socket.
-Result<int> lock_data_dir(const std::string& dir) {
-  const std::string path = dir + "/tempokvd.lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
-  if (fd < 0) return Status::from_errno(errno, "open " + path);
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    char pid[32] = {};
-    const ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
-    ::close(fd);
-    if (err != EWOULDBLOCK) return Status::from_errno(err, "flock " + path);
-    return Status::failed_precondition(
-        "data_dir " + dir + " is in use by another tempokvd (pid " +
-        (n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string("?")) +
-        ", lock " + path + "); stop it first or give this one another data_dir");
-  }
-  const std::string mine = std::to_string(getpid());
-  if (ftruncate(fd, 0) != 0 || pwrite(fd, mine.data(), mine.size(), 0) < 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::from_errno(err, "write " + path);
-  }
-  return fd;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const DaemonConfig& config,
                                               const std::string& profiles_dir) {
   TEMPOKV_ASSIGN_OR_RETURN(CoreOptions options, core_options(config, profiles_dir));
-  std::error_code ec;
-  std::filesystem::create_directories(config.data_dir, ec);
-  if (ec) return Status::io_error("create data_dir " + config.data_dir + ": " + ec.message());
+  TEMPOKV_RETURN_IF_ERROR(prepare_data_dir(config.data_dir, options.shared_group));
   TEMPOKV_ASSIGN_OR_RETURN(const int lock_fd, lock_data_dir(config.data_dir));
   std::unique_ptr<Daemon> d(new Daemon());
   d->lock_fd_ = lock_fd;
   d->data_dir_ = config.data_dir;
-  // Shared files of the last daemon on this data_dir (SIGKILLed, crashed) are removed; the new
-  // ones are recorded before they exist, so whatever this daemon leaves is found the same way.
-  TEMPOKV_RETURN_IF_ERROR(remove_recorded_shared_files(config.data_dir));
+  // Shared files of the last daemon on this data_dir (SIGKILLed, crashed) are removed, those it
+  // made in tier.dir and nothing else; the new ones are recorded before they exist, so whatever
+  // this daemon leaves is found the same way.
+  SharedFilePlace place{config.tier.dir, ""};
+  if (config.tier.backing != "dax" && !config.tier.path.empty()) {
+    place.tier_name = std::filesystem::path(config.tier.path).filename().string();
+  }
+  TEMPOKV_ASSIGN_OR_RETURN(d->notices_, remove_recorded_shared_files(config.data_dir, place));
   std::vector<std::string> shared = {options.write_path};
   if (!options.tier_is_device) shared.push_back(options.tier_path);
   TEMPOKV_RETURN_IF_ERROR(record_shared_files(config.data_dir, shared));
@@ -176,6 +153,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const Daem
   TEMPOKV_ASSIGN_OR_RETURN(d->server_, Server::start(executor, so));
   if (!socket_path.empty() && options.shared_group) {
     TEMPOKV_RETURN_IF_ERROR(share_with_group(socket_path, *options.shared_group));
+  } else if (!socket_path.empty() && chmod(socket_path.c_str(), 0600) != 0) {
+    return Status::from_errno(errno, "chmod 0600 " + socket_path);
   }
   Server* server = d->server_.get();
   d->core_->set_transport_metrics([server](std::vector<Metric>& m) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "daemon/daemon_config.h"
 #include "daemon/metrics_http.h"
@@ -19,8 +20,8 @@
 
 namespace tempokv::service {
 
-// server.tokens_file's "RUNTIME TOKEN" lines; refused when others than the file's owner and
-// group may read it.
+// server.tokens_file's "RUNTIME TOKEN" lines; refused when others than the file's owner may read
+// or write it.
 Result<std::map<std::string, std::string>> read_tokens_file(const std::string& path);
 // The core's options for a validated configuration; `profiles_dir` resolves a profile name.
 // The shared files are named after `instance` (0: one is drawn).
@@ -42,6 +43,9 @@ class Daemon {
   const std::string& endpoint() const { return server_->endpoint(); }
   uint16_t metrics_port() const { return metrics_ ? metrics_->port() : 0; }
   ServiceCore& core() { return *core_; }
+  // What the start left alone and the operator should know (entries of an earlier daemon's
+  // tempokvd.shared that are not its files), one line each.
+  const std::vector<std::string>& notices() const { return notices_; }
   Server& server() { return *server_; }
 
  private:
@@ -50,6 +54,7 @@ class Daemon {
   std::unique_ptr<ServiceCore> core_;
   std::unique_ptr<MetricsHttpServer> metrics_;
   std::string data_dir_;
+  std::vector<std::string> notices_;
   int lock_fd_ = -1;  // data_dir/tempokvd.lock, held (flock) for the daemon's life
 };
 

@@ -43,8 +43,8 @@ const Field kFields[] = {
      "Group that owns the ipc socket and the shared files (mode 0660), so its members' engines "
      "may connect; \"\" keeps the daemon's own group."},
     {"server", "tokens_file", FieldType::kString, TEMPOKV_FIELD_REF(server.tokens_file),
-     "File of \"RUNTIME TOKEN\" lines (readable by no one outside its group): a hello joining "
-     "a runtime listed there must carry its token; \"\" lists none."},
+     "File of \"RUNTIME TOKEN\" lines (readable and writable by its owner alone): a hello "
+     "joining a runtime listed there must carry its token; \"\" lists none."},
     {"server", "max_queued_messages", FieldType::kInteger,
      TEMPOKV_FIELD_REF(server.max_queued_messages),
      "Messages of one session waiting to be served; one beyond it is refused undecoded."},

@@ -174,7 +174,12 @@ Status validate_tier(const DaemonConfig::Tier& t) {
     return bad("tier.backing", "'" + t.backing + "' is not one of shm, file, dax");
   }
   if (t.backing == "dax") {
-    if (!t.path.starts_with("/dev/dax")) {
+    // Directly in /dev, without `.` or `..`: the daemon opens it without O_EXCL (it resolves
+    // symbolic links at start, resolve_dax_device, and checks the device again).
+    namespace fs = std::filesystem;
+    const fs::path path(t.path);
+    if (path.parent_path() != "/dev" || !path.filename().string().starts_with("dax") ||
+        path.lexically_normal() != path) {
       return bad("tier.path", "must name a /dev/dax* device when tier.backing is 'dax' (got '" +
                                   t.path + "')");
     }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 
@@ -81,16 +82,31 @@ Result<std::unique_ptr<SpawnedDaemon>> SpawnedDaemon::start(const SpawnOptions& 
   if (!fs::exists(options.binary, ec)) {
     return Status::not_found("tempokvd binary " + options.binary + " does not exist");
   }
-  fs::create_directories(options.data_dir, ec);
-  if (ec) return Status::io_error("cannot create " + options.data_dir + ": " + ec.message());
   const std::string socket = options.data_dir + "/tempokvd.sock";
   const bool tcp = !options.tcp_endpoint.empty();
   // A socket left by a daemon that was killed would look like readiness.
   if (!tcp) fs::remove(socket, ec);
 
   const std::string endpoint = tcp ? options.tcp_endpoint : "ipc://" + socket;
-  std::vector<std::string> args = {options.binary, "--data-dir", options.data_dir, "--endpoint",
-                                   endpoint,       "--metrics",  options.metrics_address};
+  std::vector<std::string> args;
+  if (options.max_open_files != 0 || options.umask >= 0) {
+    // posix_spawn cannot set limits; a shell sets them and execs the daemon with its arguments.
+    std::string script;
+    if (options.max_open_files != 0) {
+      script += "ulimit -n " + std::to_string(options.max_open_files) + " || exit 127; ";
+    }
+    if (options.umask >= 0) {
+      char mask[8];
+      std::snprintf(mask, sizeof(mask), "%03o", static_cast<unsigned>(options.umask & 0777));
+      script += std::string("umask ") + mask + "; ";
+    }
+    args = {"/bin/sh", "-c", script + "exec \"$0\" \"$@\""};
+  }
+  for (const std::string& a : {options.binary, std::string("--data-dir"), options.data_dir,
+                               std::string("--endpoint"), endpoint, std::string("--metrics"),
+                               options.metrics_address}) {
+    args.push_back(a);
+  }
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -136,7 +152,9 @@ void SpawnedDaemon::kill_and_clean() {
   const std::string lock = data_dir_ + "/tempokvd.lock";
   const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return;
-  if (flock(fd, LOCK_EX | LOCK_NB) == 0) (void)remove_recorded_shared_files(data_dir_);
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    (void)remove_recorded_shared_files(data_dir_, SharedFilePlace{});
+  }
   ::close(fd);
 }
 

@@ -21,7 +21,7 @@ namespace tempokv::service {
 
 struct SpawnOptions {
   std::string binary;                   // the tempokvd executable
-  std::string data_dir;                 // --data-dir (created); the socket lives here
+  std::string data_dir;                 // --data-dir (the daemon creates it); the socket lives here
   // "" serves ipc://DATA_DIR/tempokvd.sock; "tcp://127.0.0.1:PORT" serves tcp (ready once a
   // connection to the port succeeds).
   std::string tcp_endpoint;
@@ -29,6 +29,10 @@ struct SpawnOptions {
   std::string log_path;                 // the child's stderr goes here (appended); "": inherited
   std::string metrics_address;          // --metrics: "" serves no /metrics
   Duration ready_timeout = std::chrono::seconds(20);  // longest wait for the socket
+  // The child's limits, set in a shell before it execs the daemon (tests of what a daemon does
+  // under them): RLIMIT_NOFILE soft and hard (0: inherited), and its umask (-1: inherited).
+  uint64_t max_open_files = 0;
+  int umask = -1;
   Status validate() const;
 };
 

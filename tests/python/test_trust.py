@@ -15,7 +15,7 @@ _TOKENS_DIR = tempfile.mkdtemp(prefix="tempokv-tokens-")
 _TOKENS = os.path.join(_TOKENS_DIR, "tokens")
 with open(_TOKENS, "w") as f:
     f.write("engine-a s3cret-a\n")
-os.chmod(_TOKENS, 0o640)
+os.chmod(_TOKENS, 0o600)  # tempokvd refuses a tokens file anyone else may read
 
 
 class TokenTest(fx.DaemonTestCase):

@@ -1,9 +1,12 @@
-// tempokvd's shared files against a real daemon process: tier.path confined to tier.dir, no
-// file the daemon did not create ever replaced or removed, files named by the daemon's instance
-// (not its pid), and a SIGKILLed daemon's files removed by the next one on its data directory.
+// tempokvd's files against a real daemon process: tier.path confined to tier.dir (a dax path to
+// /dev/dax*), no file the daemon did not create ever replaced or removed (whatever a record in
+// its data directory says), files named by the daemon's instance (not its pid), a SIGKILLed
+// daemon's files removed by the next one on its data directory, and every file and directory
+// the daemon makes its own under any umask.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -110,6 +113,117 @@ TEST_F(DaemonFilesTest, AKilledDaemonsFilesAreRemovedByTheNextAndOthersKept) {
   EXPECT_FALSE(fs::exists(writes));
   EXPECT_TRUE(fs::exists(foreign));
   EXPECT_EQ(second->stop(), 0);
+}
+
+// The mode bits of `path` (not following a symbolic link), or -1.
+int mode_of(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;
+}
+
+TEST_F(DaemonFilesTest, UnderUmask000EveryFileTheDaemonMakesIsItsOwn) {
+  auto d = daemon();
+  d->set_umask(0);
+  ASSERT_TRUE(d->start()) << read_all(dir_ + "/log");
+  auto c = d->connect();
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  const std::string data = dir_ + "/data";
+  EXPECT_EQ(mode_of(data), 0700);
+  EXPECT_EQ(mode_of(data + "/store"), 0700);
+  EXPECT_EQ(mode_of(data + "/tempokvd.sock") & 0077, 0);
+  EXPECT_EQ(mode_of(data + "/tempokvd.shared"), 0600);
+  EXPECT_EQ(mode_of(data + "/tempokvd.lock"), 0600);
+  EXPECT_EQ(mode_of((*c)->hello().tier_path), 0600);
+  EXPECT_EQ(mode_of((*c)->hello().write_path), 0600);
+  c->reset();
+  EXPECT_EQ(d->stop(), 0);
+}
+
+TEST_F(DaemonFilesTest, ADataDirAnyoneMayWriteIsRefused) {
+  fs::create_directories(dir_ + "/data");
+  ::chmod((dir_ + "/data").c_str(), 0777);
+  auto d = daemon();
+  EXPECT_FALSE(d->start());
+  EXPECT_THAT(read_all(dir_ + "/log"), HasSubstr("data_dir"));
+  EXPECT_THAT(read_all(dir_ + "/log"), HasSubstr("0777"));
+}
+
+TEST_F(DaemonFilesTest, ARecordOfSharedFilesRemovesOnlyTheDaemonsOwnFiles) {
+  // A record as a SIGKILLed daemon would leave, with entries planted beside its own: only the
+  // file the daemon makes (its name, in tier.dir, a regular file of this user) is removed.
+  const std::string shared = dir_ + "/shared";
+  const std::string own = shared + "/tempokvd-0123456789abcdef-tier";
+  const std::string outside = dir_ + "/victim";                      // not in tier.dir
+  const std::string misnamed = shared + "/victim";                    // not a name it gives
+  const std::string dotted = shared + "/../victim2";                  // leaves tier.dir
+  const std::string link = shared + "/tempokvd-fedcba9876543210-writes";  // a link to a victim
+  for (const std::string& p : {own, outside, misnamed, dir_ + "/victim2"}) {
+    std::ofstream(p) << "x";
+  }
+  fs::create_symlink(outside, link);
+  fs::create_directories(dir_ + "/data");
+  ::chmod((dir_ + "/data").c_str(), 0700);
+  {
+    std::ofstream record(dir_ + "/data/tempokvd.shared");
+    for (const std::string& p : {own, outside, misnamed, dotted, link}) record << p << "\n";
+  }
+  ::chmod((dir_ + "/data/tempokvd.shared").c_str(), 0600);
+  auto d = daemon();
+  ASSERT_TRUE(d->start()) << read_all(dir_ + "/log");
+  EXPECT_FALSE(fs::exists(own));
+  EXPECT_TRUE(fs::exists(outside));
+  EXPECT_TRUE(fs::exists(misnamed));
+  EXPECT_TRUE(fs::exists(dir_ + "/victim2"));
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_THAT(read_all(dir_ + "/log"), HasSubstr(outside + " (named in"));
+  EXPECT_EQ(d->stop(), 0);
+}
+
+TEST_F(DaemonFilesTest, ARecordOthersCouldHaveWrittenRemovesNothing) {
+  const std::string own = dir_ + "/shared/tempokvd-0123456789abcdef-tier";
+  std::ofstream(own) << "x";
+  fs::create_directories(dir_ + "/data");
+  ::chmod((dir_ + "/data").c_str(), 0700);
+  std::ofstream(dir_ + "/data/tempokvd.shared") << own << "\n";
+  ::chmod((dir_ + "/data/tempokvd.shared").c_str(), 0666);
+  auto d = daemon();
+  ASSERT_TRUE(d->start()) << read_all(dir_ + "/log");
+  EXPECT_TRUE(fs::exists(own));
+  EXPECT_THAT(read_all(dir_ + "/log"), HasSubstr("nothing it names removed"));
+  EXPECT_EQ(d->stop(), 0);
+}
+
+TEST_F(DaemonFilesTest, ADaxPathMustBeADeviceThatExistsInDevAndNothingIsCreated) {
+  // A path that leaves /dev, and a dax-looking name that is no device: the daemon opens a dax
+  // tier without O_EXCL, so it never may create (or size) a file there.
+  const std::string leaves = dir_ + "/dax-victim";
+  const std::string absent = "/dev/dax-tkv-test-" + std::to_string(getpid());
+  for (const std::string& path : {"/dev/dax0.0/../.." + leaves, absent}) {
+    auto d = daemon({"--set", "tier.backing=dax", "--set", "tier.path=" + path});
+    EXPECT_FALSE(d->start()) << path;
+    const std::string log = read_all(dir_ + "/log");
+    EXPECT_THAT(log, HasSubstr("tier.path")) << path;
+    EXPECT_THAT(log, HasSubstr(path + (path == absent ? " does not exist" : "'"))) << path;
+  }
+  EXPECT_FALSE(fs::exists(leaves));
+  EXPECT_FALSE(fs::exists(absent));  // as root, the daemon could have made it in /dev
+  std::error_code ec;
+  fs::remove(absent, ec);
+}
+
+TEST(DaxDevice, OnlyACharacterDeviceNamedDaxDirectlyInDevIsAccepted) {
+  EXPECT_EQ(service::resolve_dax_device("/dev/dax-tkv-test-none").status().code(),
+            StatusCode::kNotFound);
+  // A character device, but not a dax one.
+  Result<std::string> null = service::resolve_dax_device("/dev/null");
+  EXPECT_EQ(null.status().code(), StatusCode::kInvalidArgument) << null.status().to_string();
+  const std::string dir = ::testing::TempDir() + "tkvd-dax-" + std::to_string(getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir + "/file") << "x";
+  Result<std::string> file = service::resolve_dax_device(dir + "/file");
+  EXPECT_EQ(file.status().code(), StatusCode::kInvalidArgument) << file.status().to_string();
+  EXPECT_THAT(file.status().message(), HasSubstr("not a /dev/dax* device"));
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -33,6 +33,10 @@ class DaemonProcess {
   void serve_metrics(std::string address) { metrics_ = std::move(address); }
   // Serve tcp://127.0.0.1:PORT instead of the ipc socket (call before start()).
   void use_tcp(uint16_t port) { tcp_ = "tcp://127.0.0.1:" + std::to_string(port); }
+  // Start it under this umask, or with at most this many open files (soft and hard limit; call
+  // before start()).
+  void set_umask(int mask) { umask_ = mask; }
+  void limit_open_files(uint64_t n) { max_open_files_ = n; }
   pid_t pid() const { return daemon_ ? daemon_->pid() : -1; }
 
   // Starts the daemon and waits until its socket exists.
@@ -50,6 +54,8 @@ class DaemonProcess {
     o.ready_timeout = std::chrono::seconds(10);
     o.log_path = log_;
     o.metrics_address = metrics_;
+    o.umask = umask_;
+    o.max_open_files = max_open_files_;
     auto d = service::SpawnedDaemon::start(o);
     if (!d.is_ok()) return false;
     daemon_ = std::move(d).value();
@@ -83,6 +89,8 @@ class DaemonProcess {
   std::string tcp_;
   std::string log_;
   std::string metrics_;
+  int umask_ = -1;
+  uint64_t max_open_files_ = 0;
   std::unique_ptr<service::SpawnedDaemon> daemon_;  // killed with it if still running
 };
 

@@ -1,6 +1,6 @@
 // The trust model against a real tempokvd process (docs/service.md, "Security model"): joining a
-// runtime listed in server.tokens_file needs its token, a tokens file others may read is refused,
-// and the socket and shared files belong to server.group with mode 0660.
+// runtime listed in server.tokens_file needs its token, a tokens file anyone but its owner may read
+// is refused, and the socket and shared files belong to server.group with mode 0660.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -29,7 +29,7 @@ class TrustTest : public ::testing::Test {
     fs::create_directories(dir_);
     tokens_ = dir_ + "/tokens";
     std::ofstream(tokens_) << "# runtime token\nengine-a s3cret-a\nengine-b s3cret-b\n";
-    ::chmod(tokens_.c_str(), 0640);
+    ::chmod(tokens_.c_str(), 0600);
   }
   void TearDown() override { fs::remove_all(dir_); }
   Result<std::unique_ptr<ServiceClient>> join(DaemonProcess& d, const std::string& runtime,
@@ -79,6 +79,17 @@ TEST_F(TrustTest, ATokensFileOthersMayReadIsRefusedAtStart) {
   log << std::ifstream(dir_ + "/log").rdbuf();
   EXPECT_THAT(log.str(), HasSubstr("server.tokens_file"));
   EXPECT_THAT(log.str(), HasSubstr("0644"));
+}
+
+TEST_F(TrustTest, ATokensFileItsGroupMayReadIsRefusedAtStart) {
+  ::chmod(tokens_.c_str(), 0640);
+  DaemonProcess d(dir_ + "/data", {"--set", "server.tokens_file=" + tokens_});
+  d.log_to(dir_ + "/log");
+  EXPECT_FALSE(d.start());
+  std::stringstream log;
+  log << std::ifstream(dir_ + "/log").rdbuf();
+  EXPECT_THAT(log.str(), HasSubstr("server.tokens_file"));
+  EXPECT_THAT(log.str(), HasSubstr("0640"));
 }
 
 TEST_F(TrustTest, TheSocketAndSharedFilesBelongToTheConfiguredGroup) {

@@ -7,6 +7,7 @@
 // there. SIGTERM or SIGINT shuts down cleanly: sessions end (claims cancelled), reads and puts in
 // flight finish, the store is closed; a restart finds the store's KV again.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -92,10 +93,14 @@ int main(int argc, char** argv) {
   const int sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   if (sig_fd < 0) return fail(Status::from_errno(errno, "signalfd"));
 
+  // Whatever the daemon creates is its own unless it says otherwise (the socket, the shared files
+  // and the data directory get explicit modes too; this covers the store and anything else).
+  umask(077);
   RealExecutor executor;
   Result<std::unique_ptr<Daemon>> daemon = Daemon::start(executor, config, profiles_dir(argv[0]));
   if (!daemon.is_ok()) return fail(daemon.status());
   Daemon& d = **daemon;
+  for (const std::string& notice : d.notices()) std::cerr << "tempokvd: " << notice << "\n";
   const StoreStats ss = d.core().store().stats();
   std::cerr << "tempokvd: serving on " << d.endpoint() << "; store " << config.resolved_store_dir()
             << " (" << ss.objects << " objects, " << ss.live_bytes << " bytes)";
