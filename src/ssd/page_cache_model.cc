@@ -121,24 +121,28 @@ Result<PageCacheModel::CutReport> PageCacheModel::power_cut() {
     uint64_t end = w.offset + w.pre_image.size();
     for (uint64_t page = w.offset; page < end && st.is_ok();) {
       uint64_t next = std::min(end, (page / kPageBytes + 1) * kPageBytes);
-      uint64_t restore_from = page;  // lost: restore the whole piece of this page
+      // Kept (no sector restored), lost (every sector) or torn: any non-empty proper subset of
+      // its sectors kept, in any position (a drive may persist them in any order).
+      const uint64_t sectors = (next - page + kSectorBytes - 1) / kSectorBytes;
+      const uint64_t all = sectors >= 64 ? ~0ULL : (1ULL << sectors) - 1;
+      uint64_t kept = 0;  // bit s: sector s of this piece survives
       switch (rng_() % 3) {
         case 0:
-          restore_from = next;  // kept
+          kept = all;
           ++report.pages_kept;
           break;
         case 1:
           ++report.pages_lost;
           break;
-        default: {
-          uint64_t sectors = (next - page + kSectorBytes - 1) / kSectorBytes;
-          restore_from = std::min(next, page + (rng_() % sectors) * kSectorBytes);
+        default:
+          kept = sectors > 1 ? 1 + rng_() % (all - 1) : 0;
           ++report.pages_torn;
-        }
       }
-      if (restore_from < next) {
-        st = pwrite_all(fd, w.pre_image.data() + (restore_from - w.offset), next - restore_from,
-                        restore_from, w.path);
+      for (uint64_t s = 0; s < sectors && st.is_ok(); ++s) {
+        if (kept & (1ULL << s)) continue;
+        const uint64_t from = page + s * kSectorBytes;
+        const uint64_t to = std::min(next, from + kSectorBytes);
+        st = pwrite_all(fd, w.pre_image.data() + (from - w.offset), to - from, from, w.path);
       }
       page = next;
     }

@@ -5,8 +5,8 @@
 // A write is durable once a sync of its file, issued after the write completed, has completed
 // successfully (and before the crash). Every other write is remembered with its pre-image (the
 // bytes it overwrote, read before it was forwarded), and power_cut() gives each 4 KiB page of it
-// a fate drawn from a seeded RNG: kept, lost (pre-image restored), or torn (a random prefix of
-// 512-byte sectors kept, the rest restored). A sync that fails makes the writes it covered
+// a fate drawn from a seeded RNG: kept, lost (pre-image restored), or torn (any non-empty proper
+// subset of its 512-byte sectors kept, in any position, the rest restored). A sync that fails makes the writes it covered
 // un-durable for good, as Linux marks their pages clean after a failed writeback.
 //
 // Files are known by path (from /proc/self/fd at add_file), so power_cut() works after their

@@ -19,10 +19,8 @@ Status StoreImpl::quarantine(uint32_t id, const std::string& path) {
   if (ec) return Status::io_error("size of " + path + ": " + ec.message());
   std::string aside = path + std::string(kQuarantineSuffix);
   if (!options_.read_only) {
-    if (std::rename(path.c_str(), aside.c_str()) != 0) {
-      return Status::from_errno(errno, "rename " + path + " to " + aside);
-    }
-    TEMPOKV_RETURN_IF_ERROR(sync_dir(options_.dir));
+    TEMPOKV_RETURN_IF_ERROR(files_.rename(path, aside));
+    TEMPOKV_RETURN_IF_ERROR(files_.sync_dir(options_.dir));
   }
   ++stats_.quarantined_segments;
   quarantined_[id] = {options_.read_only ? path : aside, bytes};
@@ -57,13 +55,11 @@ Status StoreImpl::remove_reclaimed_leftovers() {
   for (const auto& entry : std::filesystem::directory_iterator(options_.dir, ec)) {
     std::string name = entry.path().filename().string();
     if (!name.ends_with(kReclaimedSuffix) && !name.ends_with(kNextSuffix)) continue;
-    if (::unlink(entry.path().c_str()) != 0) {
-      return Status::from_errno(errno, "remove " + entry.path().string());
-    }
+    TEMPOKV_RETURN_IF_ERROR(files_.unlink(entry.path().string()));
     removed = true;
   }
   if (ec) return Status::io_error("list " + options_.dir + ": " + ec.message());
-  return removed ? sync_dir(options_.dir) : Status::ok();
+  return removed ? files_.sync_dir(options_.dir) : Status::ok();
 }
 
 bool StoreImpl::reclaim_quarantined() {

@@ -72,12 +72,12 @@ void StoreImpl::maybe_destroy(Segment& seg) {
 
 void StoreImpl::remove_file_off_loop(const std::string& path) {
   std::string aside = path + std::string(kReclaimedSuffix);
-  if (std::rename(path.c_str(), aside.c_str()) != 0) {
-    if (::unlink(path.c_str()) == 0) (void)sync_dir(options_.dir);
+  if (!files_.rename(path, aside).is_ok()) {
+    if (files_.unlink(path).is_ok()) (void)files_.sync_dir(options_.dir);
     return;
   }
-  unlinker_.run([aside, dir = options_.dir] {
-    if (::unlink(aside.c_str()) == 0) (void)sync_dir(dir);
+  unlinker_.run([this, aside] {
+    if (files_.unlink(aside).is_ok()) (void)files_.sync_dir(options_.dir);
   });
 }
 

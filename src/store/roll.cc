@@ -48,10 +48,10 @@ bool StoreImpl::roll() {
         if (options_.on_io_thread_for_testing) options_.on_io_thread_for_testing("publish");
         std::string path = options_.dir + "/" + segment_file_name(id);
         Result<int> r = fd;
-        if (std::rename((path + std::string(kNextSuffix)).c_str(), path.c_str()) != 0) {
-          r = Status::from_errno(errno, "rename the spare segment to " + path);
-        } else if (Status st = sync_dir(options_.dir); !st.is_ok()) {
-          r = st;  // renamed but maybe not durably: an empty segment, harmless at the next open
+        if (Status st = files_.rename(path + std::string(kNextSuffix), path); !st.is_ok()) {
+          r = Status(st.code(), "the spare segment: " + st.message());
+        } else if (Status synced = files_.sync_dir(options_.dir); !synced.is_ok()) {
+          r = synced;  // renamed but maybe not durably: an empty segment, harmless at the next open
         }
         if (!r.is_ok()) ::close(fd);
         executor_.post([this, id, r = std::move(r), alive]() mutable {
@@ -87,7 +87,7 @@ void StoreImpl::start_next(bool spare) {
   ++ops_in_flight_;
   creator_.run([this, id = next_id_, spare, alive = std::weak_ptr<int>(alive_)] {
     if (options_.on_io_thread_for_testing) options_.on_io_thread_for_testing("create");
-    Result<int> fd = create_segment_file(options_.dir, id, options_.segment_bytes,
+    Result<int> fd = create_segment_file(files_, options_.dir, id, options_.segment_bytes,
                                          options_.capacity_bytes, engine_.direct(),
                                          spare ? kNextSuffix : "");
     executor_.post([this, id, spare, fd = std::move(fd), alive]() mutable {
@@ -188,7 +188,7 @@ void StoreImpl::discard_spare() {
   if (next_fd_ >= 0) ::close(next_fd_);
   next_fd_ = -1;
   std::string spare = options_.dir + "/" + segment_file_name(next_id_) + std::string(kNextSuffix);
-  unlinker_.run([spare] { ::unlink(spare.c_str()); });
+  unlinker_.run([this, spare] { (void)files_.unlink(spare); });
 }
 
 }  // namespace tempokv::store

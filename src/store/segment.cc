@@ -11,16 +11,6 @@
 
 namespace tempokv::store {
 
-Status sync_dir(const std::string& dir) {
-  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::from_errno(errno, "open directory " + dir);
-  int rc = fsync(fd);
-  int err = errno;
-  close(fd);
-  if (rc != 0) return Status::from_errno(err, "fsync directory " + dir);
-  return Status::ok();
-}
-
 Result<int> open_segment_file(const std::string& path, bool direct, bool read_only) {
   int flags = (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | (direct ? O_DIRECT : 0);
   int fd = open(path.c_str(), flags);
@@ -28,41 +18,30 @@ Result<int> open_segment_file(const std::string& path, bool direct, bool read_on
   return fd;
 }
 
-Result<int> create_segment_file(const std::string& dir, uint32_t id, uint64_t bytes,
-                                uint64_t capacity_bytes, bool direct, std::string_view suffix) {
+Result<int> create_segment_file(FileOps& files, const std::string& dir, uint32_t id,
+                                uint64_t bytes, uint64_t capacity_bytes, bool direct,
+                                std::string_view suffix) {
   std::string path = dir + "/" + segment_file_name(id) + std::string(suffix);
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
-  if (fd < 0) return Status::from_errno(errno, "create " + path);
-  auto fail = [&](int err, const std::string& what) -> Status {
+  TEMPOKV_ASSIGN_OR_RETURN(int fd, files.create(path, direct));
+  auto fail = [&](Status st) -> Status {
     close(fd);
-    unlink(path.c_str());
-    return Status::from_errno(err, what + " " + path);
+    (void)files.unlink(path);
+    return st;
   };
-  int rc = fallocate(fd, 0, 0, static_cast<off_t>(bytes));
-  if (rc != 0) {
-    return fail(errno, "fallocate " + std::to_string(bytes) + " bytes for segment");
-  }
+  if (Status st = files.allocate(fd, path, bytes); !st.is_ok()) return fail(st);
   struct Free {
     void operator()(void* p) const { std::free(p); }
   };
   std::unique_ptr<std::byte, Free> block(
       static_cast<std::byte*>(std::aligned_alloc(kBlockBytes, kHeaderBytes)));
-  if (!block) return fail(ENOMEM, "allocate header block for");
+  if (!block) return fail(Status::from_errno(ENOMEM, "allocate header block for " + path));
   encode_segment_header({id, bytes, capacity_bytes},
                         std::span<std::byte, kHeaderBytes>(block.get(), kHeaderBytes));
-  ssize_t n;
-  do {
-    n = pwrite(fd, block.get(), kHeaderBytes, 0);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return fail(errno, "write segment header of");
-  if (static_cast<uint64_t>(n) != kHeaderBytes) return fail(ENOSPC, "short write of segment header of");
-  if (fdatasync(fd) != 0) return fail(errno, "fdatasync");
-  Status st = sync_dir(dir);
-  if (!st.is_ok()) {
-    close(fd);
-    unlink(path.c_str());
-    return st;
+  if (Status st = files.write_at(fd, path, block.get(), kHeaderBytes, 0); !st.is_ok()) {
+    return fail(st);
   }
+  if (Status st = files.sync_data(fd, path); !st.is_ok()) return fail(st);
+  if (Status st = files.sync_dir(dir); !st.is_ok()) return fail(st);
   return fd;
 }
 

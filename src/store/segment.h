@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ssd/ssd_engine.h"
+#include "store/file_ops.h"
 #include "tempokv/key.h"
 #include "tempokv/status.h"
 
@@ -36,6 +37,10 @@ struct Segment {
   uint64_t write_offset = 0;
   SegmentState state = SegmentState::kActive;
   bool failed = false;      // a write or sync failed: never seal
+  // A sync failed: the kernel may have dropped pages written before it (a record's first piece,
+  // its last written after) and a later fdatasync succeeds without them. Nothing written to the
+  // segment and not durable by then is acknowledged any more.
+  bool sync_failed = false;
   bool seal_issued = false;
   uint32_t readers = 0;     // gets in flight
   uint32_t writes_in_flight = 0;
@@ -54,13 +59,12 @@ struct Segment {
 // segment header, and syncs the directory so the name survives a crash. On any failure the file is
 // removed again; ENOSPC maps to ResourceExhausted. Returns the fd (O_DIRECT when direct).
 // With a suffix the file is dir/segment_file_name(id) + suffix (a spare, renamed when used).
-// capacity_bytes is recorded in the header (SegmentHeader::capacity_bytes).
-Result<int> create_segment_file(const std::string& dir, uint32_t id, uint64_t bytes,
-                                uint64_t capacity_bytes, bool direct,
+// capacity_bytes is recorded in the header (SegmentHeader::capacity_bytes). Every step goes
+// through `files`.
+Result<int> create_segment_file(FileOps& files, const std::string& dir, uint32_t id,
+                                uint64_t bytes, uint64_t capacity_bytes, bool direct,
                                 std::string_view suffix = {});
 // Opens an existing segment file for reading and writing (reading only when read_only).
 Result<int> open_segment_file(const std::string& path, bool direct, bool read_only = false);
-// fsync of a directory, so created and removed names are durable.
-Status sync_dir(const std::string& dir);
 
 }  // namespace tempokv::store

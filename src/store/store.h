@@ -9,7 +9,9 @@
 //
 // Durability: put() completes only after its record is written and an fdatasync of its segment
 // covering it has completed (syncs are batched per segment: puts whose writes finish while a sync
-// is in flight share the next one).
+// is in flight share the next one). After a failed sync of a segment nothing more written to it is
+// acknowledged (the kernel may have dropped pages written before that sync). Directory and header
+// operations go through StoreOptions::file_ops (store/file_ops.h), so tests can cut power there.
 //
 // Capacity: when live segments exceed capacity_bytes the oldest sealed segment is reclaimed whole;
 // its objects leave the index at once (listeners are told) but the file is deleted only when no
@@ -59,6 +61,9 @@
 #include "tempokv/status.h"
 
 namespace tempokv {
+namespace store {
+class FileOps;
+}
 
 struct StoreOptions {
   std::string dir;                        // directory of segment files (unused when simulated)
@@ -82,6 +87,9 @@ struct StoreOptions {
   // large put, "create" or "publish" a segment), and on the engine's hook thread before a get's
   // checksum ("verify"), so a test can hold that work up.
   std::function<void(std::string_view what)> on_io_thread_for_testing;
+  // Tests: the directory and header operations (store/file_ops.h), e.g. a power-loss model;
+  // nullptr: the real ones. Must outlive the store.
+  store::FileOps* file_ops = nullptr;
   Status validate() const;
 };
 
@@ -214,6 +222,16 @@ struct VerifyReport {
   std::vector<Quarantined> quarantined;  // segments set aside for a corrupt header, in id order
   uint64_t dropped = 0;  // drop tombstones (aux 1): records dropped after failing a checksum
 };
+// What the newest segment of dir with a valid header records: its size and the capacity it was
+// made under (see Store::recorded_capacity); zeros when dir holds no such segment (capacity 0
+// also when none was recorded). Reads one header per segment from the newest down, blocking;
+// changes nothing.
+struct RecordedSizes {
+  uint64_t segment_bytes = 0;
+  uint64_t capacity_bytes = 0;
+};
+Result<RecordedSizes> recorded_store_sizes(const std::string& dir);
+
 // Reads every record of every segment in dir with blocking I/O. Does not modify anything. Holds
 // the directory's shared lock: FailedPrecondition while a writer (a daemon) has the store open.
 Result<VerifyReport> verify_store_dir(const std::string& dir);

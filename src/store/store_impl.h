@@ -192,6 +192,7 @@ class StoreImpl final : public Store {
   Executor& executor_;
   SsdEngine& engine_;
   StoreOptions options_;
+  FileOps& files_;  // options_.file_ops or the real ones
   std::unordered_map<Key, Entry> index_;
   std::unordered_map<Key, InFlight> in_flight_;
   std::map<uint32_t, std::unique_ptr<Segment>> segments_;

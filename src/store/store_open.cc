@@ -55,7 +55,10 @@ AlignedBytes allocate_blocks(size_t bytes) {
 }
 
 StoreImpl::StoreImpl(Executor& executor, SsdEngine& engine, const StoreOptions& options)
-    : executor_(executor), engine_(engine), options_(options) {
+    : executor_(executor),
+      engine_(engine),
+      options_(options),
+      files_(options.file_ops != nullptr ? *options.file_ops : real_file_ops()) {
   stats_.capacity_bytes = options.capacity_bytes;
 }
 
@@ -116,8 +119,8 @@ Status StoreImpl::scan_all(const std::vector<uint32_t>& ids) {
         // still zero: nothing was stored here. Anything else is quarantined, every byte kept.
         ++stats_.torn_records;
         if (options_.read_only) continue;  // a writer's open removes it
-        ::unlink(path.c_str());
-        TEMPOKV_RETURN_IF_ERROR(sync_dir(options_.dir));
+        TEMPOKV_RETURN_IF_ERROR(files_.unlink(path));
+        TEMPOKV_RETURN_IF_ERROR(files_.sync_dir(options_.dir));
       } else {
         ++stats_.corrupt_records;
         TEMPOKV_RETURN_IF_ERROR(quarantine(id, path));

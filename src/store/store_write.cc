@@ -284,6 +284,19 @@ void StoreImpl::maybe_sync(Segment& seg) {
   seg.sync_in_flight = true;
   std::vector<PendingWrite*> batch;
   batch.swap(seg.unsynced);
+  if (seg.sync_failed) {
+    // No sync can vouch for these any more (Segment::sync_failed): they fail, as a sync would.
+    // Posted, so that the caller (a write's completion) is off the stack first; the segment
+    // stays (a sync in flight keeps it from reclamation).
+    std::weak_ptr<int> alive = alive_;
+    executor_.post([this, &seg, batch = std::move(batch), alive]() mutable {
+      if (alive.expired()) return;
+      on_sync_done(seg, std::move(batch),
+                   Status::io_error("an earlier fdatasync of " + seg.path +
+                                    " failed: records written to it since are not durable"));
+    });
+    return;
+  }
   engine_.sync(seg.file, [this, &seg, batch = std::move(batch)](Result<size_t> r) mutable {
     on_sync_done(seg, std::move(batch), std::move(r));
   });
@@ -293,7 +306,10 @@ void StoreImpl::on_sync_done(Segment& seg, std::vector<PendingWrite*> batch, Res
   seg.sync_in_flight = false;
   ++stats_.syncs;
   Status st = r.status();
-  if (!st.is_ok()) retire(seg);
+  if (!st.is_ok()) {
+    retire(seg);
+    seg.sync_failed = true;
+  }
   bool sealed = false;
   std::vector<std::pair<DoneCallback, Status>> done;
   done.reserve(batch.size());

@@ -1,4 +1,5 @@
 // verify_store_dir: every record of every segment, payload checksums included, read-only.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -73,6 +74,36 @@ Result<VerifyReport> verify_store_dir(const std::string& dir) {
     }
   }
   return report;
+}
+
+Result<RecordedSizes> recorded_store_sizes(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<uint32_t> ids;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (auto id = store::parse_segment_file_name(entry.path().filename().string())) {
+      ids.push_back(*id);
+    }
+  }
+  if (ec) {
+    if (ec == std::errc::no_such_file_or_directory) return RecordedSizes{};
+    return Status::io_error("list " + dir + ": " + ec.message());
+  }
+  std::sort(ids.rbegin(), ids.rend());
+  for (uint32_t id : ids) {
+    const std::string path = dir + "/" + store::segment_file_name(id);
+    alignas(kBlockBytes) std::byte block[store::kHeaderBytes]{};
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // gone meanwhile
+    const ssize_t n = ::pread(fd, block, sizeof block, 0);
+    ::close(fd);
+    if (n != static_cast<ssize_t>(sizeof block)) continue;
+    const store::DecodedSegmentHeader h = store::decode_segment_header(block);
+    if (h.defect == store::HeaderDefect::kNone && h.header.segment_id == id) {
+      return RecordedSizes{h.header.segment_bytes, h.header.capacity_bytes};
+    }
+  }
+  return RecordedSizes{};
 }
 
 }  // namespace tempokv
