@@ -75,9 +75,26 @@ TEST_F(StoreCliTest, WriterWithSmallerCapacityIsRefusedUnlessReclaimIsGiven) {
   EXPECT_NE(refused.output.find(std::to_string(2 * kMiB)), std::string::npos) << refused.output;
   EXPECT_EQ(segment_file_count(dir_.path()), 6u);
   CliRun reclaimed = tempokv(put + " --capacity 2MiB --reclaim");
-  // The empty payload is refused after the open: the open itself reclaimed.
+  // The empty payload is refused after the open: the open itself reclaimed, and said so.
   EXPECT_NE(reclaimed.output.find("empty payload"), std::string::npos) << reclaimed.output;
+  EXPECT_NE(reclaimed.output.find("reclaimed 4 oldest segment(s)"), std::string::npos)
+      << reclaimed.output;
   EXPECT_EQ(segment_file_count(dir_.path()), 2u);
+}
+
+TEST_F(StoreCliTest, AWriterWithoutCapacityKeepsTheCapacityTheStoreWasMadeWith) {
+  ASSERT_TRUE(h_.close().is_ok());
+  const std::string file = dir_.path() + "/payload";
+  std::ofstream(file) << std::string(5000, 'x');
+  CliRun put = tempokv("store put --key 00000000000000000000000000000001 --segment-bytes 1MiB"
+                       " --file " + file + dir());
+  ASSERT_EQ(put.exit_code, 0) << put.output;
+  CliRun stats = tempokv("store stats" + dir());
+  ASSERT_EQ(stats.exit_code, 0) << stats.output;
+  // small_options() made it with 64 MiB: not the CLI's 64 GiB for a new store.
+  const std::string made = std::to_string(64 * kMiB);
+  EXPECT_NE(stats.output.find("capacity_bytes       " + made), std::string::npos) << stats.output;
+  EXPECT_NE(stats.output.find("recorded_capacity    " + made), std::string::npos) << stats.output;
 }
 
 TEST_F(StoreCliTest, InspectingAStoreALiveWriterHoldsIsRefusedByName) {
@@ -182,6 +199,25 @@ TEST(BenchCli, StoreBenchNoVerifySkipsOnlyThePayloadChecksum) {
   CliRun checked = tempokv(args + dir.path() + "/c.json");
   EXPECT_EQ(checked.exit_code, 1) << checked.output;
   EXPECT_NE(checked.output.find("checksum mismatch"), std::string::npos) << checked.output;
+}
+
+TEST(BenchCli, StoreBenchRefusesACapacityThatCannotHoldItsObjects) {
+  TempDir dir;
+  if (!dir.supports_direct()) GTEST_SKIP() << "O_DIRECT is refused in " << dir.path();
+  CliRun r = tempokv("store bench --dir " + dir.path() + "/s --segment-bytes 2MiB --capacity 4MiB "
+                     "--objects 8 --object-bytes 1MiB");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot hold --objects 8"), std::string::npos) << r.output;
+}
+
+TEST(BenchCli, RestoreBenchReuseOfAMissingDirectoryCreatesNothing) {
+  TempDir dir;
+  const std::string missing = dir.path() + "/never-written";
+  CliRun r = tempokv("restore-bench --reuse --paths posix --sessions 1 --session-bytes 8MiB --dir " +
+                     missing);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("does not exist"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(missing)) << "--reuse created the directory it reads";
 }
 
 TEST(BenchCli, StoreBenchComparesEachRoundWithFiosBestBesideIt) {

@@ -177,6 +177,10 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
   namespace fs = std::filesystem;
   std::error_code ec;
   bool created_dir = !fs::exists(config.dir, ec);
+  if (created_dir && config.reuse) {  // --reuse reads an earlier run's store: it creates nothing
+    return Status::not_found("--reuse: " + config.dir +
+                             " does not exist; run without --reuse first to write the sessions");
+  }
   fs::create_directories(config.dir, ec);
   if (ec) return Status::io_error("cannot create " + config.dir + ": " + ec.message());
 

@@ -123,6 +123,21 @@ int run_bench(const BenchConfig& cfg) {
         "--objects, --object-bytes, --queue-depth and --rounds must be > 0"));
   }
   const uint64_t bytes = *size;
+  // Every object stays in the store through the reads: refuse a capacity that would reclaim some
+  // while they are written (a record is its payload in whole blocks and a header block; a segment
+  // also keeps a header and room for its seal).
+  Result<StoreOptions> resolved = cfg.store.store_options(bytes);
+  if (!resolved.is_ok()) return fail(resolved.status());
+  const std::string capacity = std::to_string(resolved->capacity_bytes);
+  {
+    const uint64_t need = cfg.objects * (round_up(bytes, kBlockBytes) + kBlockBytes);
+    if (need > resolved->capacity_bytes) {
+      return fail(Status::invalid_argument(
+          "--capacity " + capacity + " cannot hold --objects " +
+          std::to_string(cfg.objects) + " of --object-bytes " + std::to_string(bytes) + " (" +
+          std::to_string(need) + " bytes with their headers): raise --capacity or lower --objects"));
+    }
+  }
   StoreSession s;
   if (Status st = s.open(cfg.store, cfg.queue_depth, bytes); !st.is_ok()) return fail(st);
   const uint64_t read_bytes = round_up(bytes, kBlockBytes);
@@ -161,8 +176,15 @@ int run_bench(const BenchConfig& cfg) {
   std::vector<ObjectInfo> infos;
   std::set<uint32_t> segments;
   for (uint64_t i = 0; i < cfg.objects; ++i) {
-    infos.push_back(*s.store().lookup(bench_key(i)));
-    segments.insert(infos.back().segment);
+    std::optional<ObjectInfo> info = s.store().lookup(bench_key(i));
+    if (!info) {  // reclaimed while the others were written: --capacity too small after all
+      return fail(Status::failed_precondition(
+          "object " + std::to_string(i) + " was reclaimed while the bench wrote the others: " +
+          "--capacity " + capacity + " is too small for --objects " +
+          std::to_string(cfg.objects)));
+    }
+    infos.push_back(*info);
+    segments.insert(info->segment);
   }
 
   // 3 and 4, `rounds` times: read back at the queue depth and verify; beside it (before it in

@@ -3,6 +3,7 @@
 // asynchronous calls. One per command; not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -20,8 +21,13 @@ namespace tempokv::cli {
 struct StoreCliOptions {
   std::string dir;
   std::string engine = "uring";
-  std::string segment_bytes = "1GiB";
-  std::string capacity = "64GiB";
+  // Empty: the size of the store's newest segment, or kDefaultSegmentBytes for a new store.
+  std::string segment_bytes;
+  static constexpr const char* kDefaultSegmentBytes = "1GiB";
+  // Empty: the capacity recorded in the store's newest segment (a daemon's store keeps the
+  // daemon's), or kDefaultCapacity for a new store.
+  std::string capacity;
+  static constexpr const char* kDefaultCapacity = "64GiB";
   bool reclaim = false;    // --reclaim: a store above --capacity loses its oldest segments
   bool read_only = false;  // inspection: shared lock, no writes, no reclamation
   bool verify_reads = true;  // store bench --no-verify only
@@ -33,20 +39,32 @@ struct StoreCliOptions {
     cmd->add_option("--dir", dir, "Store directory")->required();
     cmd->add_option("--engine", engine, "SSD engine: uring or threadpool")->capture_default_str();
     if (!writer) return;
-    cmd->add_option("--segment-bytes", segment_bytes, "Segment file size (e.g. 1GiB)")
-        ->capture_default_str();
+    cmd->add_option("--segment-bytes", segment_bytes,
+                    "Segment file size (e.g. 1GiB). Default: the store's newest segment's (1GiB "
+                    "for a new store)");
     cmd->add_option("--capacity", capacity,
                     "Bound on all segment files (e.g. 64GiB); a store already larger is refused "
-                    "unless --reclaim")
-        ->capture_default_str();
+                    "unless --reclaim. Default: the capacity the store was made with (64GiB for "
+                    "a new store)");
     cmd->add_flag("--reclaim", reclaim,
                   "Delete the oldest segments of a store found above --capacity");
   }
   Result<StoreOptions> store_options(uint64_t max_object_bytes = 1ULL << 30) const {
     StoreOptions o;
     o.dir = dir;
-    TEMPOKV_ASSIGN_OR_RETURN(o.segment_bytes, parse_bytes(segment_bytes));
-    TEMPOKV_ASSIGN_OR_RETURN(o.capacity_bytes, parse_bytes(capacity));
+    TEMPOKV_ASSIGN_OR_RETURN(RecordedSizes recorded, recorded_store_sizes(dir));
+    TEMPOKV_ASSIGN_OR_RETURN(
+        o.segment_bytes,
+        segment_bytes.empty() && recorded.segment_bytes != 0
+            ? Result<uint64_t>(recorded.segment_bytes)
+            : parse_bytes(segment_bytes.empty() ? kDefaultSegmentBytes : segment_bytes));
+    TEMPOKV_ASSIGN_OR_RETURN(
+        o.capacity_bytes,
+        capacity.empty() && recorded.capacity_bytes != 0
+            ? Result<uint64_t>(recorded.capacity_bytes)
+            : parse_bytes(capacity.empty() ? kDefaultCapacity : capacity));
+    // Inspection never writes or reclaims: only the sizes' validity matters there.
+    if (read_only) o.capacity_bytes = std::max(o.capacity_bytes, o.segment_bytes);
     if (o.segment_bytes < 4 * kBlockBytes) {
       return Status::invalid_argument("--segment-bytes " + segment_bytes + " is below 16 KiB");
     }
@@ -82,10 +100,11 @@ class StoreSession {
     TEMPOKV_ASSIGN_OR_RETURN(store_, Store::open(ex_, *engine_, o));
     const StoreStats t = store_->stats();
     if (t.reclaimed_at_open_segments > 0) {  // --reclaim deleted data: say what
-      std::fprintf(stderr, "reclaimed %llu oldest segment(s) holding %llu object(s) to fit %s\n",
+      std::fprintf(stderr,
+                   "reclaimed %llu oldest segment(s) holding %llu object(s) to fit %llu bytes\n",
                    static_cast<unsigned long long>(t.reclaimed_at_open_segments),
                    static_cast<unsigned long long>(t.reclaimed_at_open_objects),
-                   cli.capacity.c_str());
+                   static_cast<unsigned long long>(o.capacity_bytes));
     }
     return Status::ok();
   }
