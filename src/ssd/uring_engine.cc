@@ -174,11 +174,11 @@ void UringEngine::submit(IoOp op, FileId file, uint64_t offset, std::byte* buf, 
   int buf_index = op == IoOp::kSync ? -1 : buffers_.find(buf, len);
   auto* req =
       new Request{op, file, entry, offset, buf, len, buf_index, std::move(cb), std::move(hook)};
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   ++outstanding_;
   ++stats_.in_flight;
   overflow_.push_back(req);
-  flush_locked();
+  flush_locked(lock);
 }
 
 void UringEngine::fail_early(IoOp op, Status status, IoCallback cb) {
@@ -192,7 +192,7 @@ void UringEngine::fail_early(IoOp op, Status status, IoCallback cb) {
   executor_.post([cb = std::move(cb), status = std::move(status)] { cb(status); });
 }
 
-void UringEngine::flush_locked() {
+void UringEngine::flush_locked(std::unique_lock<std::mutex>& lock) {
   // Keeping at most cq_entries_ in the kernel means the CQ can never overflow.
   while (!overflow_.empty() && in_kernel_ < cq_entries_) {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
@@ -213,7 +213,9 @@ void UringEngine::flush_locked() {
       return;
     }
     if ((rc == -EAGAIN || rc == -EBUSY) && attempt < 10000) {
+      lock.unlock();  // the completion thread may be reaping what makes room
       std::this_thread::sleep_for(std::chrono::microseconds(50));
+      lock.lock();
       continue;
     }
     notice_once(g_submit_notice, std::string("io_uring_submit: ") + std::strerror(-rc));
@@ -224,6 +226,11 @@ void UringEngine::flush_locked() {
 void UringEngine::set_submit_for_testing(std::function<int(io_uring*)> submit) {
   std::lock_guard<std::mutex> lock(mu_);
   submit_fn_ = std::move(submit);
+}
+
+void UringEngine::disable_ext_arg_for_testing() {
+  std::lock_guard<std::mutex> lock(mu_);
+  wait_timeout_ok_ = false;
 }
 
 void UringEngine::prep(io_uring_sqe* sqe, Request* req) {
@@ -262,8 +269,8 @@ void UringEngine::completion_loop() {
     if (wait_timeout_ok_) {
       bool retry_submit;
       {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (submit_pending_) flush_locked();
+        std::unique_lock<std::mutex> lock(mu_);
+        if (submit_pending_) flush_locked(lock);
         retry_submit = submit_pending_;
       }
       // A refused submit is retried every 50 us. Otherwise the wait is bounded too (100 ms), in
@@ -286,7 +293,7 @@ void UringEngine::completion_loop() {
     {
       // Taking the lock before touching a request also gives TSan the happens-before edge from
       // the submitter, which it cannot see through the kernel's rings.
-      std::lock_guard<std::mutex> lock(mu_);
+      std::unique_lock<std::mutex> lock(mu_);
       unsigned head = 0, seen = 0, reaped = 0;
       io_uring_for_each_cqe(&ring_, head, cqe) {
         ++seen;
@@ -301,7 +308,7 @@ void UringEngine::completion_loop() {
       io_uring_cq_advance(&ring_, seen);
       in_kernel_ -= reaped;
       for (Request* req : retry) overflow_.push_back(req);
-      flush_locked();
+      flush_locked(lock);
     }
     retry.clear();
     for (Request* req : done) finish(req);

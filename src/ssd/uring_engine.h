@@ -66,6 +66,9 @@ class UringEngine final : public SsdEngine {
   bool buffers_registered() const { return buffers_.enabled(); }
   // Replaces io_uring_submit (tests: a kernel that answers EAGAIN for a while).
   void set_submit_for_testing(std::function<int(io_uring*)> submit);
+  // Behaves as on a kernel without IORING_FEAT_EXT_ARG (tests): a refused submit is retried by
+  // the submitting thread, which waits between tries without holding the engine's lock.
+  void disable_ext_arg_for_testing();
 
  private:
   struct Request;
@@ -74,10 +77,12 @@ class UringEngine final : public SsdEngine {
   void submit(IoOp op, FileId file, uint64_t offset, std::byte* buf, size_t len, IoCallback cb,
               IoThreadHook hook);
   void fail_early(IoOp op, Status status, IoCallback cb);
-  // Moves overflow_ into the SQ and submits, never sleeping: when the kernel answers EAGAIN or
-  // EBUSY the SQEs stay in the ring, submit_pending_ is set, and the completion thread retries
-  // after a short wait (off the caller's thread, which is usually the control loop).
-  void flush_locked();
+  // Moves overflow_ into the SQ and submits (`lock` holds mu_). When the kernel answers EAGAIN or
+  // EBUSY the SQEs stay in the ring: with EXT_ARG, submit_pending_ is set and the completion
+  // thread retries after a short wait (off the caller's thread, which is usually the control
+  // loop); without it the caller retries, waiting 50 us between tries with `lock` released, so
+  // that the completion thread and other submitters are never held up by the wait.
+  void flush_locked(std::unique_lock<std::mutex>& lock);
   void prep(io_uring_sqe* sqe, Request* req);
   void completion_loop();
   // Decides what a CQE means for its request: done (appended to `done`) or to be resubmitted.
@@ -104,7 +109,7 @@ class UringEngine final : public SsdEngine {
   unsigned in_kernel_ = 0;         // in the SQ or the kernel, CQE not yet reaped
   uint64_t outstanding_ = 0;       // submitted and callback not yet posted
   bool submit_pending_ = false;    // the kernel refused a submit for now: the completer retries
-  bool wait_timeout_ok_ = false;   // IORING_FEAT_EXT_ARG: the completer may wait with a timeout
+  std::atomic<bool> wait_timeout_ok_{false};  // IORING_FEAT_EXT_ARG: the completer may wait with a timeout
   std::function<int(io_uring*)> submit_fn_;  // io_uring_submit unless a test replaced it
   SsdEngineStats stats_;
   std::thread completer_;

@@ -186,6 +186,43 @@ TEST_F(UringEngineTest, RefusedSubmitIsRetriedOffTheCallersThread) {
       << "the caller's thread retried a refused submit";
 }
 
+TEST_F(UringEngineTest, WithoutExtArgARefusedSubmitWaitsWithoutHoldingTheEngine) {
+  // On a kernel without IORING_FEAT_EXT_ARG the submitting thread retries a refused submit
+  // itself. Between tries it must let go of the engine's lock: the kernel here refuses until
+  // another thread has been able to take it (stats()), and gives up after 10,000 tries (the
+  // engine's own bound) if it never could.
+  engine_->disable_ext_arg_for_testing();
+  std::atomic<int> tries{0};
+  std::atomic<uint64_t> took_lock{0};  // stats() calls begun after the first refusal
+  std::atomic<bool> stop{false};
+  std::thread other([&] {
+    while (!stop.load()) {
+      const bool after_refusal = tries.load() >= 1;
+      (void)engine_->stats();  // takes the engine's lock
+      if (after_refusal) ++took_lock;
+    }
+  });
+  bool other_got_in = false;
+  engine_->set_submit_for_testing([&](io_uring* ring) {  // called with the engine's lock held
+    ++tries;
+    if (took_lock.load() == 0 && tries.load() < 9000) return -EAGAIN;
+    other_got_in = took_lock.load() > 0;
+    return io_uring_submit(ring);
+  });
+  auto buf = AlignedBuffer::allocate(64 * kKiB);
+  ASSERT_TRUE(buf.is_ok());
+  fill_pattern(buf->data(), 0, 64 * kKiB);
+  std::optional<Result<size_t>> got;
+  engine_->write(file_id_, 0, buf->data(), 64 * kKiB, [&](Result<size_t> r) { got = r; });
+  ASSERT_TRUE(run_until(ex_, [&] { return got.has_value(); }));
+  stop = true;
+  other.join();
+  ASSERT_TRUE(got->is_ok()) << got->status().to_string();
+  EXPECT_TRUE(other_got_in) << "the engine held its lock through " << tries.load()
+                            << " refused submits and their waits";
+  EXPECT_GE(tries.load(), 2);
+}
+
 TEST_F(UringEngineTest, ReadWhoseHookIsSlowDoesNotHoldUpTheOthers) {
   // The first read's hook (a checksum of a large object, say) is held; the reads behind it are
   // reaped, hooked and answered meanwhile.
