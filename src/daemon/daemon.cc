@@ -12,8 +12,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "daemon/accept_guard.h"
 #include "daemon/data_dir.h"
 #include "daemon/service_metrics.h"
+#include "daemon/transport_metrics.h"
 #include "daemon/shared_file.h"
 
 namespace tempokv::service {
@@ -110,9 +112,37 @@ Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profi
   return o;
 }
 
+uint64_t own_descriptors(const DaemonConfig& c) {
+  // Every segment of a full store open at once (and one being rolled), the /metrics server's
+  // connections, and a fixed part: the executor's and ZeroMQ's epoll, event and timer
+  // descriptors, the SSD engine's, the lock, the standard streams, the shared files while they
+  // are mapped.
+  const uint64_t segments = c.store.capacity_bytes / c.store.segment_bytes + 2;
+  const uint64_t metrics = c.server.metrics_address.empty() ? 0 : MetricsHttpOptions{}.max_connections;
+  return 64 + segments + metrics + AcceptGuard::kHeadroom;
+}
+
+Result<uint64_t> connection_budget(const DaemonConfig& c, uint64_t fd_limit) {
+  const uint64_t own = own_descriptors(c);
+  const uint64_t budget = fd_limit > own ? fd_limit - own : 0;
+  if (c.server.max_sessions > budget) {
+    return Status::failed_precondition(
+        "server.max_sessions (" + std::to_string(c.server.max_sessions) + ") needs as many " +
+        "connections, but the open-files limit (RLIMIT_NOFILE " + std::to_string(fd_limit) +
+        ", raised to its hard limit) leaves " + std::to_string(budget) + " after the " +
+        std::to_string(own) + " descriptors the daemon keeps for itself (store segments, " +
+        "/metrics): raise the limit (ulimit -n, systemd LimitNOFILE=) or lower " +
+        "server.max_sessions");
+  }
+  return budget;
+}
+
 Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const DaemonConfig& config,
                                               const std::string& profiles_dir) {
   TEMPOKV_ASSIGN_OR_RETURN(CoreOptions options, core_options(config, profiles_dir));
+  // Descriptors first: every connection takes one, and libzmq aborts when they run out.
+  TEMPOKV_ASSIGN_OR_RETURN(const uint64_t fd_limit, raise_open_files_limit());
+  TEMPOKV_ASSIGN_OR_RETURN(const uint64_t connections, connection_budget(config, fd_limit));
   TEMPOKV_RETURN_IF_ERROR(prepare_data_dir(config.data_dir, options.shared_group));
   TEMPOKV_ASSIGN_OR_RETURN(const int lock_fd, lock_data_dir(config.data_dir));
   std::unique_ptr<Daemon> d(new Daemon());
@@ -134,6 +164,9 @@ Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const Daem
   so.heartbeat_timeout = options.heartbeat_timeout;
   so.max_sessions = config.server.max_sessions;
   so.max_queued_messages = config.server.max_queued_messages;
+  so.hello_timeout = std::chrono::milliseconds(config.server.hello_timeout_ms);
+  so.fd_limit = fd_limit;
+  so.max_connections = connections;
   // The core first (the store's scan and the tier's population take a while): the endpoint
   // appears only when the daemon can answer, so a client's hello never waits on the start.
   Daemon* self = d.get();
@@ -157,42 +190,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const Daem
     return Status::from_errno(errno, "chmod 0600 " + socket_path);
   }
   Server* server = d->server_.get();
-  d->core_->set_transport_metrics([server](std::vector<Metric>& m) {
-    const ServerStats s = server->stats();
-    m.push_back({"messages_total", "Messages received", MetricType::kCounter, {},
-                 double(s.messages)});
-    m.push_back({"bad_messages_total", "Messages refused (undecodable or out of order)",
-                 MetricType::kCounter, {}, double(s.bad_messages)});
-    m.push_back({"sessions_timed_out_total", "Sessions ended for silence", MetricType::kCounter,
-                 {}, double(s.sessions_timed_out)});
-    m.push_back({"sessions_disconnected_total", "Sessions ended by a disconnect",
-                 MetricType::kCounter, {}, double(s.sessions_disconnected)});
-    m.push_back({"sessions_refused_total", "Sessions refused over max_sessions",
-                 MetricType::kCounter, {}, double(s.sessions_refused)});
-    m.push_back({"hellos_refused_total",
-                 "Hellos refused (no common version, a wrong token, a full runtime); none holds "
-                 "a session", MetricType::kCounter, {}, double(s.hellos_refused)});
-    m.push_back({"messages_dropped_total",
-                 "Messages refused unread because their session's queue was full",
-                 MetricType::kCounter, {}, double(s.dropped_messages)});
-    m.push_back({"messages_discarded_total",
-                 "Messages of closed or timed-out sessions discarded without being decoded",
-                 MetricType::kCounter, {}, double(s.discarded_messages)});
-    m.push_back({"queued_messages", "Messages read and waiting to be served", MetricType::kGauge,
-                 {}, double(s.queued_messages)});
-    m.push_back({"queued_bytes", "Bytes of the messages waiting to be served",
-                 MetricType::kGauge, {}, double(s.queued_bytes)});
-    // A summary: quantiles over the recent replies, sum and count over all of them.
-    const char* help = "Request receipt to reply (quantiles over recent replies)";
-    for (double q : {0.5, 0.99, 0.999}) {
-      m.push_back({"reply_latency_seconds", help, MetricType::kSummary,
-                   {{"quantile", format_metric_value(q)}}, server->latency_quantile(q)});
-    }
-    m.push_back({"reply_latency_seconds_sum", help, MetricType::kSummary, {},
-                 server->latency_sum_seconds()});
-    m.push_back({"reply_latency_seconds_count", help, MetricType::kSummary, {},
-                 double(server->latency_count())});
-  });
+  d->core_->set_transport_metrics(
+      [server](std::vector<Metric>& m) { add_transport_metrics(*server, m); });
   if (!config.server.metrics_address.empty()) {
     ServiceCore* core = d->core_.get();
     TEMPOKV_ASSIGN_OR_RETURN(d->metrics_,

@@ -28,6 +28,11 @@ Result<std::map<std::string, std::string>> read_tokens_file(const std::string& p
 Result<CoreOptions> core_options(const DaemonConfig& config, const std::string& profiles_dir,
                                  uint64_t instance = 0);
 
+// How many connections tempokvd's listener may hold under an open-files limit: the limit less the
+// descriptors the daemon keeps for itself (a full store's segments, /metrics, a fixed part).
+// FailedPrecondition naming server.max_sessions when fewer than it.
+Result<uint64_t> connection_budget(const DaemonConfig& config, uint64_t fd_limit);
+
 class Daemon {
  public:
   static Result<std::unique_ptr<Daemon>> start(RealExecutor& executor, const DaemonConfig& config,

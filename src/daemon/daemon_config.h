@@ -24,6 +24,7 @@ struct DaemonConfig {
     bool allow_remote = false;  // accept a tcp:// endpoint on a non-loopback host
     std::string metrics_address = "127.0.0.1:9464";  // Prometheus host:port; "" off; port 0 = any
     uint64_t heartbeat_timeout_ms = 10000;           // a session silent this long is ended
+    uint64_t hello_timeout_ms = 10000;  // a connection without a session this long is closed
     uint32_t max_sessions = 1024;                    // client sessions open at once
     uint32_t max_sessions_per_runtime = 64;          // sessions joined to one runtime at once
     std::string group;        // group of the socket and shared files (0660); "" = the daemon's

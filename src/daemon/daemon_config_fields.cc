@@ -33,6 +33,9 @@ const Field kFields[] = {
     {"server", "heartbeat_timeout_ms", FieldType::kInteger,
      TEMPOKV_FIELD_REF(server.heartbeat_timeout_ms),
      "A session that sends nothing for this long is ended and its claims released."},
+    {"server", "hello_timeout_ms", FieldType::kInteger, TEMPOKV_FIELD_REF(server.hello_timeout_ms),
+     "A connection that holds no session this long (it never said hello, its hello was refused, "
+     "its session ended) is closed, so idle connections cannot keep others out."},
     {"server", "max_sessions", FieldType::kInteger, TEMPOKV_FIELD_REF(server.max_sessions),
      "Client sessions open at once; a hello beyond it is refused."},
     {"server", "max_sessions_per_runtime", FieldType::kInteger,

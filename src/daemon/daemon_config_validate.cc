@@ -102,6 +102,8 @@ Status validate_server(const DaemonConfig& c) {
   }
   TEMPOKV_RETURN_IF_ERROR(
       in_range("server.heartbeat_timeout_ms", c.server.heartbeat_timeout_ms, 1, 86'400'000));
+  TEMPOKV_RETURN_IF_ERROR(
+      in_range("server.hello_timeout_ms", c.server.hello_timeout_ms, 1, 86'400'000));
   TEMPOKV_RETURN_IF_ERROR(in_range("server.max_sessions", c.server.max_sessions, 1, 1'000'000));
   TEMPOKV_RETURN_IF_ERROR(in_range("server.max_sessions_per_runtime",
                                    c.server.max_sessions_per_runtime, 1, 1'000'000));

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
+#include "daemon/accept_guard.h"
 #include "daemon/service_core.h"
 
 namespace tempokv::service {
@@ -65,6 +67,12 @@ Result<std::unique_ptr<Server>> Server::start(RealExecutor& executor, const Serv
   if (!s->monitor_ || zmq_connect(s->monitor_, monitor_endpoint.c_str()) != 0) {
     return zmq_error("connect monitor");
   }
+  if (options.max_connections > 0) {
+    // Before the bind: the first connection is already accepted under the guard.
+    TEMPOKV_RETURN_IF_ERROR(
+        AcceptGuard::arm(options.endpoint, options.max_connections, options.fd_limit));
+    s->guarded_ = true;
+  }
   if (zmq_bind(s->router_, options.endpoint.c_str()) != 0) {
     return zmq_error("bind " + options.endpoint);
   }
@@ -94,6 +102,7 @@ Server::~Server() {
   }
   if (monitor_) zmq_close(monitor_);
   if (context_) zmq_ctx_term(context_);
+  if (guarded_) AcceptGuard::disarm();
 }
 
 void Server::attach(ServiceCore& core) {
@@ -376,11 +385,38 @@ void Server::send_raw(const std::string& identity, const std::vector<std::byte>&
 
 double Server::latency_quantile(double q) const { return latency_.quantile(q); }
 
+ServerStats Server::stats() const {
+  ServerStats s = stats_;
+  if (guarded_) {
+    const AcceptGuard::Stats g = AcceptGuard::stats();
+    s.connections = g.connections;
+    s.connections_refused = g.refused;
+  }
+  return s;
+}
+
+void Server::close_idle_connections() {
+  if (!guarded_ || !reading_) return;
+  std::vector<AcceptGuard::Connection> idle = AcceptGuard::idle_connections(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.hello_timeout));
+  if (idle.empty()) return;
+  // A connection with a session, or with messages waiting (a hello not served yet), is busy.
+  std::unordered_set<int> busy;
+  for (const auto& [identity, peer] : by_identity_) busy.insert(peer.fd);
+  for (const auto& [identity, inbox] : inboxes_) busy.insert(inbox.fd);
+  for (const AcceptGuard::Connection& c : idle) {
+    if (busy.count(c.fd)) continue;
+    if (AcceptGuard::shut(c)) ++stats_.connections_idle_closed;
+  }
+}
+
 void Server::end_peer(const std::string& identity) {
   discard_inbox(identity);
   auto it = by_identity_.find(identity);
   if (it == by_identity_.end()) return;
   const uint64_t session = it->second.session;
+  // The connection holds no session from now: it may open another within hello_timeout.
+  if (guarded_ && it->second.fd >= 0) AcceptGuard::touch(it->second.fd);
   by_identity_.erase(it);
   by_session_.erase(session);
   core_->close_session(session);
@@ -403,6 +439,7 @@ void Server::sweep() {
     ++stats_.sessions_timed_out;
     end_peer(identity);
   }
+  close_idle_connections();
   const Duration period = std::max<Duration>(options_.heartbeat_timeout / 8,
                                              std::chrono::milliseconds(5));
   std::weak_ptr<int> alive = alive_;

@@ -19,6 +19,12 @@
 // ZeroMQ itself drops a connection that sends a message over 2 * kMaxMessageBytes (the decoder
 // answers one between kMaxMessageBytes and that with InvalidArgument).
 //
+// Connections: with max_connections the listener is guarded (accept_guard.h): a connection
+// beyond it is refused at accept, so descriptors never run out (libzmq aborts the process when
+// they do), and a connection that holds no session for hello_timeout (it never said hello, its
+// hello was refused, or its session ended) is shut down, so idle connections cannot keep others
+// out. A connection is identified by the descriptor its messages arrive on (ZMQ_SRCFD).
+//
 // Ownership: owns the ZeroMQ context and sockets; borrows the executor and the core (set with
 // attach()), which must outlive it. Threading: the executor's thread only.
 #pragma once
@@ -43,6 +49,11 @@ struct ServerOptions {
   Duration heartbeat_timeout = std::chrono::seconds(10);
   uint32_t max_sessions = 1024;
   uint32_t max_queued_messages = 1000;  // per peer (server.max_queued_messages)
+  // Connections the listener keeps at once (AcceptGuard; 0: unguarded), with descriptors below
+  // fd_limit; a connection that holds no session for hello_timeout is shut down.
+  uint64_t max_connections = 0;
+  uint64_t fd_limit = 0;
+  Duration hello_timeout = std::chrono::seconds(10);
 };
 
 struct ServerStats {
@@ -57,6 +68,9 @@ struct ServerStats {
   uint64_t discarded_messages = 0;  // a gone peer's backlog, never decoded
   uint64_t queued_messages = 0;     // waiting in inboxes now
   uint64_t queued_bytes = 0;
+  uint64_t connections = 0;          // held now (0 when unguarded)
+  uint64_t connections_refused = 0;  // closed at accept: over max_connections or descriptors
+  uint64_t connections_idle_closed = 0;  // shut down after hello_timeout without a session
 };
 
 class Server {
@@ -76,7 +90,7 @@ class Server {
 
   // The endpoint bound (a tcp port 0 resolved).
   const std::string& endpoint() const { return endpoint_; }
-  ServerStats stats() const { return stats_; }
+  ServerStats stats() const;
   size_t sessions() const { return by_identity_.size(); }
   // The q-quantile (0..1) of the reply latency (receipt of a request to its reply leaving), in
   // seconds, over the last 64-128k immediate replies, within 1% (LatencySketch); 0 before any.
@@ -131,6 +145,8 @@ class Server {
   void send_raw(const std::string& identity, const std::vector<std::byte>& message);
   void end_peer(const std::string& identity);
   void sweep();
+  // Shuts down connections without a session for hello_timeout (guarded listeners only).
+  void close_idle_connections();
 
   RealExecutor& executor_;
   ServerOptions options_;
@@ -142,6 +158,7 @@ class Server {
   int monitor_fd_ = -1;
   std::string endpoint_;
   bool reading_ = true;
+  bool guarded_ = false;  // this server armed the AcceptGuard
   bool drain_posted_ = false;
   uint64_t next_session_ = 1;
   std::unordered_map<std::string, Peer> by_identity_;

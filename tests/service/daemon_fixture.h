@@ -35,12 +35,15 @@ class DaemonTest : public ::testing::Test {
   virtual std::vector<std::string> extra_args() const { return {}; }
   // Where the daemon of a test serves /metrics and /claims (HOST:PORT; "" for nowhere).
   virtual std::string metrics_address() const { return ""; }
+  // The daemon's open-files limit, soft and hard (0: the test's).
+  virtual uint64_t max_open_files() const { return 0; }
   void SetUp() override {
     dir_ = ::testing::TempDir() + "tkvd-" + std::to_string(getpid()) + "-" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::remove_all(dir_);
     daemon_ = std::make_unique<DaemonProcess>(dir_, extra_args());
     daemon_->serve_metrics(metrics_address());
+    daemon_->limit_open_files(max_open_files());
     ASSERT_TRUE(daemon_->start()) << "tempokvd did not start";
   }
   void TearDown() override {
