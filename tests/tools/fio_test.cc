@@ -2,6 +2,11 @@
 #include "tempokv/fio.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 
 namespace tempokv::cli {
 namespace {
@@ -45,6 +50,57 @@ TEST(FioJobForExtents, ShortFinalChunkGetsARangeOfItsOwnSizeAtTheSameDepth) {
   EXPECT_EQ(job->ranges[1].size_bytes, 12288u);
   EXPECT_EQ(job->ranges[1].block_bytes, 12288u);
   EXPECT_EQ(fio_job_for_extents({}, 4096, 1).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(FioJobForExtents, ChunksLargerThanTheRequestAreOneStridedStreamAtTheDepth) {
+  // Three records of 4 MiB read in 1 MiB requests (a chunk larger than --max-request, or gds's
+  // 16 MiB reads of 96 MiB chunks): the pieces of a record are back to back. They were one fio
+  // job each, run one after another: depth 1 whatever the depth asked. Now one stream skipping
+  // the headers, at depth 8.
+  const uint64_t mib = 1 << 20, record = 4 * mib + 4096;
+  std::vector<FioReadExtent> reads;
+  for (uint64_t r = 0; r < 3; ++r) {
+    for (uint64_t p = 0; p < 4; ++p) reads.push_back({"a", 4096 + r * record + p * mib, mib});
+  }
+  auto job = fio_job_for_extents(reads, 4096, 8);
+  ASSERT_TRUE(job.is_ok()) << job.status().to_string();
+  EXPECT_EQ(job->iodepth, 8u);
+  EXPECT_EQ(job->block_bytes, mib);
+  ASSERT_EQ(job->ranges.size(), 1u);
+  EXPECT_EQ(job->ranges[0].offset_bytes, 4096u);
+  EXPECT_EQ(job->ranges[0].zone_bytes, 4 * mib);
+  EXPECT_EQ(job->ranges[0].zone_skip_bytes, 4096u);
+  EXPECT_EQ(job->ranges[0].io_bytes, 12 * mib);
+  EXPECT_EQ(job->ranges[0].size_bytes, 3 * record - 4096);
+}
+
+TEST(FioJobForExtents, FioReadsExactlyTheStridedPiecesAtTheDepth) {
+  if (std::system("fio --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "fio is not installed";
+  const uint64_t mib = 1 << 20, record = 2 * mib + 4096;
+  const std::string file = ::testing::TempDir() + "tkv-fio-strided-" + std::to_string(getpid());
+  {
+    std::ofstream out(file, std::ios::binary);
+    std::string block(record, 'x');
+    for (int i = 0; i < 4; ++i) out << block;
+  }
+  std::vector<FioReadExtent> reads;
+  for (uint64_t r = 0; r < 4; ++r) {
+    for (uint64_t p = 0; p < 4; ++p) {
+      reads.push_back({file, 4096 + r * record + p * (mib / 2), mib / 2});
+    }
+  }
+  auto job = fio_job_for_extents(reads, 4096, 8);
+  ASSERT_TRUE(job.is_ok()) << job.status().to_string();
+  job->huge_pages = false;
+  auto r = run_fio(*job);
+  std::remove(file.c_str());
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->read_bytes, 8 * mib) << r->command;
+  EXPECT_EQ(r->read_ios, 16u) << r->command;
+  EXPECT_NE(r->command.find("--iodepth=8"), std::string::npos) << r->command;
+  EXPECT_NE(r->command.find("--zonemode=strided"), std::string::npos) << r->command;
+  EXPECT_EQ(r->command.find("--name=", r->command.find("--name=") + 1), std::string::npos)
+      << "more than one job: " << r->command;
 }
 
 constexpr const char* kTwoJobs = R"(fio-3.33 note

@@ -45,6 +45,13 @@ std::vector<std::string> fio_args(const FioJob& job, const std::string& output) 
     a.push_back("--offset=" + std::to_string(r.offset_bytes));
     a.push_back("--size=" + std::to_string(r.size_bytes));
     if (r.block_bytes != 0) a.push_back("--bs=" + std::to_string(r.block_bytes));
+    if (r.zone_bytes != 0) {
+      a.push_back("--rw=read");  // the gaps are the zones' skips, not read:<gap>
+      a.push_back("--zonemode=strided");
+      a.push_back("--zonesize=" + std::to_string(r.zone_bytes));
+      a.push_back("--zoneskip=" + std::to_string(r.zone_skip_bytes));
+      a.push_back("--io_size=" + std::to_string(r.io_bytes));
+    }
     a.push_back("--stonewall");
   }
   if (!job.ranges.empty()) return a;
@@ -171,6 +178,32 @@ Status write_fio_read_log(const std::string& log_path, const std::vector<FioRead
   return Status::ok();
 }
 
+namespace {
+
+// Reads back to back in one file, as one record: its payload and the size of its pieces.
+struct Record {
+  std::string path;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  uint64_t piece_bytes = 0;
+  bool equal_pieces = true;  // every piece piece_bytes long
+};
+
+std::vector<Record> records_of(const std::vector<FioReadExtent>& sorted) {
+  std::vector<Record> out;
+  for (const FioReadExtent& r : sorted) {
+    if (!out.empty() && out.back().path == r.path && out.back().offset + out.back().bytes == r.offset) {
+      out.back().equal_pieces = out.back().equal_pieces && r.bytes == out.back().piece_bytes;
+      out.back().bytes += r.bytes;
+      continue;
+    }
+    out.push_back({r.path, r.offset, r.bytes, r.bytes, true});
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<FioJob> fio_job_for_extents(std::vector<FioReadExtent> reads, uint64_t gap_bytes,
                                    uint32_t depth) {
   if (reads.empty()) return Status::invalid_argument("fio: no reads to compare with");
@@ -184,15 +217,45 @@ Result<FioJob> fio_job_for_extents(std::vector<FioReadExtent> reads, uint64_t ga
   job.block_bytes = bytes;
   job.iodepth = depth;
   job.extra_args = {"--fixedbufs", "--registerfiles"};
+  const std::vector<Record> records = records_of(reads);
+  // Records of several equal pieces: one strided stream per run of equal records.
+  const bool pieces = std::any_of(records.begin(), records.end(),
+                                  [](const Record& r) { return r.bytes != r.piece_bytes; });
+  const bool strided = pieces && gap_bytes > 0 &&
+                       std::all_of(records.begin(), records.end(), [&](const Record& r) {
+                         return r.equal_pieces && r.bytes % r.piece_bytes == 0;
+                       });
+  auto add_range = [&](FioJob::Range range) -> Status {
+    if (job.ranges.size() == 256) {
+      return Status::failed_precondition("fio: the reads are scattered over more than 256 runs");
+    }
+    job.ranges.push_back(std::move(range));
+    return Status::ok();
+  };
+  if (strided) {
+    for (size_t i = 0; i < records.size(); ++i) {
+      const Record& r = records[i];
+      const Record* prev = i > 0 ? &records[i - 1] : nullptr;
+      const bool continues = prev != nullptr && prev->path == r.path && prev->bytes == r.bytes &&
+                             prev->piece_bytes == r.piece_bytes &&
+                             r.offset == prev->offset + prev->bytes + gap_bytes;
+      if (!continues) {
+        TEMPOKV_RETURN_IF_ERROR(add_range({r.path, r.offset, 0,
+                                           r.piece_bytes == bytes ? 0 : r.piece_bytes, r.bytes,
+                                           gap_bytes, 0}));
+      }
+      FioJob::Range& range = job.ranges.back();
+      range.size_bytes = r.offset + r.bytes - range.offset_bytes;
+      range.io_bytes += r.bytes;
+    }
+    return job;
+  }
   for (size_t i = 0; i < reads.size(); ++i) {
     const FioReadExtent& r = reads[i];
     bool continues = i > 0 && reads[i - 1].path == r.path && r.bytes == reads[i - 1].bytes &&
                      r.offset == reads[i - 1].offset + r.bytes + gap_bytes;
     if (!continues) {
-      if (job.ranges.size() == 256) {
-        return Status::failed_precondition("fio: the reads are scattered over more than 256 runs");
-      }
-      job.ranges.push_back({r.path, r.offset, 0, r.bytes == bytes ? 0 : r.bytes});
+      TEMPOKV_RETURN_IF_ERROR(add_range({r.path, r.offset, 0, r.bytes == bytes ? 0 : r.bytes}));
     }
     job.ranges.back().size_bytes = r.offset + r.bytes - job.ranges.back().offset_bytes;
   }

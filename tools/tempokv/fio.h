@@ -40,6 +40,12 @@ struct FioJob {
     uint64_t offset_bytes = 0;
     uint64_t size_bytes = 0;
     uint64_t block_bytes = 0;  // this job's --bs; 0: block_bytes above
+    // Records read in several requests each (a chunk larger than the request size): fio reads
+    // zone_bytes (a record's payload) and skips zone_skip_bytes (the next record's header), in
+    // one stream at the job's depth (--rw=read --zonemode=strided), io_bytes in all. 0: unused.
+    uint64_t zone_bytes = 0;
+    uint64_t zone_skip_bytes = 0;
+    uint64_t io_bytes = 0;
   };
   std::vector<Range> ranges;
 };
@@ -74,7 +80,10 @@ struct FioReadExtent {
 // lies between them (a store record's header), at `depth` with registered buffers and files as
 // the benches' own reads use. Reads are taken in file and offset order; a read of another size
 // (a session's short final chunk) starts a range with its own --bs, so mixed sizes need no
-// replay. FailedPrecondition when the reads would need more than 256 jobs.
+// replay. Reads back to back in one file (the pieces of a record read in several requests) are
+// one record: records of several equal pieces become one strided stream per run (Range::
+// zone_bytes), so fio keeps `depth` requests in flight across pieces and records alike.
+// FailedPrecondition when the reads would need more than 256 jobs.
 Result<FioJob> fio_job_for_extents(std::vector<FioReadExtent> reads, uint64_t gap_bytes,
                                    uint32_t depth);
 
