@@ -177,18 +177,45 @@ TEST(EvalScenario, SeedsFoldEachConfigurationIntoMeanAndInterval) {
   EXPECT_EQ(run_eval_seeds(o).status().code(), StatusCode::kInvalidArgument);
 }
 
+// TempoKV acts on the adapter's estimate, so a biased one must show in what the adapter projects
+// (the TTU of the first request that waits, before completions calibrate the costs) and in what
+// the controller decides (C), while every retrieval still takes the engine's own time: the
+// engine's profile is not the adapter's.
 TEST(EvalScenario, EstimatorBiasChangesTheAdaptersCostsNotTheEngines) {
   EvalOptions o = sim_options("fig4-policies");
   o.models = {"llama-3.1-8b"};
   o.ratios = {1.0};
-  o.policies = {"demand"};  // demand ignores TTU: the serving itself must not change
-  o.max_requests = 4;
+  o.policies = {"tempokv"};
+  o.max_requests = 8;
+  o.jitter_sigma = 0;  // exact step times: equal durations compare with ==
   auto base = run_eval(o);
   o.estimator_bias = 0.5;
   auto biased = run_eval(o);
   ASSERT_TRUE(base.is_ok() && biased.is_ok());
-  EXPECT_EQ(base->rows[0].p95_ttft_s, biased->rows[0].p95_ttft_s);
-  EXPECT_EQ(base->rows[0].throughput_tok_s, biased->rows[0].throughput_tok_s);
+  ASSERT_EQ(base->runs.size(), 1u);
+  ASSERT_EQ(biased->runs.size(), 1u);
+  const std::vector<RequestRecord>& a = base->runs[0].records;
+  const std::vector<RequestRecord>& b = biased->runs[0].records;
+  ASSERT_EQ(a.size(), 8u);
+  ASSERT_EQ(a.size(), b.size());
+  const RequestRecord* first_waiting = nullptr;  // base run's first request with a TTU > 0
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].id, b[i].id);
+    ASSERT_TRUE(a[i].first_ttu && b[i].first_ttu) << a[i].id;
+    if (!first_waiting && *a[i].first_ttu > Duration::zero()) {
+      first_waiting = &a[i];
+      // Costs 1.5 times the engine's, before any completion has calibrated them.
+      EXPECT_GT(*b[i].first_ttu, *a[i].first_ttu) << a[i].id;
+    }
+    ASSERT_TRUE(a[i].retrieval_start && a[i].retrieval_end && b[i].retrieval_start &&
+                b[i].retrieval_end)
+        << a[i].id;
+    EXPECT_EQ(*a[i].retrieval_end - *a[i].retrieval_start,
+              *b[i].retrieval_end - *b[i].retrieval_start)
+        << a[i].id;
+  }
+  EXPECT_NE(first_waiting, nullptr);
+  EXPECT_NE(base->rows[0].c_gib_s_per_req, biased->rows[0].c_gib_s_per_req);
   o.estimator_bias = -1;
   EXPECT_EQ(run_eval(o).status().code(), StatusCode::kInvalidArgument);
 }
