@@ -27,11 +27,16 @@
 // region anew when the daemon is a new instance (HelloResult::instance), and fails every claim
 // this client held: a waiting claim's callback gets Unavailable from dispatch(), a ready
 // claim's objects() answers Unavailable ("lost"); the call that found out is then made again
-// (put and abort_write, whose offsets belonged to the old session, answer Unavailable instead).
-// Pointers into the old tier_data() are invalid after a recovery (recoveries() counts them).
+// (abort_write, whose offset belonged to the old session, answers Unavailable instead; put makes
+// its reservation and put again). Pointers into the old tier_data() are invalid after a recovery
+// (recoveries() counts them).
 // A daemon that is down fails calls fast: a request that cannot be handed to a connection
 // within its timeout is Unavailable (lookup waits at most lookup_timeout), and while the
-// background heartbeat finds the daemon down, at once.
+// background heartbeat finds the daemon down, at once. The heartbeat thread runs independently
+// of the calls: a call holds the socket only to send and to read what is there, never while it
+// waits, so while a reply is overdue (over a second) the thread probes the daemon with a
+// heartbeat, which a daemon that is up answers at once; a daemon that is gone (or a session it
+// lost) fails the call in flight at once with Unavailable instead of its whole timeout.
 //
 // Ownership: owns its socket and its mappings of the daemon's files (not the files). The
 // destructor sends nothing: the daemon ends the session when it notices the disconnect or the
@@ -39,7 +44,8 @@
 //
 // Threading: not thread-safe. One thread makes every call, runs dispatch() and destroys the
 // client; when attached, that is the executor's loop thread. (The background heartbeat thread
-// shares only the socket with it, under a lock, and never runs callbacks.)
+// shares only the socket and the awaited replies with it, under a lock held for a socket
+// operation at a time, and never runs callbacks.)
 #pragma once
 
 #include <atomic>
@@ -50,6 +56,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -122,8 +129,13 @@ class ServiceClient final : public RuntimeApi {
   Status bye();
   // Each key's payload bytes in the store (0 when absent).
   Result<std::vector<uint64_t>> lookup(std::span<const Key> keys);
-  // Stores a new object: reserves room in the write region, copies the payload there and puts
-  // it, returning once the daemon says it is durable. FailedPrecondition without a write region.
+  // Stores an object: reserves room in the write region, copies the payload there and puts it,
+  // returning once the daemon says it is durable. A put of the bytes already stored under the key
+  // succeeds without writing, so a put is safe to repeat: when the daemon loses the session while
+  // the put is in flight (it restarted) and answers again, the put is made once more in the new
+  // session; when the daemon is down, the put fails at once (Unavailable, saying whether the
+  // object was stored is unknown) and the caller may put the same bytes again later.
+  // FailedPrecondition without a write region.
   Status put(const Key& key, TokenRange tokens, std::span<const std::byte> payload);
   Result<service::StatList> stats();
   // Protocol v2: one message per scheduler iteration (docs/protocol.md, "step") carrying the
@@ -184,9 +196,12 @@ class ServiceClient final : public RuntimeApi {
   Result<service::Reply> call(service::Op op);
   Result<service::Reply> call_once(const service::Op& op);
   Result<service::Reply> exchange(const service::Request& request);  // counted in calls()
-  // wait_for_connection false: a request no connection takes at once is Unavailable.
+  // Sends and waits for the reply without holding the socket while it waits (the heartbeat
+  // thread uses it meanwhile). wait_for_connection false: a request no connection takes at once
+  // is Unavailable. `caller`: the runtime's thread, whose call fails at once when the heartbeat
+  // thread finds the daemon down or the session lost after the request left.
   Result<service::Reply> exchange_once(const service::Request& request, Duration timeout,
-                                       bool wait_for_connection = true);
+                                       bool wait_for_connection = true, bool caller = true);
   // client_recovery.cc
   service::Hello hello_request() const;
   // Says hello (version 1) and checks the version the daemon picked.
@@ -199,13 +214,21 @@ class ServiceClient final : public RuntimeApi {
   void stop_heartbeat_thread();
   void heartbeat_loop();
   Status call_status(service::Op op) { return call(std::move(op)).status(); }
+  // One reservation, copy and put (client_ops.cc).
+  Status put_once(const Key& key, TokenRange tokens, std::span<const std::byte> payload);
   // A progress report: call_status, or sent without waiting with pipeline_reports.
   Status report(service::Op op);
   // Sends without waiting for the reply (an error reply is counted in late_errors()).
   Status send_only(service::Op op);
-  // Hands the request to the socket, waiting up to `timeout` for a connection.
-  Status send_request(const service::Request& request, Duration timeout);
+  // Hands the request to the socket, waiting up to `timeout` for a connection (for the caller's
+  // thread, not past the heartbeat finding the daemon down).
+  Status send_request(const service::Request& request, Duration timeout, bool caller);
   void note_unawaited(const service::ServerMessage& message);
+  // Under mu_: reads every message already here, filing replies under their awaited ids and
+  // queueing notifications. A reply nobody awaits is dropped (an error one counted).
+  void route_messages();
+  // Under mu_: the reply to awaited request `id` (its waiter woken); false when not awaited.
+  bool file_reply(uint64_t id, Result<service::Reply> reply);
   void drain_socket();
   void deliver(service::ReadyNotification notification);
   void schedule_dispatch();
@@ -230,12 +253,24 @@ class ServiceClient final : public RuntimeApi {
   uint64_t recoveries_ = 0;
   uint64_t step_seq_ = 0;  // the seq of the last step sent
 
-  // Shared with the heartbeat thread: the socket, next_id_, notifications_, late errors and the
-  // times below are used under mu_ (recursive: a call's dispatch may call again).
+  // Shared with the heartbeat thread: the socket, next_id_, version_, notifications_, late
+  // errors, the awaited replies and the times below are used under mu_, held only for a
+  // socket operation, never across a wait (recursive: a call's dispatch may call again).
   mutable std::recursive_mutex mu_;
+  static constexpr std::chrono::milliseconds kWaitSlice{20};  // longest sleep between looks
   std::chrono::steady_clock::time_point last_request_{};  // when the last request went out
+  // Requests whose reply a thread waits for, by id; filled by whichever thread reads it.
+  std::unordered_map<uint64_t, std::optional<Result<service::Reply>>> awaited_;
+  uint64_t caller_awaits_ = 0;  // the runtime thread's request in flight (0: none)
   std::atomic<bool> session_lost_{false};  // the heartbeat thread found the session gone
   std::atomic<bool> daemon_down_{false};   // the heartbeat thread's last heartbeat got no reply
+  // Bumped each time the heartbeat thread finds the daemon down / the session lost: a call in
+  // flight across a bump fails at once.
+  std::atomic<uint64_t> down_epoch_{0};
+  std::atomic<uint64_t> lost_epoch_{0};
+  // When the runtime thread's request in flight left (steady clock, ns; 0: none): the heartbeat
+  // thread probes the daemon while a reply is overdue.
+  std::atomic<int64_t> call_waiting_since_ns_{0};
   std::atomic<int64_t> heartbeat_interval_ms_{0};
   std::thread heartbeat_thread_;
   std::mutex stop_mu_;

@@ -96,12 +96,17 @@ Result<Reply> ServiceClient::call(service::Op op) {
 }
 
 Result<Reply> ServiceClient::call_once(const service::Op& op) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  return exchange(service::Request{.version = version_, .id = next_id_++, .op = op});
+  uint64_t id = 0;
+  uint32_t version = 0;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    id = next_id_++;
+    version = version_;
+  }
+  return exchange(service::Request{.version = version, .id = id, .op = op});
 }
 
 Result<Reply> ServiceClient::exchange(const service::Request& request) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point started = Clock::now();
   const Duration timeout = std::holds_alternative<service::Lookup>(request.op)
@@ -124,17 +129,22 @@ Status ServiceClient::send_only(service::Op op) {
                                        ": the client is closed (bye was sent)");
   }
   if (options_.reconnect && session_lost_.load()) TEMPOKV_RETURN_IF_ERROR(recover());
-  std::lock_guard<std::recursive_mutex> lock(mu_);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point started = Clock::now();
-  Status st = send_request(
-      service::Request{.version = version_, .id = next_id_++, .op = std::move(op)}, Duration{});
+  service::Request request{.op = std::move(op)};
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    request.version = version_;
+    request.id = next_id_++;
+  }
+  Status st = send_request(request, Duration{}, /*caller=*/true);
   ++calls_;
   call_seconds_ += std::chrono::duration<double>(Clock::now() - started).count();
   return st;
 }
 
-Status ServiceClient::send_request(const service::Request& request, Duration timeout) {
+Status ServiceClient::send_request(const service::Request& request, Duration timeout,
+                                   bool caller) {
   const std::vector<std::byte> bytes = service::encode_request(request);
   if (hello_.max_message_bytes != 0 && bytes.size() > hello_.max_message_bytes) {
     return Status::invalid_argument(std::string(service::op_name(request.op)) + ": message of " +
@@ -142,13 +152,32 @@ Status ServiceClient::send_request(const service::Request& request, Duration tim
                                     " bytes exceeds the daemon's limit of " +
                                     std::to_string(hello_.max_message_bytes) + " bytes");
   }
-  // A daemon the heartbeat found down is not waited for.
+  using Clock = std::chrono::steady_clock;
+  // A daemon the heartbeat found down is not waited for, nor one it finds down meanwhile.
+  const uint64_t down = down_epoch_.load();
   const Duration wait = daemon_down_.load() ? Duration::zero() : timeout;
-  TEMPOKV_RETURN_IF_ERROR(
-      socket_->send(bytes, std::chrono::ceil<std::chrono::milliseconds>(wait)));
-  last_request_ = std::chrono::steady_clock::now();
-  if (executor_ != nullptr) last_sent_ = executor_->now();
-  return Status::ok();
+  const Clock::time_point deadline = Clock::now() + wait;
+  for (;;) {
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      Status st = socket_->send(bytes);
+      if (st.is_ok()) {
+        last_request_ = Clock::now();
+        if (caller && executor_ != nullptr) last_sent_ = executor_->now();
+        return st;
+      }
+      if (st.code() != StatusCode::kUnavailable) return st;
+    }
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left <= std::chrono::milliseconds::zero() || (caller && down_epoch_.load() != down)) break;
+    // Not holding the socket: the heartbeat thread may find the daemon down meanwhile.
+    socket_->wait(std::min(left, kWaitSlice));
+  }
+  return Status::unavailable(
+      "tempokvd at " + options_.endpoint + " is not reachable (no connection took " +
+      std::string(service::op_name(request.op)) + " within " +
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()) +
+      " ms" + (daemon_down_.load() ? "; the background heartbeat finds it down)" : ")"));
 }
 
 void ServiceClient::note_unawaited(const service::ServerMessage& message) {
@@ -161,41 +190,111 @@ void ServiceClient::note_unawaited(const service::ServerMessage& message) {
   }
 }
 
-Result<Reply> ServiceClient::exchange_once(const service::Request& request, Duration timeout,
-                                           bool wait_for_connection) {
-  const std::string op(service::op_name(request.op));
-  // Wall-clock time, not an Executor's: this wait blocks the calling thread on a socket, and a
-  // client need not have an executor at all.
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point deadline = Clock::now() + timeout;
-  TEMPOKV_RETURN_IF_ERROR(send_request(request, wait_for_connection ? timeout : Duration{}));
-  for (;;) {
-    const Clock::duration left = deadline - Clock::now();
-    if (left <= Clock::duration::zero()) break;
-    TEMPOKV_ASSIGN_OR_RETURN(auto frame,
-                             socket_->receive(std::chrono::ceil<std::chrono::milliseconds>(left)));
-    if (!frame) continue;
+bool ServiceClient::file_reply(uint64_t id, Result<Reply> reply) {
+  auto it = awaited_.find(id);
+  if (it == awaited_.end() || it->second) return false;
+  it->second = std::move(reply);
+  socket_->wake();  // its waiter may be asleep on another thread
+  return true;
+}
+
+void ServiceClient::route_messages() {
+  while (socket_->readable()) {
+    auto frame = socket_->receive(std::chrono::milliseconds::zero());
+    if (!frame.is_ok()) {
+      if (frame.status().code() == StatusCode::kInvalidArgument) continue;  // a bad message, gone
+      return;  // the socket failed; the next call reports it
+    }
+    if (!*frame) return;
     daemon_down_ = false;  // it answers
-    Result<service::ServerMessage> msg = service::decode_server_message(*frame);
+    Result<service::ServerMessage> msg = service::decode_server_message(**frame);
     if (!msg.is_ok()) {
-      // With one request in flight this is most likely its reply; failing now beats waiting out
+      // With a call in flight this is most likely its reply; failing it now beats waiting out
       // the timeout. A late reply that follows is dropped as stale.
-      return Status::internal("undecodable message from tempokvd at " + options_.endpoint +
-                              " while waiting for " + op + ": " + msg.status().to_string());
+      if (caller_awaits_ != 0) {
+        file_reply(caller_awaits_, Status::internal("undecodable message from tempokvd at " +
+                                                    options_.endpoint + ": " +
+                                                    msg.status().to_string()));
+      }
+      continue;
     }
     if (auto* n = std::get_if<ReadyNotification>(&*msg)) {
       notifications_.push_back(std::move(*n));
       continue;
     }
     if (auto* e = std::get_if<service::ErrorReply>(&*msg)) {
-      // A nil id means the daemon could not read the envelope: that is the request in flight.
-      if (!e->id || *e->id == request.id) return std::move(e->error);
-      note_unawaited(*msg);
+      // A nil id means the daemon could not read the envelope: that is the caller's request.
+      const uint64_t id = e->id ? *e->id : caller_awaits_;
+      if (!file_reply(id, e->error)) note_unawaited(*msg);
       continue;
     }
     Reply& r = std::get<Reply>(*msg);
-    if (r.id == request.id) return std::move(r);
-    // Otherwise the reply to a pipelined report or a call that timed out.
+    const uint64_t id = r.id;
+    // Otherwise the reply to a pipelined report or a call that timed out: dropped.
+    file_reply(id, std::move(r));
+  }
+}
+
+Result<Reply> ServiceClient::exchange_once(const service::Request& request, Duration timeout,
+                                           bool wait_for_connection, bool caller) {
+  const std::string op(service::op_name(request.op));
+  // Wall-clock time, not an Executor's: this wait blocks the calling thread on a socket, and a
+  // client need not have an executor at all.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  // What the heartbeat thread knew when the request left: news after that fails the call fast.
+  const uint64_t down = down_epoch_.load(), lost = lost_epoch_.load();
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    awaited_[request.id];
+    if (caller) caller_awaits_ = request.id;
+  }
+  // Whatever the outcome, the id is awaited no more.
+  struct Forget {
+    ServiceClient* c;
+    uint64_t id;
+    bool caller;
+    ~Forget() {
+      std::lock_guard<std::recursive_mutex> lock(c->mu_);
+      c->awaited_.erase(id);
+      if (caller) {
+        c->caller_awaits_ = 0;
+        c->call_waiting_since_ns_ = 0;
+      }
+    }
+  } forget{this, request.id, caller};
+  TEMPOKV_RETURN_IF_ERROR(
+      send_request(request, wait_for_connection ? timeout : Duration{}, caller));
+  if (caller) {
+    call_waiting_since_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 Clock::now().time_since_epoch())
+                                 .count();
+  }
+  for (;;) {
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      socket_->clear_wake();
+      route_messages();
+      auto it = awaited_.find(request.id);
+      if (it != awaited_.end() && it->second) return std::move(*it->second);
+    }
+    if (caller && (lost_epoch_.load() != lost || down_epoch_.load() != down)) {
+      const bool gone = lost_epoch_.load() != lost;
+      std::string what = "tempokvd at " + options_.endpoint +
+                         (gone ? " lost this client's session (it restarted, or the session "
+                                 "timed out)"
+                               : " stopped answering (the background heartbeat finds it down)") +
+                         " while " + op + " (id " + std::to_string(request.id) +
+                         ") was in flight";
+      if (std::holds_alternative<service::Put>(request.op)) {
+        what += "; whether the object was stored is unknown: put the same bytes again (a put of "
+                "the bytes already stored under the key succeeds without writing)";
+      }
+      return Status::unavailable(what);
+    }
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left <= std::chrono::milliseconds::zero()) break;
+    socket_->wait(std::min(left, kWaitSlice));
   }
   return Status::unavailable(
       "tempokvd at " + options_.endpoint + " did not answer " + op + " (id " +
@@ -213,22 +312,7 @@ bool ServiceClient::has_pending() const {
 
 void ServiceClient::drain_socket() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  while (socket_->readable()) {
-    auto frame = socket_->receive(std::chrono::milliseconds::zero());
-    if (!frame.is_ok()) {
-      if (frame.status().code() == StatusCode::kInvalidArgument) continue;  // a bad message, gone
-      return;  // the socket failed; the next call reports it
-    }
-    if (!*frame) return;
-    Result<service::ServerMessage> msg = service::decode_server_message(**frame);
-    // Undecodable messages and late replies have nobody waiting for them here.
-    if (!msg.is_ok()) continue;
-    if (auto* n = std::get_if<ReadyNotification>(&*msg)) {
-      notifications_.push_back(std::move(*n));
-    } else {
-      note_unawaited(*msg);
-    }
-  }
+  route_messages();
 }
 
 void ServiceClient::dispatch() {

@@ -110,6 +110,20 @@ Status ServiceClient::put(const Key& key, TokenRange tokens, std::span<const std
   if (write_.data() == nullptr) {
     return Status::failed_precondition("put: no write region is mapped");
   }
+  const uint64_t recoveries = recoveries_;
+  Status st = put_once(key, tokens, payload);
+  // The daemon lost the session while the put was on its way or in flight, and answers again (a
+  // restart): the same bytes are put once more in the new session. Safe whether or not the first
+  // put was stored: a put of the bytes already stored under the key succeeds without writing.
+  if (st.code() == StatusCode::kUnavailable && options_.reconnect && !closed_ &&
+      (session_lost_.load() || recoveries_ != recoveries)) {
+    st = put_once(key, tokens, payload);
+  }
+  return st;
+}
+
+Status ServiceClient::put_once(const Key& key, TokenRange tokens,
+                               std::span<const std::byte> payload) {
   const uint64_t bytes = payload.size();
   TEMPOKV_ASSIGN_OR_RETURN(s::Reply reserved, call(s::ReserveWrite{bytes}));
   if (!reserved.offset) {

@@ -2,6 +2,7 @@
 // the session, and the background heartbeat that keeps an idle session alive and notices a
 // daemon that is down or restarted.
 #include <algorithm>
+#include <chrono>
 
 #include "client/client_socket.h"
 #include "tempokv/client.h"
@@ -31,10 +32,13 @@ service::Hello ServiceClient::hello_request() const {
 }
 
 Result<service::HelloResult> ServiceClient::say_hello() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
   // The hello is always written in version 1 (docs/protocol.md: the envelope and hello are
   // frozen), whatever is negotiated.
-  const service::Request hello{.version = 1, .id = next_id_++, .op = hello_request()};
+  service::Request hello{.version = 1, .op = hello_request()};
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    hello.id = next_id_++;
+  }
   TEMPOKV_ASSIGN_OR_RETURN(Reply reply, exchange(hello));
   if (!reply.hello) {
     return Status::internal("tempokvd at " + options_.endpoint +
@@ -49,7 +53,6 @@ Result<service::HelloResult> ServiceClient::say_hello() {
 }
 
 Status ServiceClient::recover() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
   session_lost_ = false;
   Result<service::HelloResult> hello = say_hello();
   if (!hello.is_ok()) {
@@ -61,8 +64,11 @@ Status ServiceClient::recover() {
   const bool restarted = hello->instance != hello_.instance ||
                          hello->tier_path != hello_.tier_path ||
                          hello->write_path != hello_.write_path;
-  hello_ = std::move(hello).value();
-  version_ = hello_.version;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    hello_ = std::move(hello).value();
+    version_ = hello_.version;
+  }
   heartbeat_interval_ms_ = int64_t(hello_.heartbeat_timeout_ms / 3);
   ++recoveries_;
   if (restarted && options_.map_shared_memory) {
@@ -77,6 +83,7 @@ Status ServiceClient::recover() {
       "; the daemon no longer knows its request");
   for (auto& [id, claim] : claims_) {
     if (claim.waiting) {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
       notifications_.push_back(service::ReadyNotification{id, lost, {}});
     } else {
       claim.ready = false;
@@ -104,6 +111,11 @@ void ServiceClient::stop_heartbeat_thread() {
 
 void ServiceClient::heartbeat_loop() {
   using Clock = std::chrono::steady_clock;
+  using std::chrono::milliseconds;
+  // Heartbeats keep an idle session; probes find a daemon that stopped answering while a call
+  // waits (a put in flight when it died): each is answered at once by a daemon that is up,
+  // whatever the call waits for.
+  Clock::time_point last_probe{};
   std::unique_lock<std::mutex> stop_lock(stop_mu_);
   while (!stopping_) {
     const int64_t ms = heartbeat_interval_ms_.load();
@@ -111,33 +123,50 @@ void ServiceClient::heartbeat_loop() {
       stop_cv_.wait_for(stop_lock, std::chrono::seconds(1), [this] { return stopping_; });
       continue;
     }
-    const auto interval = std::chrono::milliseconds(ms);
-    Clock::time_point due;
+    const auto interval = milliseconds(ms);
+    const auto probe_after = std::min<Clock::duration>(interval, std::chrono::seconds(1));
+    Clock::time_point last;
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
-      due = std::max(last_request_ + interval, Clock::now() + std::chrono::milliseconds(10));
+      last = last_request_;
     }
-    if (stop_cv_.wait_until(stop_lock, due, [this] { return stopping_; })) break;
+    const int64_t since_ns = call_waiting_since_ns_.load();
+    const Clock::time_point waiting_since{std::chrono::nanoseconds(since_ns)};
+    const Clock::time_point now = Clock::now();
+    const bool idle = now - last >= interval;
+    const bool overdue = since_ns != 0 && now - waiting_since >= probe_after &&
+                         now - last_probe >= probe_after;
+    if (!idle && !overdue) {
+      // Until the next heartbeat is due, looking again at least every 100 ms for a call that
+      // started waiting meanwhile.
+      const Clock::time_point due =
+          std::clamp(last + interval, now + milliseconds(10), now + milliseconds(100));
+      stop_cv_.wait_until(stop_lock, due, [this] { return stopping_; });
+      continue;
+    }
     stop_lock.unlock();
+    service::Request request{.op = service::Heartbeat{}};
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
-      if (Clock::now() - last_request_ >= interval) {
-        // Not counted in calls(): the runtime's thread does not pay for it. A daemon that is
-        // down is not waited for; a slow reply is waited for at most a second.
-        const service::Request request{
-            .version = version_, .id = next_id_++, .op = service::Heartbeat{}};
-        const Result<Reply> reply = exchange_once(
-            request, std::min<Duration>(interval, std::chrono::seconds(1)), /*connect=*/false);
-        last_request_ = Clock::now();
-        if (reply.is_ok()) {
-          daemon_down_ = false;
-        } else if (session_gone(reply.status())) {
-          daemon_down_ = false;
-          session_lost_ = true;
-        } else if (reply.status().code() == StatusCode::kUnavailable) {
-          daemon_down_ = true;
-        }
-      }
+      request.version = version_;
+      request.id = next_id_++;
+    }
+    // Not counted in calls(): the runtime's thread does not pay for it. A daemon that is down is
+    // not waited for; a slow reply is waited for at most a second.
+    const Result<Reply> reply = exchange_once(request, probe_after, /*wait_for_connection=*/false,
+                                              /*caller=*/false);
+    last_probe = Clock::now();
+    if (reply.is_ok()) {
+      daemon_down_ = false;
+    } else if (session_gone(reply.status())) {
+      daemon_down_ = false;
+      session_lost_ = true;
+      ++lost_epoch_;
+      socket_->wake();
+    } else if (reply.status().code() == StatusCode::kUnavailable) {
+      daemon_down_ = true;
+      ++down_epoch_;
+      socket_->wake();
     }
     stop_lock.lock();
   }

@@ -2,6 +2,11 @@
 // this file.
 #include "client/client_socket.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <zmq.hpp>
@@ -22,10 +27,12 @@ Status zmq_failure(const zmq::error_t& e, const std::string& what, const std::st
 
 }  // namespace
 
-ClientSocket::ClientSocket(std::unique_ptr<Zmq> zmq, std::string endpoint, int fd)
-    : zmq_(std::move(zmq)), endpoint_(std::move(endpoint)), fd_(fd) {}
+ClientSocket::ClientSocket(std::unique_ptr<Zmq> zmq, std::string endpoint, int fd, int wake_fd)
+    : zmq_(std::move(zmq)), endpoint_(std::move(endpoint)), fd_(fd), wake_fd_(wake_fd) {}
 
-ClientSocket::~ClientSocket() = default;
+ClientSocket::~ClientSocket() {
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
 
 Result<std::unique_ptr<ClientSocket>> ClientSocket::open(const std::string& endpoint) {
   try {
@@ -37,7 +44,9 @@ Result<std::unique_ptr<ClientSocket>> ClientSocket::open(const std::string& endp
     z->socket.set(zmq::sockopt::immediate, 1);
     z->socket.connect(endpoint);
     const int fd = z->socket.get(zmq::sockopt::fd);
-    return std::unique_ptr<ClientSocket>(new ClientSocket(std::move(z), endpoint, fd));
+    const int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd < 0) return Status::from_errno(errno, "eventfd for the client socket");
+    return std::unique_ptr<ClientSocket>(new ClientSocket(std::move(z), endpoint, fd, wake_fd));
   } catch (const zmq::error_t& e) {
     if (e.num() == EINVAL || e.num() == EPROTONOSUPPORT) {
       return Status::invalid_argument("endpoint '" + endpoint + "': " + e.what());
@@ -102,6 +111,21 @@ Result<std::optional<std::vector<std::byte>>> ClientSocket::receive(
   } catch (const zmq::error_t& e) {
     return zmq_failure(e, "receive", endpoint_);
   }
+}
+
+void ClientSocket::wait(std::chrono::milliseconds timeout) const {
+  pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  (void)poll(fds, 2, static_cast<int>(std::max<int64_t>(0, timeout.count())));
+}
+
+void ClientSocket::wake() const {
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+}
+
+void ClientSocket::clear_wake() const {
+  uint64_t n = 0;
+  (void)!read(wake_fd_, &n, sizeof(n));
 }
 
 bool ClientSocket::readable() {

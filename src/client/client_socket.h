@@ -7,8 +7,13 @@
 // socket closes with ZMQ_LINGER 0: messages not yet sent are dropped, closing never waits for
 // the daemon.
 //
-// Ownership: owns its context and socket. Threading: one thread at a time (ZeroMQ sockets are
-// not thread-safe).
+// Waiting without holding the socket: wait() sleeps until fd() signals a change of the socket's
+// state (a message, a connection), wake() is called, or the timeout passes; it touches only
+// descriptors, so one thread may wait while another uses the socket. A signal consumed by the
+// other thread's use is covered by waking it (wake()) or by the timeout.
+//
+// Ownership: owns its context, socket and wake descriptor. Threading: the socket one thread at a
+// time (ZeroMQ sockets are not thread-safe); wait() and wake() from any thread.
 #pragma once
 
 #include <chrono>
@@ -43,15 +48,20 @@ class ClientSocket {
   bool readable();
   // ZMQ_FD: readable when the socket's state changed, not while messages are queued.
   int fd() const { return fd_; }
+  // Sleeps until fd() signals, wake() was called since the last clear_wake(), or `timeout`.
+  void wait(std::chrono::milliseconds timeout) const;
+  void wake() const;
+  void clear_wake() const;
   const std::string& endpoint() const { return endpoint_; }
 
  private:
   struct Zmq;  // context and socket
-  ClientSocket(std::unique_ptr<Zmq> zmq, std::string endpoint, int fd);
+  ClientSocket(std::unique_ptr<Zmq> zmq, std::string endpoint, int fd, int wake_fd);
 
   std::unique_ptr<Zmq> zmq_;
   std::string endpoint_;
   int fd_ = -1;
+  int wake_fd_ = -1;  // an eventfd
 };
 
 }  // namespace tempokv::service

@@ -1,8 +1,11 @@
 // Clients that recover (issue 13): against a real tempokvd that is stopped and started again,
 // the C++ client heartbeats in the background, says hello again to the new instance, maps its
 // new shared files, reports claims lost in the restart as errors, and fails fast while the
-// daemon is down.
+// daemon is down, even with a call in flight when it stops answering (a put then succeeds when
+// made again).
 #include <gtest/gtest.h>
+
+#include <signal.h>
 
 #include <chrono>
 
@@ -91,6 +94,42 @@ TEST_F(DaemonTest, ALookupAgainstADaemonThatIsDownFailsFast) {
   auto again = lookup_when_back(*c, keys);
   ASSERT_TRUE(again.is_ok()) << again.status().to_string();
   EXPECT_EQ((*again)[0], kObject);
+}
+
+TEST_F(DaemonTest, ACallInFlightWhenTheDaemonStopsAnsweringFailsFastAndAPutMadeAgainSucceeds) {
+  ClientOptions o;
+  o.endpoint = daemon_->endpoint();
+  o.call_timeout = std::chrono::seconds(15);  // heartbeats every 1.3 s (a 4 s timeout)
+  auto c = ServiceClient::connect(o);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  const Key key{1, 880};
+  const std::vector<std::byte> bytes = payload(880);
+  // The daemon freezes (as a hung process does): the put's first request is never answered.
+  ASSERT_EQ(kill(daemon_->pid(), SIGSTOP), 0);
+  const Clock::time_point start = Clock::now();
+  Status st = (*c)->put(key, TokenRange{0, 256}, bytes);
+  const double took_s = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.to_string();
+  // Not the call timeout: the heartbeat thread probed the silent daemon meanwhile.
+  EXPECT_LT(took_s, 5.0) << "the put waited " << took_s << " s for a daemon that was stopped";
+  // It dies that way and comes back: the same put, made again, succeeds in a new session.
+  ASSERT_EQ(kill(daemon_->pid(), SIGKILL), 0);
+  daemon_->stop();  // reaps it
+  ASSERT_TRUE(daemon_->start());
+  Status again;
+  for (int i = 0; i < 50; ++i) {
+    again = (*c)->put(key, TokenRange{0, 256}, bytes);
+    if (again.code() != StatusCode::kUnavailable) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(again.is_ok()) << again.to_string();
+  EXPECT_GE((*c)->recoveries(), 1u);
+  std::vector<Key> keys{key};
+  auto sizes = (*c)->lookup(keys);
+  ASSERT_TRUE(sizes.is_ok()) << sizes.status().to_string();
+  EXPECT_EQ((*sizes)[0], bytes.size());
+  // And once more: the bytes already stored are a success, nothing written.
+  EXPECT_TRUE((*c)->put(key, TokenRange{0, 256}, bytes).is_ok());
 }
 
 }  // namespace
