@@ -16,7 +16,7 @@ namespace {
 
 TEST(FioPairs, RatiosAreTheMediansOfThePairsNotOfTheirMedians) {
   FioPairs p;
-  FioCeiling a{1.0, 2.0, 8, "", ""}, b{2.0, 4.0, 32, "", ""}, c{1.0, 1.0, 32, "", ""};
+  FioCeiling a{1.0, 2.0, 8, "", "", {}}, b{2.0, 4.0, 32, "", "", {}}, c{1.0, 1.0, 32, "", "", {}};
   p.add(1.0, a);  // 0.5 of best, 1.0 of equal depth
   p.add(4.0, b);  // 1.0, 2.0
   p.add(0.9, c);  // 0.9, 0.9
@@ -25,6 +25,24 @@ TEST(FioPairs, RatiosAreTheMediansOfThePairsNotOfTheirMedians) {
   EXPECT_DOUBLE_EQ(p.best_gbps(), 2.0);
   EXPECT_DOUBLE_EQ(p.equal_depth_gbps(), 1.0);
   EXPECT_EQ(p.best_depth(), 32u);  // the depth that was best most often
+}
+
+TEST(FioCeilingOf, TheFirstRunIsTheReferenceAndTheFastestTheCeiling) {
+  FioCeiling c = fio_ceiling_of({{4, 1.5, 100, "fio --iodepth=4"},
+                                 {8, 2.5, 100, ""},
+                                 {16, 3.0, 100, ""},
+                                 {32, 3.0, 100, ""}});
+  EXPECT_EQ(c.equal_depth_gbps, 1.5);
+  EXPECT_EQ(c.command, "fio --iodepth=4");
+  EXPECT_EQ(c.best_gbps, 3.0);
+  EXPECT_EQ(c.best_depth, 16u);  // the earlier of the two equally fast
+  EXPECT_EQ(c.rates, "depth 4: 1.50 GB/s, depth 8: 2.50 GB/s, depth 16: 3.00 GB/s, "
+                     "depth 32: 3.00 GB/s");
+  ASSERT_EQ(c.runs.size(), 4u);
+  // The path's depth may be the fastest.
+  c = fio_ceiling_of({{8, 2.0, 100, ""}, {16, 1.0, 100, ""}});
+  EXPECT_EQ(c.best_gbps, 2.0);
+  EXPECT_EQ(c.best_depth, 8u);
 }
 
 bool fio_installed() { return std::system("fio --version >/dev/null 2>&1") == 0; }
@@ -58,13 +76,23 @@ class FioCeilingTest : public ::testing::Test {
 TEST_F(FioCeilingTest, ReadsTheSameBytesAtEveryDepthOnHugePages) {
   Result<FioCeiling> c = run_fio_ceiling(reads_, 4);
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
-  EXPECT_GT(c->equal_depth_gbps, 0);
-  EXPECT_GE(c->best_gbps, c->equal_depth_gbps);
-  EXPECT_TRUE(c->best_depth == 4 || c->best_depth == 8 || c->best_depth == 16 ||
-              c->best_depth == 32);
-  EXPECT_NE(c->command.find("GLIBC_TUNABLES=glibc.malloc.hugetlb=1"), std::string::npos);
-  EXPECT_NE(c->command.find("--rw=read:4096"), std::string::npos);
-  EXPECT_NE(c->rates.find("depth 32"), std::string::npos);
+  // Every depth, the path's first: each run read the eight payloads (fio's own count), skipping
+  // the headers, on huge pages.
+  ASSERT_EQ(c->runs.size(), 4u);
+  const uint32_t depths[] = {4, 8, 16, 32};
+  for (size_t i = 0; i < 4; ++i) {
+    const FioDepthRun& run = c->runs[i];
+    EXPECT_EQ(run.depth, depths[i]);
+    EXPECT_EQ(run.read_bytes, 8 * kMiB) << run.depth;
+    EXPECT_GT(run.gbps, 0) << run.depth;
+    EXPECT_NE(run.command.find("--iodepth=" + std::to_string(run.depth)), std::string::npos)
+        << run.command;
+    EXPECT_NE(run.command.find("--rw=read:4096"), std::string::npos) << run.command;
+    EXPECT_NE(run.command.find("GLIBC_TUNABLES=glibc.malloc.hugetlb=1"), std::string::npos)
+        << run.command;
+  }
+  EXPECT_EQ(c->equal_depth_gbps, c->runs[0].gbps);
+  EXPECT_EQ(c->command, c->runs[0].command);
 }
 
 TEST_F(FioCeilingTest, ScatteredReadsAreRefusedWithoutReplayAndReplayedAtDepthOneWithIt) {
@@ -78,6 +106,9 @@ TEST_F(FioCeilingTest, ScatteredReadsAreRefusedWithoutReplayAndReplayedAtDepthOn
             StatusCode::kFailedPrecondition);
   Result<FioCeiling> c = run_fio_ceiling(scattered, 8);
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  ASSERT_EQ(c->runs.size(), 1u);
+  EXPECT_EQ(c->runs[0].depth, 1u);
+  EXPECT_EQ(c->runs[0].read_bytes, 300u * 4096);
   EXPECT_EQ(c->best_depth, 1u);
   EXPECT_NE(c->command.find("--read_iolog="), std::string::npos);
 }

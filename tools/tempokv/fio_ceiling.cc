@@ -23,8 +23,10 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-Result<double> run_fio_same_reads(const std::vector<FioReadExtent>& reads, uint32_t depth,
-                                  std::string* note, const FioCompareOptions& options) {
+namespace {
+
+Result<FioDepthRun> run_same_reads(const std::vector<FioReadExtent>& reads, uint32_t depth,
+                                   const FioCompareOptions& options) {
   // Sequential streams over the same payloads when the reads have that shape (whole chunks of one
   // size, back to back in the store); otherwise a replay of the exact reads.
   Result<FioJob> job = fio_job_for_extents(reads, kBlockBytes, depth);
@@ -58,32 +60,49 @@ Result<double> run_fio_same_reads(const std::vector<FioReadExtent>& reads, uint3
     return Status::internal("fio read " + std::to_string(r->read_bytes) + " bytes, not the " +
                             std::to_string(expected) + " of the compared reads: " + r->command);
   }
-  if (note) *note = r->command;
-  return r->read_bytes_per_s / 1e9;
+  return FioDepthRun{job->iodepth, r->read_bytes_per_s / 1e9, r->read_bytes, r->command};
+}
+
+}  // namespace
+
+Result<double> run_fio_same_reads(const std::vector<FioReadExtent>& reads, uint32_t depth,
+                                  std::string* note, const FioCompareOptions& options) {
+  TEMPOKV_ASSIGN_OR_RETURN(FioDepthRun run, run_same_reads(reads, depth, options));
+  if (note) *note = run.command;
+  return run.gbps;
 }
 
 Result<FioCeiling> run_fio_ceiling(const std::vector<FioReadExtent>& reads, uint32_t depth,
                                    const FioCompareOptions& options) {
   if (reads.empty()) return Status::invalid_argument("fio: no reads to compare with");
-  FioCeiling c;
-  TEMPOKV_ASSIGN_OR_RETURN(c.equal_depth_gbps,
-                           run_fio_same_reads(reads, depth, &c.command, options));
-  c.best_gbps = c.equal_depth_gbps;
-  c.best_depth = depth;
-  c.rates = fmt::format("depth {}: {:.2f} GB/s", depth, c.equal_depth_gbps);
-  if (c.command.find("--read_iolog") != std::string::npos) {
-    c.best_depth = 1;  // a replay runs at depth 1 only
-    return c;
-  }
-  for (uint32_t d : {8u, 16u, 32u}) {
-    if (d == depth) continue;
-    TEMPOKV_ASSIGN_OR_RETURN(double gbps, run_fio_same_reads(reads, d, nullptr, options));
-    c.rates += fmt::format(", depth {}: {:.2f} GB/s", d, gbps);
-    if (gbps > c.best_gbps) {
-      c.best_gbps = gbps;
-      c.best_depth = d;
+  std::vector<FioDepthRun> runs;
+  TEMPOKV_ASSIGN_OR_RETURN(FioDepthRun first, run_same_reads(reads, depth, options));
+  const bool replayed = first.command.find("--read_iolog") != std::string::npos;
+  runs.push_back(std::move(first));
+  if (!replayed) {  // a replay runs at depth 1 only
+    for (uint32_t d : {8u, 16u, 32u}) {
+      if (d == depth) continue;
+      TEMPOKV_ASSIGN_OR_RETURN(FioDepthRun run, run_same_reads(reads, d, options));
+      runs.push_back(std::move(run));
     }
   }
+  return fio_ceiling_of(std::move(runs));
+}
+
+FioCeiling fio_ceiling_of(std::vector<FioDepthRun> runs) {
+  FioCeiling c;
+  const FioDepthRun& first = runs.front();
+  c.equal_depth_gbps = c.best_gbps = first.gbps;
+  c.best_depth = first.depth;
+  c.command = first.command;
+  for (const FioDepthRun& r : runs) {
+    c.rates += fmt::format("{}depth {}: {:.2f} GB/s", c.rates.empty() ? "" : ", ", r.depth, r.gbps);
+    if (r.gbps > c.best_gbps) {
+      c.best_gbps = r.gbps;
+      c.best_depth = r.depth;
+    }
+  }
+  c.runs = std::move(runs);
   return c;
 }
 

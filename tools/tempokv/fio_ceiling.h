@@ -28,18 +28,31 @@ struct FioCompareOptions {
 Result<double> run_fio_same_reads(const std::vector<FioReadExtent>& reads, uint32_t depth,
                                   std::string* note, const FioCompareOptions& options = {});
 
+// One fio run over the compared reads.
+struct FioDepthRun {
+  uint32_t depth = 0;
+  double gbps = 0;          // fio's read rate, 1e9 bytes per second
+  uint64_t read_bytes = 0;  // what fio says it read: the compared reads' bytes
+  std::string command;      // its command line
+};
+
 struct FioCeiling {
   double equal_depth_gbps = 0;  // at the path's depth
   double best_gbps = 0;         // the best over the path's depth, 8, 16 and 32
   uint32_t best_depth = 0;
   std::string command;          // the equal-depth run's command line
   std::string rates;            // "depth 4: 1.31 GB/s, depth 8: ..." for reports
+  std::vector<FioDepthRun> runs;  // every run, the path's depth first
 };
 
 // fio over `reads` at `depth` and at 8, 16 and 32 (each run after dropping the files from the page
 // cache). A replayed shape (see above) runs once, at depth 1.
 Result<FioCeiling> run_fio_ceiling(const std::vector<FioReadExtent>& reads, uint32_t depth,
                                    const FioCompareOptions& options = {});
+
+// The ceiling of runs (not empty): the first is the equal-depth reference, the fastest the best
+// (the earlier of equally fast runs).
+FioCeiling fio_ceiling_of(std::vector<FioDepthRun> runs);
 
 // Pairs of a measured rate and the ceiling measured beside it, and their medians.
 struct FioPairs {
