@@ -21,8 +21,10 @@ inline bool is_aligned(const void* p, uint64_t align) {
   return reinterpret_cast<uintptr_t>(p) % align == 0;
 }
 
-// Parses "4096", "4KiB", "32MiB", "1.5GiB", "2GB" (KB/MB/GB are powers of ten, KiB/MiB/GiB of two;
-// K/M/G alone mean KiB/MiB/GiB). Error names the text that was wrong.
+// Parses "4096", "4KiB", "32MiB", "1.5GiB", "2GB", "1e9" (KB/MB/GB/TB are powers of ten,
+// KiB/MiB/GiB/TiB of two; K/M/G/T alone mean KiB/MiB/GiB/TiB), exactly: any size up to UINT64_MAX
+// ("18446744073709551615"), a fraction of the unit rounded to the nearest byte (halves up).
+// InvalidArgument naming the text for anything else, sizes beyond 64 bits included.
 Result<uint64_t> parse_bytes(std::string_view text);
 // "32.0 MiB", "1.50 GiB".
 std::string format_bytes(uint64_t bytes);
