@@ -9,7 +9,6 @@
 //   TEMPOKV_BENCH_DIR (default /var/tmp) holds the store.
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +20,7 @@
 
 #include "bench_must.h"
 #include "common/aligned_buffer.h"
+#include "common/percentile.h"
 #include "common/units.h"
 #include "executor/real_executor.h"
 #include "ssd/ssd_engine.h"
@@ -35,11 +35,6 @@ constexpr uint64_t kBurstObjects = 16;
 constexpr int kGetsInFlight = 4;
 
 using bench::must;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 class Run {
  public:

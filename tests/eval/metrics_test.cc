@@ -9,17 +9,6 @@ namespace {
 
 TimePoint at_ms(int64_t ms) { return TimePoint(std::chrono::milliseconds(ms)); }
 
-TEST(Percentile, InterpolatesLinearlyBetweenOrderStatistics) {
-  std::vector<double> v{5, 1, 4, 2, 3};
-  EXPECT_DOUBLE_EQ(percentile(v, 0.5), 3.0);
-  EXPECT_DOUBLE_EQ(percentile(v, 0.95), 4.8);  // position 3.8
-  EXPECT_DOUBLE_EQ(percentile(v, 0.99), 4.96);
-  EXPECT_DOUBLE_EQ(percentile(v, 0.0), 1.0);
-  EXPECT_DOUBLE_EQ(percentile(v, 1.0), 5.0);
-  EXPECT_DOUBLE_EQ(percentile({7}, 0.95), 7.0);
-  EXPECT_DOUBLE_EQ(percentile({}, 0.95), 0.0);
-}
-
 RequestRecord record(uint64_t id, int64_t arrival_ms, int64_t first_ms, int64_t finish_ms,
                      uint32_t tokens) {
   RequestRecord r;

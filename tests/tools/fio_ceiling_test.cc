@@ -36,8 +36,9 @@ TEST(FioCeilingOf, TheFirstRunIsTheReferenceAndTheFastestTheCeiling) {
   EXPECT_EQ(c.command, "fio --iodepth=4");
   EXPECT_EQ(c.best_gbps, 3.0);
   EXPECT_EQ(c.best_depth, 16u);  // the earlier of the two equally fast
-  EXPECT_EQ(c.rates, "depth 4: 1.50 GB/s, depth 8: 2.50 GB/s, depth 16: 3.00 GB/s, "
-                     "depth 32: 3.00 GB/s");
+  EXPECT_EQ(c.rates,
+            "depth 4: 1.50 GB/s, depth 8: 2.50 GB/s, depth 16: 3.00 GB/s, "
+            "depth 32: 3.00 GB/s");
   ASSERT_EQ(c.runs.size(), 4u);
   // The path's depth may be the fastest.
   c = fio_ceiling_of({{8, 2.0, 100, ""}, {16, 1.0, 100, ""}});

@@ -2,27 +2,16 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "common/percentile.h"
 #include "common/resource_usage.h"
 #include "common/units.h"
 
 namespace tempokv::cli {
-namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
-
 namespace {
 
 Result<FioDepthRun> run_same_reads(const std::vector<FioReadExtent>& reads, uint32_t depth,

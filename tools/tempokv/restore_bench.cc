@@ -3,7 +3,6 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -13,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "common/model_geometry.h"
+#include "common/percentile.h"
 #include "common/resource_usage.h"
 #include "common/units.h"
 #include "executor/real_executor.h"
@@ -27,14 +27,6 @@
 
 namespace tempokv::cli {
 namespace {
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  // Nearest rank: with 20 samples p95 is the 19th, as a reader counting them would take it.
-  size_t rank = size_t(std::ceil(p / 100.0 * double(v.size())));
-  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
-}
 
 bool is_baseline(const std::string& path) { return path == "posix" || path == "odirect-bounce"; }
 
@@ -113,12 +105,12 @@ void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) 
     emulated_copy += s.emulated_copy_bytes;
   }
   row.restores = uint32_t(ms.size());
-  row.restore_ms_median = percentile(ms, 50);
-  row.restore_ms_p95 = percentile(ms, 95);
-  row.disk_read_gbps = percentile(disk, 50);
-  row.delivery_gbps = percentile(delivery, 50);
-  row.cpu_core_s_per_req = percentile(cpu, 50);
-  row.cpu_core_s_per_req_excl_emulated_dma = percentile(cpu_host, 50);
+  row.restore_ms_median = nearest_rank_percentile(ms, 0.5);
+  row.restore_ms_p95 = nearest_rank_percentile(ms, 0.95);
+  row.disk_read_gbps = nearest_rank_percentile(disk, 0.5);
+  row.delivery_gbps = nearest_rank_percentile(delivery, 0.5);
+  row.cpu_core_s_per_req = nearest_rank_percentile(cpu, 0.5);
+  row.cpu_core_s_per_req_excl_emulated_dma = nearest_rank_percentile(cpu_host, 0.5);
   if (payload > 0) {
     row.cpu_copy_bytes_per_byte = double(host_copy) / double(payload);
     row.emulated_device_copy_bytes_per_byte = double(emulated_copy) / double(payload);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/aligned_buffer.h"
+#include "common/percentile.h"
 #include "common/resource_usage.h"
 #include "progress.h"
 #include "store_session.h"
@@ -62,12 +63,6 @@ bool check_tags(uint64_t i, const std::byte* p, size_t bytes) {
     if (tag[0] != i || tag[1] != b) return false;
   }
   return true;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 double since(std::chrono::steady_clock::time_point t0) {
