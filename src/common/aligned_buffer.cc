@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "common/units.h"
@@ -51,6 +52,13 @@ AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& o) noexcept {
     huge_ = std::exchange(o.huge_, false);
   }
   return *this;
+}
+
+AlignedBytes allocate_blocks(size_t bytes) {
+  const size_t n = round_up(bytes == 0 ? 1 : bytes, kBlockBytes);
+  AlignedBytes p(static_cast<std::byte*>(std::aligned_alloc(kBlockBytes, n)));
+  if (p) std::memset(p.get(), 0, n);
+  return p;
 }
 
 }  // namespace tempokv

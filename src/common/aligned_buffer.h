@@ -1,9 +1,13 @@
-// AlignedBuffer: an owned, 4 KiB-aligned (or huge-page) host allocation for O_DIRECT I/O.
-// Move-only; not thread-safe (one owner).
+// Owned 4 KiB-aligned host memory for O_DIRECT I/O, in two kinds: AlignedBuffer, mapped (or on
+// huge pages), for buffers set up once; AlignedBytes, from the allocator, for the small blocks
+// allocated on the data path (a record's header), where a mapping per allocation would cost a
+// system call. Both move-only, one owner, not thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <span>
 
 #include "tempokv/status.h"
@@ -35,5 +39,13 @@ class AlignedBuffer {
   size_t mapped_ = 0;
   bool huge_ = false;
 };
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using AlignedBytes = std::unique_ptr<std::byte, FreeDeleter>;
+// A zero-filled 4 KiB-aligned allocation of round_up(bytes, 4 KiB) (4 KiB for 0); null when out
+// of memory.
+AlignedBytes allocate_blocks(size_t bytes);
 
 }  // namespace tempokv

@@ -4,9 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
-#include <memory>
 
+#include "common/aligned_buffer.h"
 #include "store/format.h"
 
 namespace tempokv::store {
@@ -29,11 +28,7 @@ Result<int> create_segment_file(FileOps& files, const std::string& dir, uint32_t
     return st;
   };
   if (Status st = files.allocate(fd, path, bytes); !st.is_ok()) return fail(st);
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<std::byte, Free> block(
-      static_cast<std::byte*>(std::aligned_alloc(kBlockBytes, kHeaderBytes)));
+  AlignedBytes block = allocate_blocks(kHeaderBytes);
   if (!block) return fail(Status::from_errno(ENOMEM, "allocate header block for " + path));
   encode_segment_header({id, bytes, capacity_bytes},
                         std::span<std::byte, kHeaderBytes>(block.get(), kHeaderBytes));

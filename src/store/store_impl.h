@@ -16,7 +16,6 @@
 //     capacity accounting); quarantined_bytes_ is the latter part.
 #pragma once
 
-#include <cstdlib>
 #include <deque>
 #include <map>
 #include <memory>
@@ -26,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/aligned_buffer.h"
 #include "common/job_threads.h"
 #include "store/format.h"
 #include "store/segment.h"
@@ -35,13 +35,6 @@ namespace tempokv::store {
 
 // A segment file being deleted after reclamation; open() deletes any it finds.
 inline constexpr std::string_view kReclaimedSuffix = ".reclaimed";
-
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-using AlignedBytes = std::unique_ptr<std::byte, FreeDeleter>;
-// A zero-filled 4 KiB-aligned allocation of round_up(bytes, 4 KiB); null when out of memory.
-AlignedBytes allocate_blocks(size_t bytes);
 
 // A segment file created ahead of need ("seg-N.tkv.next"): renamed to its segment name (and the
 // directory synced) when the active segment fills. open() deletes any it finds.

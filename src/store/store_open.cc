@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 
 #include "store/dir_lock.h"
@@ -46,13 +45,6 @@ Result<std::unique_ptr<Store>> Store::open(Executor& executor, SsdEngine& engine
 }
 
 namespace store {
-
-AlignedBytes allocate_blocks(size_t bytes) {
-  size_t n = round_up(bytes == 0 ? 1 : bytes, kBlockBytes);
-  AlignedBytes p(static_cast<std::byte*>(std::aligned_alloc(kBlockBytes, n)));
-  if (p) std::memset(p.get(), 0, n);
-  return p;
-}
 
 StoreImpl::StoreImpl(Executor& executor, SsdEngine& engine, const StoreOptions& options)
     : executor_(executor),
