@@ -7,35 +7,13 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "common/file_io.h"
+
 namespace tempokv {
 namespace {
 
 constexpr uint64_t kPageBytes = 4096;
 constexpr uint64_t kSectorBytes = 512;
-
-Status pread_all(int fd, std::byte* buf, size_t len, uint64_t offset, const std::string& path) {
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = ::pread(fd, buf + done, len - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::from_errno(errno, "pread " + path);
-    if (n == 0) break;  // past the end: the pre-image there is "nothing", kept as zeros
-    done += static_cast<size_t>(n);
-  }
-  return Status::ok();
-}
-
-Status pwrite_all(int fd, const std::byte* buf, size_t len, uint64_t offset,
-                  const std::string& path) {
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = ::pwrite(fd, buf + done, len - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::from_errno(errno, "pwrite " + path);
-    done += static_cast<size_t>(n);
-  }
-  return Status::ok();
-}
 
 }  // namespace
 
@@ -62,9 +40,11 @@ Result<uint64_t> PageCacheModel::before_write(FileId file, uint64_t offset, size
   Write w{path, file, offset, std::vector<std::byte>(len), State::kInFlight};
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // buffered: sees O_DIRECT writes too
   if (fd < 0) return Status::from_errno(errno, "power-loss model: open " + path);
-  Status st = pread_all(fd, w.pre_image.data(), len, offset, path);
+  // Past the end of the file the pre-image is "nothing", kept as zeros.
+  const Result<size_t> pre =
+      pread_range(fd, w.pre_image.data(), len, offset).result("pread " + path);
   ::close(fd);
-  TEMPOKV_RETURN_IF_ERROR(st);
+  TEMPOKV_RETURN_IF_ERROR(pre.status());
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t id = next_id_++;
   writes_.emplace(id, std::move(w));
@@ -142,7 +122,10 @@ Result<PageCacheModel::CutReport> PageCacheModel::power_cut() {
         if (kept & (1ULL << s)) continue;
         const uint64_t from = page + s * kSectorBytes;
         const uint64_t to = std::min(next, from + kSectorBytes);
-        st = pwrite_all(fd, w.pre_image.data() + (from - w.offset), to - from, from, w.path);
+        const RangeIo n = pwrite_range(fd, w.pre_image.data() + (from - w.offset), to - from, from);
+        if (n.error != 0 || n.bytes != to - from) {
+          st = Status::from_errno(n.error != 0 ? n.error : EIO, "pwrite " + w.path);
+        }
       }
       page = next;
     }

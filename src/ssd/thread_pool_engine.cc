@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "common/file_io.h"
 #include "common/units.h"
 
 namespace tempokv {
@@ -117,23 +118,12 @@ Result<size_t> ThreadPoolEngine::run_job(const Job& job) const {
     }
     return size_t{0};
   }
-  size_t done = 0;
-  while (done < job.len) {
-    off_t off = static_cast<off_t>(job.offset + done);
-    ssize_t n = job.op == IoOp::kRead ? pread(job.fd, job.buf + done, job.len - done, off)
-                                      : pwrite(job.fd, job.buf + done, job.len - done, off);
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      return Status::from_errno(errno, describe_io(name(), job.op, job.file, job.offset, job.len) +
-                                           " (after " + std::to_string(done) + " bytes)");
-    }
-    if (n == 0) break;  // end of file: report the bytes so far
-    done += static_cast<size_t>(n);
-    // O_DIRECT returns an unaligned count only at end of file, and the remainder's unaligned
-    // offset would fail with EINVAL.
-    if (options_.direct && !is_aligned(done, kBlockBytes)) break;
-  }
-  return done;
+  // Short only at end of file.
+  const RangeIo r = job.op == IoOp::kRead
+                        ? pread_range(job.fd, job.buf, job.len, job.offset, options_.direct)
+                        : pwrite_range(job.fd, job.buf, job.len, job.offset, options_.direct);
+  if (r.error != 0) return r.result(describe_io(name(), job.op, job.file, job.offset, job.len));
+  return r.bytes;
 }
 
 SsdEngineStats ThreadPoolEngine::stats() const {

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "common/file_io.h"
+
 namespace tempokv::store {
 namespace {
 
@@ -25,12 +27,8 @@ class RealFileOps final : public FileOps {
   }
   Status write_at(int fd, const std::string& path, const void* buf, size_t len,
                   uint64_t offset) override {
-    ssize_t n;
-    do {
-      n = ::pwrite(fd, buf, len, static_cast<off_t>(offset));
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) return Status::from_errno(errno, "write " + path);
-    if (static_cast<size_t>(n) != len) return Status::from_errno(ENOSPC, "short write of " + path);
+    TEMPOKV_ASSIGN_OR_RETURN(size_t n, pwrite_range(fd, buf, len, offset).result("write " + path));
+    if (n != len) return Status::from_errno(ENOSPC, "short write of " + path);
     return Status::ok();
   }
   Status sync_data(int fd, const std::string& path) override {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "common/file_io.h"
 #include "common/units.h"
 
 namespace tempokv::store {
@@ -23,12 +24,7 @@ std::vector<std::byte> read_range(const std::string& path, uint64_t offset, size
   std::vector<std::byte> out(len);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return {};
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = ::pread(fd, out.data() + done, len - done, static_cast<off_t>(offset + done));
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
+  (void)pread_range(fd, out.data(), len, offset);
   ::close(fd);
   return out;
 }
@@ -36,7 +32,7 @@ std::vector<std::byte> read_range(const std::string& path, uint64_t offset, size
 void write_range(const std::string& path, uint64_t offset, const std::byte* data, size_t len) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return;  // gone: nothing to restore
-  (void)!::pwrite(fd, data, len, static_cast<off_t>(offset));
+  (void)pwrite_range(fd, data, len, offset);
   ::fsync(fd);
   ::close(fd);
 }

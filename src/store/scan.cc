@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/checksum.h"
+#include "common/file_io.h"
 
 namespace tempokv::store {
 namespace {
@@ -39,17 +40,8 @@ class ScanFile {
   }
   // Reads exactly len bytes (fewer only at end of file: the count is returned).
   Result<size_t> read(uint64_t offset, void* buf, size_t len) const {
-    size_t done = 0;
     ++reads_;
-    while (done < len) {
-      ssize_t n = pread(fd_, static_cast<char*>(buf) + done, len - done,
-                        static_cast<off_t>(offset + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Status::from_errno(errno, "pread " + path_);
-      if (n == 0) break;
-      done += static_cast<size_t>(n);
-    }
-    return done;
+    return pread_range(fd_, buf, len, offset).result("pread " + path_);
   }
   // The first offset >= from that may hold data (SEEK_DATA), or bytes() when none does.
   uint64_t next_data(uint64_t from) const {
