@@ -11,7 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <map>
 #include <random>
 #include <set>
@@ -22,11 +21,6 @@
 
 namespace tempokv::testing {
 namespace {
-
-uint64_t env_or(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::strtoull(v, nullptr, 10) : fallback;
-}
 
 // Op i puts key i, except every fifth op, which removes key i - 2.
 bool is_remove(uint64_t i) { return i % 5 == 4; }

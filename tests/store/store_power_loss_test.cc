@@ -12,7 +12,6 @@
 // crash-soak power runs it longer.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -23,11 +22,6 @@
 
 namespace tempokv::testing {
 namespace {
-
-uint64_t env_or(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::strtoull(v, nullptr, 10) : fallback;
-}
 
 std::string fast_parent() {
   return std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : "/var/tmp";

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -83,6 +84,13 @@ inline std::vector<uint8_t> payload(uint64_t seed, size_t bytes) {
   return v;
 }
 inline Key test_key(uint64_t i) { return Key{0x7e57, i}; }
+
+// The environment variable `name` as a number (iterations, seeds of the randomized tests), or
+// fallback when it is not set.
+inline uint64_t env_or(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::strtoull(v, nullptr, 10) : fallback;
+}
 
 // A store on real files: executor, engine and store together, with blocking helpers.
 struct StoreHarness {
