@@ -3,7 +3,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "workload/tokens.h"
+#include "common/splitmix.h"
 
 namespace tempokv {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "workload/tokens.h"
+#include "common/splitmix.h"
 
 namespace tempokv {
 

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/splitmix.h"
 #include "workload/tokens.h"
 
 namespace tempokv {
 namespace {
 
 uint32_t uniform_in(uint64_t& state, uint32_t lo, uint32_t hi) {
-  return lo + static_cast<uint32_t>(splitmix64_next(state) % (uint64_t(hi) - lo + 1));
+  return lo + static_cast<uint32_t>(splitmix64(state) % (uint64_t(hi) - lo + 1));
 }
 
 }  // namespace
@@ -47,7 +48,7 @@ Result<std::vector<Request>> make_narrativeqa(const NarrativeQaOptions& o) {
     for (uint32_t d = 0; d < o.docs_per_group; ++d) {
       const uint32_t doc_tokens = uniform_in(rng, o.groups[g].first, o.groups[g].second);
       const uint32_t question = uniform_in(rng, o.question_min_tokens, o.question_max_tokens);
-      const uint64_t doc_seed = splitmix64_next(rng);
+      const uint64_t doc_seed = splitmix64(rng);
       std::vector<uint32_t> tokens;
       append_synthetic_tokens(doc_seed, doc_tokens, tokens);
       Request r;
@@ -66,7 +67,7 @@ Result<std::vector<Request>> make_narrativeqa(const NarrativeQaOptions& o) {
   }
   if (o.shuffle) {
     for (size_t i = requests.size(); i > 1; --i) {
-      std::swap(requests[i - 1], requests[splitmix64_next(rng) % i]);
+      std::swap(requests[i - 1], requests[splitmix64(rng) % i]);
     }
   }
   for (size_t i = 0; i < requests.size(); ++i) {

@@ -3,26 +3,16 @@
 #include <cstring>
 
 #include "common/model_geometry.h"
+#include "common/splitmix.h"
 
 namespace tempokv {
-
-uint64_t splitmix64_next(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-double uniform01(uint64_t& state) {
-  return static_cast<double>(splitmix64_next(state) >> 11) * 0x1.0p-53;
-}
 
 void append_synthetic_tokens(uint64_t seed, size_t count, std::vector<uint32_t>& out,
                              uint32_t vocab) {
   uint64_t s = seed ^ 0x746f6b656e73ULL;  // "tokens": a seed of 0 still gives a stream
   out.reserve(out.size() + count);
   for (size_t i = 0; i < count; ++i) {
-    out.push_back(static_cast<uint32_t>(splitmix64_next(s) % (vocab ? vocab : 1)));
+    out.push_back(static_cast<uint32_t>(splitmix64(s) % (vocab ? vocab : 1)));
   }
 }
 
@@ -51,10 +41,10 @@ void fill_chunk_bytes(const Key& key, std::span<std::byte> out) {
   uint64_t s = key.hash ^ (key.model * 0x2545f4914f6cdd1dULL);
   size_t i = 0;
   for (; i + 8 <= out.size(); i += 8) {
-    uint64_t v = splitmix64_next(s);
+    uint64_t v = splitmix64(s);
     std::memcpy(out.data() + i, &v, 8);
   }
-  uint64_t v = splitmix64_next(s);
+  uint64_t v = splitmix64(s);
   for (; i < out.size(); ++i, v >>= 8) out[i] = static_cast<std::byte>(v & 0xff);
 }
 
@@ -62,12 +52,12 @@ bool chunk_bytes_match(const Key& key, std::span<const std::byte> bytes) {
   uint64_t s = key.hash ^ (key.model * 0x2545f4914f6cdd1dULL);
   size_t i = 0;
   for (; i + 8 <= bytes.size(); i += 8) {
-    const uint64_t want = splitmix64_next(s);
+    const uint64_t want = splitmix64(s);
     uint64_t got;
     std::memcpy(&got, bytes.data() + i, 8);
     if (got != want) return false;
   }
-  uint64_t v = splitmix64_next(s);
+  uint64_t v = splitmix64(s);
   for (; i < bytes.size(); ++i, v >>= 8) {
     if (bytes[i] != static_cast<std::byte>(v & 0xff)) return false;
   }

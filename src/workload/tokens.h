@@ -21,11 +21,6 @@ namespace tempokv {
 inline constexpr uint32_t kDefaultChunkTokens = 256;
 inline constexpr uint32_t kDefaultVocab = 128'256;  // Llama 3 vocabulary size
 
-// The next value of a splitmix64 sequence (state advances).
-uint64_t splitmix64_next(uint64_t& state);
-// A uniform double in [0, 1) from a splitmix64 state.
-double uniform01(uint64_t& state);
-
 // Appends `count` token ids in [0, vocab) drawn from `seed` to out.
 void append_synthetic_tokens(uint64_t seed, size_t count, std::vector<uint32_t>& out,
                              uint32_t vocab = kDefaultVocab);

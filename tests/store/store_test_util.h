@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "common/aligned_buffer.h"
+#include "common/splitmix.h"
 #include "common/units.h"
 #include "executor/loop_util.h"
 #include "executor/real_executor.h"
@@ -60,12 +61,6 @@ class TempDir {
   std::string path_;
 };
 
-inline uint64_t splitmix64(uint64_t& s) {
-  uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 // Pseudo-random bytes from a seed: the same seed always gives the same payload.
 inline void fill_payload(uint64_t seed, void* dst, size_t bytes) {
   auto* p = static_cast<uint8_t*>(dst);

@@ -3,17 +3,11 @@
 #include <algorithm>
 
 #include "common/aligned_buffer.h"
+#include "common/splitmix.h"
 #include "common/units.h"
 
 namespace tempokv::cli {
 namespace {
-
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 // Incompressible, distinct per chunk: nothing below the store can dedupe or compress it away.
 void fill_payload(std::byte* p, uint64_t bytes, uint64_t seed) {

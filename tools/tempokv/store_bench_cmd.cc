@@ -16,6 +16,7 @@
 #include "common/aligned_buffer.h"
 #include "common/percentile.h"
 #include "common/resource_usage.h"
+#include "common/splitmix.h"
 #include "progress.h"
 #include "store_session.h"
 #include "fio_ceiling.h"
@@ -39,11 +40,6 @@ struct BenchConfig {
 const uint64_t kBenchModel = model_id("tempokv-store-bench");
 Key bench_key(uint64_t i) { return Key{kBenchModel, i}; }
 
-uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 // Each 4 KiB block starts with (object, block) and continues with bytes derived from both.
 void fill_object(uint64_t i, std::byte* p, size_t bytes) {
   for (size_t off = 0, b = 0; off < bytes; off += kBlockBytes, ++b) {
@@ -52,7 +48,7 @@ void fill_object(uint64_t i, std::byte* p, size_t bytes) {
     words[0] = i;
     words[1] = b;
     uint64_t s = (i << 32) ^ b ^ 0x5bd1e995;
-    for (size_t w = 2; w < kBlockBytes / 8; ++w) words[w] = mix(s += 0x9e3779b97f4a7c15ULL);
+    for (size_t w = 2; w < kBlockBytes / 8; ++w) words[w] = splitmix64(s);
     std::memcpy(p + off, words, n);
   }
 }
