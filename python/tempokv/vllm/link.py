@@ -12,6 +12,7 @@ so a copy never reads the old instance's tier.
 """
 
 import logging
+import threading
 import time
 
 from ..client import TempoKVClient
@@ -94,3 +95,26 @@ class Link:
             self.client.close(send_bye=False)
         self.client = None
         self._down_until = time.monotonic() + self.retry_s
+
+
+class ReachRequest:
+    """``Link.reach`` asked of the thread that owns a link, from any other: the asker queues
+    it in the owner's way and calls ``wait``; the owner calls ``answer`` between its own round
+    trips (a link is used by one thread only). A driver that starts a new daemon on the
+    endpoint asks until the link has reached the new one, so that the first load or save after
+    the switch does not find the link still connecting (a retrieval then failed: "no
+    connection took the request")."""
+
+    def __init__(self):
+        self._done = threading.Event()
+        self._instance = None
+
+    def answer(self, link):
+        self._instance = link.reach()
+        self._done.set()
+
+    def wait(self, timeout_s):
+        """The daemon instance the owner's link reached, or None (not reached, or no answer
+        within ``timeout_s``)."""
+        self._done.wait(timeout_s)
+        return self._instance

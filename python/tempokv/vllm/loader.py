@@ -23,6 +23,7 @@ import xxhash
 
 from ..errors import TempoKVError
 from . import header
+from .link import ReachRequest
 
 __all__ = ["Loader"]
 
@@ -92,14 +93,10 @@ class Loader:
             pass  # the pipe is full of wake-ups already
 
     def reach(self, timeout_s=10.0):
-        """The daemon instance this thread's link reaches now (a round trip on the loader
-        thread), or None. A driver that starts a new daemon on the endpoint calls it until the
-        link has reached the new one, so the first load after the switch does not find the link
-        still connecting (its first retrieval then failed: "no connection took the request")."""
-        box = [threading.Event(), None]
-        self._put(("reach", box))
-        box[0].wait(timeout_s)
-        return box[1]
+        """The daemon instance the loader thread's link reaches now, or None (link.ReachRequest)."""
+        request = ReachRequest()
+        self._put(("reach", request))
+        return request.wait(timeout_s)
 
     def cancel(self, req_ids):
         if req_ids:
@@ -135,8 +132,7 @@ class Loader:
                 if kind == "load":
                     self._start(*arg)
                 elif kind == "reach":
-                    arg[1] = self.link.reach()
-                    arg[0].set()
+                    arg.answer(self.link)
                 else:
                     self._cancel(arg)
             self._poll()

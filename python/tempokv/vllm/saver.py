@@ -20,6 +20,7 @@ import xxhash
 
 from ..errors import ResourceExhausted, TempoKVError
 from . import header
+from .link import ReachRequest
 
 __all__ = ["Saver"]
 
@@ -45,7 +46,7 @@ class Saver:
         self.flushed = 0  # saves of preempted requests copied out by a flush
         self._abandoned = set()  # req_ids whose save in progress stops waiting for room
         self._stop = False
-        self._reaches = []  # [event, instance] boxes for the saver thread (reach())
+        self._reaches = []  # link.ReachRequests for the saver thread to answer (reach())
         self._thread = threading.Thread(target=self._run, name="tempokv-saver", daemon=True)
         self._thread.start()
 
@@ -57,14 +58,13 @@ class Saver:
             self._cv.notify_all()
 
     def reach(self, timeout_s=10.0):
-        """The daemon instance this thread's link reaches now (a round trip on the saver
-        thread, between saves), or None; see ``Loader.reach``."""
-        box = [threading.Event(), None]
+        """The daemon instance the saver thread's link reaches now (between saves), or None
+        (link.ReachRequest)."""
+        request = ReachRequest()
         with self._cv:
-            self._reaches.append(box)
+            self._reaches.append(request)
             self._cv.notify_all()
-        box[0].wait(timeout_s)
-        return box[1]
+        return request.wait(timeout_s)
 
     def flush(self, req_ids):
         """Preemption: vLLM has freed the blocks of ``req_ids``, and the forward pass about to
@@ -154,9 +154,8 @@ class Saver:
                     self._current = spec.req_id
                     self._putting = True
             if reaches:  # round trips outside the lock: submit() never waits on the daemon
-                for box in reaches:
-                    box[1] = self.link.reach()
-                    box[0].set()
+                for request in reaches:
+                    request.answer(self.link)
                 continue
             reserved = None
             if self.delay_s:
