@@ -1,6 +1,7 @@
-"""vLLM's offline engine as the vLLM checks drive it (scripts/vllm-e2e's passes and the policy
-experiment's engine process): built with or without the TempoKV connector, closed so that the
-next one can start in the same process, and the connector's two sides found in it.
+"""vLLM's offline engine as the vLLM checks drive it (scripts/vllm-e2e's passes, the policy
+experiment's engine process, the preemption test): built with or without the TempoKV
+connector, driven through a list of prompts, closed so that the next one can start in the same
+process, and the connector's two sides found in it.
 
 Imports vLLM lazily: callers set VLLM_ENABLE_V1_MULTIPROCESSING / VLLM_CPU_KVCACHE_SPACE first.
 """
@@ -8,6 +9,7 @@ Imports vLLM lazily: callers set VLLM_ENABLE_V1_MULTIPROCESSING / VLLM_CPU_KVCAC
 import gc
 import glob
 import os
+import time
 
 
 def build_llm(spec, connector_extra=None, scheduler_cls="tempokv.vllm.TempoKVAsyncScheduler",
@@ -32,6 +34,54 @@ def build_llm(spec, connector_extra=None, scheduler_cls="tempokv.vllm.TempoKVAsy
             "kv_connector_extra_config": connector_extra}
         kw["scheduler_cls"] = scheduler_cls
     return LLM(**kw)
+
+
+def drive(llm, prompts, max_tokens, interval_s=0.0, rid_prefix="r", t0=None, after_step=None):
+    """Submits prompt i as request ``<rid_prefix>-<i>`` at i × interval_s (a timer around
+    add_request: arrivals do not wait for completions), greedy, ``max_tokens`` tokens each, and
+    steps the engine until every request finished, calling ``after_step()`` after each step.
+    Per prompt: its arrival, submission, first token and finish in seconds from the first
+    arrival (``t0``, ``time.monotonic()``, by default when called), ``ttft_s`` (from the
+    scheduled arrival: a step in progress delays the add_request itself, not the clock the
+    user sees), its ``tokens`` and ``num_cached_tokens``."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    engine = llm.llm_engine
+    sp = SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True)
+    n = len(prompts)
+    res = [{"arrival_s": i * interval_s, "prompt_tokens": len(p), "submitted_s": None,
+            "first_token_s": None, "ttft_s": None, "finished_s": None, "tokens": None,
+            "num_cached_tokens": 0}
+           for i, p in enumerate(prompts)]
+    index = {f"{rid_prefix}-{i}": i for i in range(n)}
+    t0 = time.monotonic() if t0 is None else t0
+    nxt = 0
+    while nxt < n or engine.has_unfinished_requests():
+        now = time.monotonic() - t0
+        while nxt < n and res[nxt]["arrival_s"] <= now:
+            engine.add_request(f"{rid_prefix}-{nxt}", TokensPrompt(prompt_token_ids=prompts[nxt]),
+                               sp)
+            res[nxt]["submitted_s"] = time.monotonic() - t0
+            nxt += 1
+        if not engine.has_unfinished_requests():
+            time.sleep(max(0.0, min(0.05, res[nxt]["arrival_s"] - now)))
+            continue
+        outs = engine.step()
+        if not outs:
+            time.sleep(0.001)  # nothing came out (waiting for loads, or a prefill chunk)
+        for out in outs:
+            r = res[index[out.request_id]]
+            toks = out.outputs[0].token_ids if out.outputs else []
+            t = time.monotonic() - t0
+            if toks and r["first_token_s"] is None:
+                r.update(first_token_s=t, ttft_s=t - r["arrival_s"])
+            if out.finished:
+                r.update(finished_s=t, tokens=list(toks),
+                         num_cached_tokens=out.num_cached_tokens or 0)
+        if after_step:
+            after_step()
+    return res
 
 
 def _shm_ident(worker):

@@ -27,7 +27,8 @@ os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB
 
 from .daemon import live_claims  # noqa: E402
-from .llm import agent, build_llm, close_llm, connector_counters, worker_connector  # noqa: E402
+from .llm import (agent, build_llm, close_llm, connector_counters, drive,  # noqa: E402
+                  worker_connector)
 from .reference import ReferenceKV  # noqa: E402
 
 
@@ -45,30 +46,6 @@ def _llm(spec, run):
            else "tempokv.vllm.TempoKVScheduler")
     return build_llm(spec, extra, cls, prefix_caching=run["kind"] == "reference",
                      async_scheduling=bool(spec.get("async_scheduling")))
-
-
-def _drive(llm, prompts, max_tokens, after_step=None):
-    """Submits every prompt at once; steps the engine; returns per-request results."""
-    from vllm import SamplingParams
-    from vllm.inputs import TokensPrompt
-
-    engine = llm.llm_engine
-    sp = SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True)
-    t0 = time.monotonic()
-    for i, p in enumerate(prompts):
-        engine.add_request(f"r{i}", TokensPrompt(prompt_token_ids=p), sp)
-    res = {}
-    while engine.has_unfinished_requests():
-        for out in engine.step():
-            r = res.setdefault(out.request_id, {"ttft_s": None})
-            toks = out.outputs[0].token_ids if out.outputs else []
-            if toks and r["ttft_s"] is None:
-                r["ttft_s"] = time.monotonic() - t0
-            if out.finished:
-                r.update(tokens=list(toks), num_cached_tokens=out.num_cached_tokens or 0)
-        if after_step:
-            after_step()
-    return [res[f"r{i}"] for i in range(len(prompts))]
 
 
 def _file_counters(path):
@@ -139,14 +116,14 @@ def run(spec):
             entry_restored = restored
             warm = [p[:n] for p, n in zip(prompts, restored) if n > 0]
             if warm:
-                _drive(llm, warm, 1)
+                drive(llm, warm, 1)
         else:
             entry_restored = None
         if run.get("capture_kv"):
             # vLLM's own blocks of each prompt's restorable prefix (whole chunks before its
             # last token), as its model runner lists them.
             chunk = spec["chunk_tokens"]
-            reference = ReferenceKV(llm, {f"r{i}": (len(p) - 1) // chunk * chunk
+            reference = ReferenceKV(llm, {f"r-{i}": (len(p) - 1) // chunk * chunk
                                           for i, p in enumerate(prompts)})
             after_step = reference.after_step
         if run.get("kill_daemon_pid"):
@@ -164,7 +141,7 @@ def run(spec):
                     os.kill(pid, signal.SIGKILL)
             after_step = kill
         t = time.monotonic()
-        reqs = _drive(llm, prompts, spec["max_tokens"], after_step)
+        reqs = drive(llm, prompts, spec["max_tokens"], after_step=after_step)
         entry = {"name": run["name"], "init_s": init_s, "run_s": time.monotonic() - t,
                  "load_timeline": _load_timeline(t),
                  "loadavg_1m": os.getloadavg()[0],

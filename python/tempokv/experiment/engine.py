@@ -28,8 +28,8 @@ os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # scheduler + work
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 from ..e2e.daemon import live_claims  # noqa: E402
-from ..e2e.llm import (agent, build_llm, close_llm, connector_counters, scheduler,  # noqa: E402
-                       worker_connector)
+from ..e2e.llm import (agent, build_llm, close_llm, connector_counters, drive,  # noqa: E402
+                       scheduler, worker_connector)
 from . import daemon as daemon_mod  # noqa: E402
 from . import machine  # noqa: E402
 
@@ -85,49 +85,6 @@ def _llm(spec, connector):
         extra = {"endpoint": spec["endpoint"], "chunk_tokens": spec["chunk_tokens"],
                  "load_timeout_s": 60.0, "retry_s": 0.1}
     return build_llm(spec, extra)
-
-
-def drive(llm, prompts, max_tokens, interval_s, rid_prefix, t0=None):
-    """Submits prompt i at i × interval_s (a timer around add_request: arrivals do not wait for
-    completions) and steps the engine until every request finished. Times are seconds from the
-    first arrival (``t0``, ``time.monotonic()``, by default when called); TTFT counts from the
-    scheduled arrival (a step in progress delays the add_request itself, not the clock the user
-    sees)."""
-    from vllm import SamplingParams
-    from vllm.inputs import TokensPrompt
-
-    engine = llm.llm_engine
-    sp = SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True)
-    n = len(prompts)
-    res = [{"arrival_s": i * interval_s, "prompt_tokens": len(p), "submitted_s": None,
-            "first_token_s": None, "finished_s": None, "tokens": None, "num_cached_tokens": 0}
-           for i, p in enumerate(prompts)]
-    index = {f"{rid_prefix}-{i}": i for i in range(n)}
-    t0 = time.monotonic() if t0 is None else t0
-    nxt = 0
-    while nxt < n or engine.has_unfinished_requests():
-        now = time.monotonic() - t0
-        while nxt < n and res[nxt]["arrival_s"] <= now:
-            engine.add_request(f"{rid_prefix}-{nxt}", TokensPrompt(prompt_token_ids=prompts[nxt]),
-                               sp)
-            res[nxt]["submitted_s"] = time.monotonic() - t0
-            nxt += 1
-        if not engine.has_unfinished_requests():
-            time.sleep(max(0.0, min(0.05, res[nxt]["arrival_s"] - now)))
-            continue
-        outs = engine.step()
-        if not outs:
-            time.sleep(0.001)  # nothing came out (waiting for loads, or a prefill chunk)
-        for out in outs:
-            r = res[index[out.request_id]]
-            toks = out.outputs[0].token_ids if out.outputs else []
-            t = time.monotonic() - t0
-            if toks and r["first_token_s"] is None:
-                r["first_token_s"] = t
-            if out.finished:
-                r.update(finished_s=t, tokens=list(toks),
-                         num_cached_tokens=out.num_cached_tokens or 0)
-    return res
 
 
 def _blocks(llm):

@@ -24,7 +24,7 @@ import tempokvd_fixture as fx  # noqa: E402
 
 from tempokv.e2e import model as model_mod  # noqa: E402
 from tempokv.e2e.daemon import live_claims  # noqa: E402
-from tempokv.e2e.llm import build_llm, close_llm, scheduler, worker_connector  # noqa: E402
+from tempokv.e2e.llm import build_llm, close_llm, drive, scheduler, worker_connector  # noqa: E402
 from tempokv.e2e.prompts import make_prompts  # noqa: E402
 from tempokv.vllm.digests import read_digests  # noqa: E402
 
@@ -39,19 +39,9 @@ def daemon():
     yield from fx.serve(["--set", "tier.capacity_bytes=256MiB", "--set", "tier.budget_bytes=192MiB"])
 
 
-def drive(llm, prompts, tag):
-    from vllm import SamplingParams
-    from vllm.inputs import TokensPrompt
-    engine = llm.llm_engine
-    sp = SamplingParams(temperature=0.0, max_tokens=OUTPUT, ignore_eos=True)
-    for i, p in enumerate(prompts):
-        engine.add_request(f"{tag}{i}", TokensPrompt(prompt_token_ids=p), sp)
-    res = {}
-    while engine.has_unfinished_requests():
-        for out in engine.step():
-            if out.finished:
-                res[out.request_id] = list(out.outputs[0].token_ids)
-    return [res[f"{tag}{i}"] for i in range(len(prompts))]
+def outputs(llm, prompts, tag):
+    """The tokens each prompt generated, all submitted at once as requests <tag>-<i>."""
+    return [r["tokens"] for r in drive(llm, prompts, OUTPUT, rid_prefix=tag)]
 
 
 def assert_same_outputs(got, want, what):
@@ -89,12 +79,12 @@ def test_a_preempted_request_restores_its_prefix_again(daemon, tmp_path):
     try:
         conn = scheduler(llm).connector
         worker = worker_connector()
-        alone = [drive(llm, [p], f"a{i}-")[0] for i, p in enumerate(prompts)]
+        alone = [outputs(llm, [p], f"a{i}")[0] for i, p in enumerate(prompts)]
         wait_for(lambda: worker.saver.saved == 3 * len(prompts), "pass 1's 12 chunks saved")
         assert conn._sched.requeued == 0, "one request at a time: nothing preempted"
         assert worker.loader.loaded_tokens == 0
 
-        together = drive(llm, prompts, "b")
+        together = outputs(llm, prompts, "b")
         requeued = conn._sched.requeued
         assert requeued >= 1, "15 blocks for two 7-block requests that grow: vLLM preempts"
         # Every load, the first of each request and one after each preemption, restored the
@@ -125,7 +115,7 @@ def test_a_preempted_requests_saves_not_yet_copied_still_reach_the_store(daemon,
     try:
         conn = scheduler(llm).connector
         worker = worker_connector()
-        together = drive(llm, prompts, "c")
+        together = outputs(llm, prompts, "c")
         assert conn._sched.requeued >= 1, "15 blocks for requests that grow: vLLM preempts"
         wait_for(lambda: not worker.saver.busy(), "the saver drained")
         assert worker.saver.flushed >= 1, "no save was queued at the preemption: test too fast"
@@ -138,7 +128,7 @@ def test_a_preempted_requests_saves_not_yet_copied_still_reach_the_store(daemon,
                 sizes = c.lookup(chunk_keys(conn.model_id, p, CHUNK)[:3])
                 assert all(n > 0 for n in sizes), f"prompt {i}: chunks missing: {sizes}"
         # And they restore: each prompt alone (no preemption) loads its three chunks.
-        alone = [drive(llm, [p], f"d{i}-")[0] for i, p in enumerate(prompts)]
+        alone = [outputs(llm, [p], f"d{i}")[0] for i, p in enumerate(prompts)]
         assert worker.loader.failed == 0
         assert worker.loader.loaded_tokens == len(prompts) * 3 * CHUNK
         # The flushed saves hold the blocks as they were before the preemption freed them: a
