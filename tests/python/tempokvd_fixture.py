@@ -51,6 +51,22 @@ def require_daemon():
             "ninja -C <build dir> tempokvd)")
 
 
+def wait_until(predicate, what, timeout_s=10.0, poll=None):
+    """predicate()'s first true value, asked every 20 ms (polling `poll`, a client, meanwhile);
+    AssertionError naming `what` after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        if poll is not None:
+            poll.poll(0.02)
+        else:
+            time.sleep(0.02)
+
+
 class Daemon:
     """One tempokvd serving a fresh data directory on ipc://<data-dir>/tempokvd.sock."""
 
@@ -158,15 +174,4 @@ class DaemonTestCase(unittest.TestCase):
         return c
 
     def wait_for(self, what, predicate, timeout_s=10.0, poll=None):
-        """Waits until predicate() is true (polling `poll`, a client, meanwhile)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                self.fail(f"timed out after {timeout_s} s waiting for {what}")
-            if poll is not None:
-                poll.poll(0.02)
-            else:
-                time.sleep(0.02)
+        return wait_until(predicate, what, timeout_s, poll)

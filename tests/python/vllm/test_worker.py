@@ -46,13 +46,7 @@ def kv():
 
 
 def wait(pred, what, timeout_s=15.0):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        v = pred()
-        if v:
-            return v
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
+    return fx.wait_until(pred, what, timeout_s)
 
 
 def take_until(loader, req_id):

@@ -11,7 +11,6 @@ Greedy outputs must be those of each prompt alone.
 
 import os
 import sys
-import time
 
 import pytest
 
@@ -51,13 +50,6 @@ def assert_same_outputs(got, want, what):
         + "; ".join(f"{i}: {got[i]} != {want[i]}" for i in differ))
 
 
-def wait_for(cond, what, timeout_s=60):
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def start_engine(daemon, tmp_path, seed, **connector):
     """A real engine with BLOCKS KV blocks on the local test model, its connector on daemon
     (plus the connector options given), and four cold prompts of PROMPT tokens from seed."""
@@ -80,7 +72,8 @@ def test_a_preempted_request_restores_its_prefix_again(daemon, tmp_path):
         conn = scheduler(llm).connector
         worker = worker_connector()
         alone = [outputs(llm, [p], f"a{i}")[0] for i, p in enumerate(prompts)]
-        wait_for(lambda: worker.saver.saved == 3 * len(prompts), "pass 1's 12 chunks saved")
+        fx.wait_until(lambda: worker.saver.saved == 3 * len(prompts), "pass 1's 12 chunks saved",
+                      60)
         assert conn._sched.requeued == 0, "one request at a time: nothing preempted"
         assert worker.loader.loaded_tokens == 0
 
@@ -101,7 +94,7 @@ def test_a_preempted_request_restores_its_prefix_again(daemon, tmp_path):
         close_llm(llm)
     saved, loaded = read_digests(digests, "save"), read_digests(digests, "load")
     assert loaded and all(saved.get(k) == v for k, v in loaded.items()), "restored KV differs"
-    wait_for(lambda: live_claims(daemon_stats(daemon)) == 0, "claims ended", 20)
+    fx.wait_until(lambda: live_claims(daemon_stats(daemon)) == 0, "claims ended", 20)
     s = daemon_stats(daemon)
     assert s.get("tier_protected_bytes", 0) == 0 and s.get("tier_reserved_bytes", 0) == 0
 
@@ -117,7 +110,7 @@ def test_a_preempted_requests_saves_not_yet_copied_still_reach_the_store(daemon,
         worker = worker_connector()
         together = outputs(llm, prompts, "c")
         assert conn._sched.requeued >= 1, "15 blocks for requests that grow: vLLM preempts"
-        wait_for(lambda: not worker.saver.busy(), "the saver drained")
+        fx.wait_until(lambda: not worker.saver.busy(), "the saver drained", 60)
         assert worker.saver.flushed >= 1, "no save was queued at the preemption: test too fast"
         assert worker.saver.dropped == 0 and worker.saver.failed == 0
         assert worker.saver.saved == 3 * len(prompts)
