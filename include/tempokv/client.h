@@ -35,8 +35,9 @@
 // background heartbeat finds the daemon down, at once. The heartbeat thread runs independently
 // of the calls: a call holds the socket only to send and to read what is there, never while it
 // waits, so while a reply is overdue (over a second) the thread probes the daemon with a
-// heartbeat, which a daemon that is up answers at once; a daemon that is gone (or a session it
-// lost) fails the call in flight at once with Unavailable instead of its whole timeout.
+// heartbeat, which a daemon that is up answers at once; a daemon that is gone (no connection),
+// silent for a heartbeat interval (a third of its heartbeat timeout), or that lost the session
+// fails the call in flight at once with Unavailable instead of its whole timeout.
 //
 // Ownership: owns its socket and its mappings of the daemon's files (not the files). The
 // destructor sends nothing: the daemon ends the session when it notices the disconnect or the

@@ -151,9 +151,10 @@ void ServiceClient::heartbeat_loop() {
       request.version = version_;
       request.id = next_id_++;
     }
-    // Not counted in calls(): the runtime's thread does not pay for it. A daemon that is down is
-    // not waited for; a slow reply is waited for at most a second.
-    const Result<Reply> reply = exchange_once(request, probe_after, /*wait_for_connection=*/false,
+    // Not counted in calls(): the runtime's thread does not pay for it. A daemon without a
+    // connection is not waited for (down at once); one that stays silent is down after an
+    // interval (a third of its heartbeat timeout), however long the call in flight may wait.
+    const Result<Reply> reply = exchange_once(request, interval, /*wait_for_connection=*/false,
                                               /*caller=*/false);
     last_probe = Clock::now();
     if (reply.is_ok()) {

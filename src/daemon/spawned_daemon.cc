@@ -147,8 +147,13 @@ void SpawnedDaemon::kill_and_clean() {
   kill(pid_, SIGKILL);
   waitpid(pid_, nullptr, 0);
   pid_ = -1;
-  // The daemon it killed cannot remove its shared files (GiBs of /dev/shm for a large tier): they
-  // are removed as the next daemon on the data directory would, unless one already runs there.
+  clean();
+}
+
+void SpawnedDaemon::clean() {
+  // A daemon killed (or crashed) cannot remove its shared files (GiBs of /dev/shm for a large
+  // tier): they are removed as the next daemon on the data directory would, unless one already
+  // runs there.
   const std::string lock = data_dir_ + "/tempokvd.lock";
   const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return;
@@ -165,6 +170,8 @@ Result<int> SpawnedDaemon::try_reap() {
                                        ") is still running");
   }
   pid_ = -1;
+  // Died by a signal (SIGABRT, SIGSEGV, a SIGKILL from elsewhere): its files are left behind.
+  if (WIFSIGNALED(status)) clean();
   return exit_code(status);
 }
 

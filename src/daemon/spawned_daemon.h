@@ -2,7 +2,8 @@
 // evaluation's service mode, the daemon's own tests). It is started on a data directory with an
 // ipc endpoint there and no metrics server, is ready once its socket exists, and is stopped with
 // SIGTERM (a clean shutdown exits 0). A daemon still running when its SpawnedDaemon is destroyed
-// is killed (SIGKILL), so a failed test or run never leaves one behind, nor its shared files.
+// is killed (SIGKILL), so a failed test or run never leaves one behind, nor its shared files (nor
+// does one that a signal ended on its own, found when it is reaped).
 //
 // Ownership: owns the child process (not its data directory). Threading: not thread-safe; start,
 // stop and destruction from one thread. Spawning uses posix_spawn, safe in a threaded process.
@@ -60,9 +61,11 @@ class SpawnedDaemon {
   SpawnedDaemon(pid_t pid, std::string endpoint) : pid_(pid), endpoint_(std::move(endpoint)) {}
   // Reaps the child if it has exited: its status as stop() reports it.
   Result<int> try_reap();
-  // SIGKILLs and reaps the child, then removes the shared files it recorded in its data
-  // directory (shared_file.h) when no other daemon holds that directory's lock.
+  // SIGKILLs and reaps the child, then clean().
   void kill_and_clean();
+  // Removes the shared files the dead child recorded in its data directory (shared_file.h) when
+  // no other daemon holds that directory's lock (reaping a child a signal ended does too).
+  void clean();
 
   pid_t pid_ = -1;
   std::string endpoint_;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 
 #include <fstream>
@@ -21,14 +22,17 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A plain stream connection to an ipc endpoint that never sends a byte; -1 when refused.
+// A plain stream connection to an ipc endpoint that never sends a byte; -1 when it was not made
+// (the listener's backlog stayed full for a second).
 int idle_connection(const std::string& endpoint) {
   const std::string path = endpoint.substr(std::string("ipc://").size());
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const timeval wait{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait));
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 && errno != EAGAIN) {
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     ::close(fd);
     return -1;
   }

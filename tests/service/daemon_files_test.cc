@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "daemon/shared_file.h"
 #include "service/daemon_process.h"
@@ -105,14 +106,35 @@ TEST_F(DaemonFilesTest, AKilledDaemonsFilesAreRemovedByTheNextAndOthersKept) {
     writes = (*c)->hello().write_path;
   }
   ASSERT_EQ(kill(first->pid(), SIGKILL), 0);
-  first->stop();  // reaps it
+  // Not reaped yet (SpawnedDaemon would clean up when it reaps it): dead, its lock released.
+  for (int i = 0; i < 500 && ::kill(first->pid(), 0) == 0 &&
+                  read_all("/proc/" + std::to_string(first->pid()) + "/stat").find(") Z") ==
+                      std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   ASSERT_TRUE(fs::exists(tier));  // nobody cleaned up after the SIGKILL
   auto second = daemon();
   ASSERT_TRUE(second->start());
   EXPECT_FALSE(fs::exists(tier));
   EXPECT_FALSE(fs::exists(writes));
   EXPECT_TRUE(fs::exists(foreign));
+  first->stop();  // reaps it; the second holds the lock, so it removes nothing
   EXPECT_EQ(second->stop(), 0);
+}
+
+TEST_F(DaemonFilesTest, ADaemonASignalEndedHasItsFilesRemovedWhenReaped) {
+  auto d = daemon();
+  ASSERT_TRUE(d->start());
+  std::string tier;
+  {
+    auto c = d->connect();
+    ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+    tier = (*c)->hello().tier_path;
+  }
+  ASSERT_EQ(kill(d->pid(), SIGABRT), 0);  // as libzmq's assertions end it
+  EXPECT_EQ(d->stop(), 128 + SIGABRT);
+  EXPECT_FALSE(fs::exists(tier));
 }
 
 // The mode bits of `path` (not following a symbolic link), or -1.
