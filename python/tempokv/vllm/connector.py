@@ -130,6 +130,7 @@ class TempoKVConnector(KVConnectorBase_V1):
         self.loader = self.saver = self.layout = None
         self._sending = set()  # finished requests with saves, waiting to be reported
         self._load_errors = set()
+        self._freed_by_load = set()  # the scheduler side's TempoKVMetadata.freed_by_load
 
     # ---------------------------------------------------------------- scheduler side
     def on_new_request(self, request):
@@ -152,6 +153,10 @@ class TempoKVConnector(KVConnectorBase_V1):
 
     def request_finished(self, request, block_ids):
         return self._sched.request_finished(request), None
+
+    def update_connector_output(self, connector_output):
+        super().update_connector_output(connector_output)
+        self._sched.on_finished_recving(connector_output.finished_recving)
 
     def on_schedule(self, snapshot):
         """From TempoKVScheduler after each schedule(): the step's snapshot to tempokvd."""
@@ -221,7 +226,14 @@ class TempoKVConnector(KVConnectorBase_V1):
         self.loader.cancel(finished_req_ids)
         recving, errors = self.loader.take_finished()
         self._load_errors |= errors
-        self._sending |= set(finished_req_ids)
+        if self.has_connector_metadata():
+            self._freed_by_load |= getattr(self._get_connector_metadata(), "freed_by_load", set())
+        # vLLM frees those on their load's finished_recving: never in finished_sending too.
+        for r in self._freed_by_load & set(finished_req_ids):
+            self.saver.forget(r)
+        finished = set(finished_req_ids) - self._freed_by_load
+        self._freed_by_load -= set(finished_req_ids)
+        self._sending |= finished
         sending = self.saver.copied_out(self._sending)
         # Only requests that had saves were kept by request_finished; the others are dropped.
         reported = {r for r in sending if self.saver.had_saves(r)}

@@ -37,3 +37,6 @@ class TempoKVMetadata(KVConnectorMetadata):
     loads: list = field(default_factory=list)
     saves: list = field(default_factory=list)
     preempted: set = field(default_factory=set)  # vLLM ids preempted in this step
+    # Finished while their load was outstanding: vLLM frees their blocks on the load's
+    # finished_recving, so they are never reported in finished_sending.
+    freed_by_load: set = field(default_factory=set)

@@ -37,6 +37,7 @@ class _Req:
     next_save: int = 0  # first chunk not yet handed to the worker for saving
     saves: int = 0  # save specs issued (the worker reports finished_sending iff > 0)
     loaded_chunks: int = 0  # chunks a load was planned for
+    load_reported: bool = False  # that load is in a finished_recving vLLM has processed
     max_output_tokens: int = 0  # the generation limit it was queued with (0: none given)
     preemptions: int = 0  # preemptions it was queued again for
     preemptions_seen: int = 0  # preemptions a step's output listed
@@ -61,6 +62,7 @@ class ConnectorScheduler:
         # connector on the same engine).
         self.enabled = True
         self._loads = []  # planned this step, go out with the next metadata
+        self._freed_by_load = set()  # finished with a load outstanding, for the next metadata
         self._saving = set()  # chunk hashes handed to the workers for saving (bounded below)
         self._saving_instance = None  # the daemon instance they were saved to
         self.kv_cache_manager = None  # bound by the connector (bind_kv_cache_manager)
@@ -132,8 +134,8 @@ class ConnectorScheduler:
                                     local // self.block_size, ranks=self.ranks))
 
     def build_connector_meta(self, out):
-        meta = TempoKVMetadata(loads=self._loads)
-        self._loads = []
+        meta = TempoKVMetadata(loads=self._loads, freed_by_load=self._freed_by_load)
+        self._loads, self._freed_by_load = [], set()
         for req_id in out.preempted_req_ids or ():
             st = self.reqs.get(req_id)
             if st is not None:
@@ -160,6 +162,7 @@ class ConnectorScheduler:
         self.ids.release(req_id)
         st.rid = self.ids.get(req_id)
         st.loaded_chunks = 0
+        st.load_reported = False
         st.preemptions += 1
         self.requeued += 1
         self._queue(st)
@@ -195,12 +198,31 @@ class ConnectorScheduler:
             st.saves += 1
         st.next_save = last
 
+    def on_finished_recving(self, req_ids):
+        """vLLM's view of the loads (``update_connector_output``): those it has seen finish."""
+        for req_id in req_ids or ():
+            st = self.reqs.get(req_id)
+            if st is not None and st.loaded_chunks:
+                st.load_reported = True
+
     def request_finished(self, request):
         """Whether the worker holds the blocks (saves issued): then it reports the request in
-        ``finished_sending`` once they are copied out."""
+        ``finished_sending`` once they are copied out.
+
+        A request finished while its load is outstanding (aborted in WAITING_FOR_REMOTE_KVS,
+        perhaps queued again after a preemption that had saves) is different: vLLM holds its
+        blocks until the load's ``finished_recving`` and frees them then, so a
+        ``finished_sending`` as well would name a request vLLM has dropped (its scheduler
+        asserts). Its saves were copied out at the preemption (``Saver.flush``) and none was
+        planned since (it never ran again), so it is freed by its load alone: False here,
+        and the worker is told not to report it (``freed_by_load``)."""
         st = self.reqs.pop(request.request_id, None)
         if st is None:
             return False
         self.agent.finished(st.rid, request.num_output_tokens)
         self.ids.release(request.request_id)
+        if st.loaded_chunks and not st.load_reported:
+            if st.saves:
+                self._freed_by_load.add(request.request_id)
+            return False
         return st.saves > 0

@@ -1,0 +1,102 @@
+"""vLLM's real Scheduler and the connector's real worker side in one process, stepped as vLLM's
+model runner steps a connector (bind the step's metadata, preemptions, loads, saves,
+get_finished), with CPU KV tensors and no model: what the worker reports is what vLLM's
+scheduler then sees."""
+
+import time
+
+import pytest
+
+pytest.importorskip("vllm")
+torch = pytest.importorskip("torch")
+
+from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  # noqa: E402
+from vllm.v1.request import RequestStatus  # noqa: E402
+
+from tempokv.vllm import TempoKVConnector  # noqa: E402
+
+from test_scheduler import BLOCK, CHUNK, NUM_BLOCKS, make_scheduler, output, request  # noqa: E402,I100
+
+HEADS, HEAD = 1, 64  # make_scheduler's FullAttentionSpec
+
+
+class Engine:
+    """The scheduler and a worker-role connector over CPU KV tensors of the scheduler's shape."""
+
+    def __init__(self, s):
+        self.s = s
+        self.worker = TempoKVConnector(s.vllm_config, KVConnectorRole.WORKER, s.kv_cache_config)
+        kv = torch.zeros(NUM_BLOCKS, HEADS, BLOCK, 2 * HEAD)  # vLLM-CPU's layer shape
+        self.worker.register_kv_caches({"layer.0": kv})
+        self.reported = []  # (finished_sending, finished_recving) of every step
+
+    def step(self, settle_s=0.0, out=None):
+        """One step: schedule (unless ``out`` was), the worker's part, the scheduler's update
+        from its output."""
+        s, w = self.s, self.worker
+        out = out or s.schedule()
+        meta = out.kv_connector_metadata
+        w.handle_preemptions(meta)
+        w.bind_connector_metadata(meta)
+        w.start_load_kv(None)
+        w.wait_for_save()
+        if settle_s:
+            time.sleep(settle_s)
+        sending, recving = w.get_finished(out.finished_req_ids)
+        invalid = w.get_block_ids_with_load_errors()
+        w.clear_connector_metadata()
+        self.reported.append((set(sending or ()), set(recving or ())))
+        reqs = [s.requests[r] for r in out.num_scheduled_tokens]
+        s.update_from_output(out, output(reqs, finished_recving=recving, invalid=invalid,
+                                         finished_sending=sending))
+        return out
+
+    def run_until_gone(self, req_id, steps=200):
+        for _ in range(steps):
+            if req_id not in self.s.requests and not self.worker.saver.busy():
+                return
+            self.step(settle_s=0.01)
+        raise AssertionError(f"{req_id} still held after {steps} steps")
+
+    def shutdown(self):
+        self.s.connector.shutdown()
+        self.worker.shutdown()
+
+
+def test_a_preempted_request_with_saves_aborted_while_its_new_load_waits_is_freed_once(
+        model_dir, daemon):
+    # Its blocks are held for the load (vLLM frees them on finished_recving) and, as a request
+    # with saves, for finished_sending: reported in both, vLLM freed it on the first and failed
+    # `assert req_id in self.requests` on the second.
+    e = Engine(make_scheduler(model_dir, daemon.endpoint))
+    conn = e.s.connector
+    prefix = list(range(11, 11 + 2 * CHUNK + 1))
+    e.s.add_request(request("a", prefix, max_tokens=1))  # computes and saves two chunks
+    conn.agent.flush()
+    e.run_until_gone("a")
+    tokens = prefix[:2 * CHUNK] + list(range(900, 900 + CHUNK + 5))
+    e.s.add_request(request("c", tokens, max_tokens=50))
+    conn.agent.flush()
+    out = e.step()  # loads a's two chunks
+    assert [ld.req_id for ld in out.kv_connector_metadata.loads] == ["c"]
+    while e.s.requests["c"].status != RequestStatus.RUNNING:
+        e.step(settle_s=0.01)
+    e.step()  # c's third chunk is computed: saved
+    assert conn._sched.reqs["c"].saves > 0
+
+    req = e.s.requests["c"]
+    e.s.running.remove(req)
+    e.s._preempt_request(req, time.monotonic())
+    out = e.step()  # its saves are flushed; it is queued again with a new claim
+    assert out.preempted_req_ids == {"c"}
+    conn.agent.flush()
+    out = e.s.schedule()  # its new load is planned: it waits for its KV...
+    assert [ld.req_id for ld in out.kv_connector_metadata.loads] == ["c"]
+    assert e.s.requests["c"].status == RequestStatus.WAITING_FOR_REMOTE_KVS
+    e.s.finish_requests("c", RequestStatus.FINISHED_ABORTED)  # ...and is aborted
+    e.step(out=out)
+    e.run_until_gone("c")  # vLLM's scheduler asserted here
+    assert e.s.kv_cache_manager.block_pool.get_num_free_blocks() == NUM_BLOCKS - 1
+    conn.agent.flush()
+    assert conn.agent.errors == 0
+    e.shutdown()
