@@ -262,7 +262,8 @@ class TempoKVConnector(KVConnectorBase_V1):
             a = self.agent
             return {"role": "scheduler", "agent_errors": a.errors,
                     "trimmed_claims": a.trimmed_claims, "dropped_steps": a.dropped_steps,
-                    "requeued": self._sched.requeued}
+                    "requeued": self._sched.requeued,
+                    "cancelled_claims": self._sched.cancelled_claims}
         if self.loader is not None:
             ld = self.loader
             return {"role": "worker", "loaded_tokens": ld.loaded_tokens,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ..keys import RequestIds, chunk_keys
 from .identity import Unkeyable, request_extras
+from .internals import local_prefix_tokens
 from .metadata import LoadSpec, SaveSpec, TempoKVMetadata
 
 __all__ = ["ConnectorScheduler"]
@@ -34,6 +35,8 @@ class _Req:
     hashes: list  # chain hash of every whole prompt chunk
     prompt_tokens: int
     usable: int  # leading chunks that may be loaded (end before the last prompt token)
+    request: object = None  # vLLM's Request
+    first_chunk: int = 0  # chunks vLLM's own prefix cache held when queued: not looked up
     next_save: int = 0  # first chunk not yet handed to the worker for saving
     saves: int = 0  # save specs issued (the worker reports finished_sending iff > 0)
     loaded_chunks: int = 0  # chunks a load was planned for
@@ -58,6 +61,7 @@ class ConnectorScheduler:
         self.ids = ids or RequestIds()
         self.reqs = {}  # vLLM id -> _Req
         self.requeued = 0  # preempted requests queued again (a new lookup and claim each)
+        self.cancelled_claims = 0  # claims vLLM's own prefix cache made useless by schedule time
         # False: requests queued meanwhile are ignored (a driver's baseline without the
         # connector on the same engine).
         self.enabled = True
@@ -80,14 +84,18 @@ class ConnectorScheduler:
         usable = (len(tokens) - 1) // self.chunk_tokens if tokens else 0
         rid = self.ids.get(request.request_id)
         max_out = request.sampling_params.max_tokens if request.sampling_params else 0
-        st = self.reqs[request.request_id] = _Req(rid, hashes, len(tokens), usable,
+        st = self.reqs[request.request_id] = _Req(rid, hashes, len(tokens), usable, request,
                                                    max_output_tokens=max_out or 0)
         self._queue(st)
 
     def _queue(self, st):
-        """Looks the request's chunks up and claims the hit, as the request is queued."""
+        """Looks the request's chunks up and claims the hit, as the request is queued. Chunks
+        vLLM's own prefix cache holds now are neither looked up nor claimed (no read, no tier
+        space): the lookup starts after them."""
+        local = local_prefix_tokens(self.kv_cache_manager, st.request) // self.chunk_tokens
+        st.first_chunk = min(local, st.usable)
         limit = min(st.max_output_tokens or 2**32 - 1, 2**32 - 1)  # 0: no limit given
-        keys = [(m, h) for h in st.hashes[:st.usable] for m in self.model_ids]
+        keys = [(m, h) for h in st.hashes[st.first_chunk:st.usable] for m in self.model_ids]
         self.agent.new_request(st.rid, keys, st.prompt_tokens, limit, self.chunk_tokens,
                                ranks=self.ranks)
 
@@ -111,26 +119,37 @@ class ConnectorScheduler:
             return None, False  # asked again next step
         if not lk.claimed:
             return 0, False
-        hit_tokens = min(lk.hit_chunks, st.usable) * self.chunk_tokens
-        if hit_tokens <= num_computed_tokens:
+        start = st.first_chunk * self.chunk_tokens
+        end = (st.first_chunk + lk.hit_chunks) * self.chunk_tokens
+        if not start <= num_computed_tokens < end:
+            # vLLM's own cache now holds the whole claim (no read, no tier space for it), or
+            # no longer holds what came before it (the load would leave a gap): cancelled.
+            self._cancel_claim(st)
             return 0, False
-        return hit_tokens - num_computed_tokens, True
+        return end - num_computed_tokens, True
+
+    def _cancel_claim(self, st):
+        self.agent.preempted(st.rid)  # the daemon forgets the request with its claim
+        self.cancelled_claims += 1
 
     def update_state_after_alloc(self, request, blocks, num_external_tokens):
         if num_external_tokens <= 0:
             return
         st = self.reqs[request.request_id]
         lk = self.agent.lookup(st.rid)
-        n = min(lk.hit_chunks, st.usable) if lk is not None else 0
-        local = n * self.chunk_tokens - num_external_tokens  # vLLM's own (block-aligned) hit
+        n = lk.hit_chunks if lk is not None else 0
+        first, end = st.first_chunk, st.first_chunk + n
+        # vLLM's own (block-aligned) hit, within the claimed chunks [first, end).
+        local = end * self.chunk_tokens - num_external_tokens - first * self.chunk_tokens
         if n == 0 or local < 0 or local % self.block_size:
             # Not what get_num_new_matched_tokens offered: refuse rather than guess blocks.
             raise RuntimeError(f"tempokv: {request.request_id}: asked to load "
                                f"{num_external_tokens} tokens, {n} chunks were offered")
-        block_ids = list(blocks.get_block_ids()[0][: n * self.blocks_per_chunk])
+        bpc = self.blocks_per_chunk
+        block_ids = list(blocks.get_block_ids()[0][first * bpc:end * bpc])
         st.loaded_chunks = n
-        st.next_save = max(st.next_save, n)  # those chunks are in the store already
-        self._loads.append(LoadSpec(request.request_id, st.rid, st.hashes[:n], block_ids,
+        st.next_save = max(st.next_save, end)  # those chunks are in the store already
+        self._loads.append(LoadSpec(request.request_id, st.rid, st.hashes[first:end], block_ids,
                                     local // self.block_size, ranks=self.ranks))
 
     def build_connector_meta(self, out):

@@ -28,7 +28,8 @@ from tempokv.vllm.metadata import TempoKVMetadata  # noqa: E402
 BLOCK, CHUNK, NUM_BLOCKS = 16, 32, 200
 
 
-def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler, extra=None, tp=1):
+def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler, extra=None, tp=1,
+                   prefix_caching=False):
     mc = ModelConfig(model=model_dir, dtype="float32", seed=0)
     vc = VllmConfig(
         model_config=mc,
@@ -36,7 +37,7 @@ def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler, extra=None, tp=1):
         scheduler_config=SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=256,
                                          max_model_len=4096, enable_chunked_prefill=True,
                                          is_encoder_decoder=False),
-        cache_config=CacheConfig(block_size=BLOCK, enable_prefix_caching=False),
+        cache_config=CacheConfig(block_size=BLOCK, enable_prefix_caching=prefix_caching),
         kv_transfer_config=KVTransferConfig(
             kv_connector="TempoKVConnector", kv_connector_module_path="tempokv.vllm",
             kv_role="kv_both", kv_load_failure_policy="recompute",
@@ -50,6 +51,15 @@ def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler, extra=None, tp=1):
     return cls(vllm_config=vc, kv_cache_config=kvc, block_size=BLOCK,
                             structured_output_manager=StructuredOutputManager(vc),
                             log_stats=False)
+
+
+def block_hasher():
+    """What vLLM's EngineCore gives each Request where prefix caching is on: its block hashes."""
+    from vllm.utils.hashing import get_hash_fn_by_name
+    from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+    fn = get_hash_fn_by_name("sha256")
+    init_none_hash(fn)
+    return get_request_block_hasher(BLOCK, fn)
 
 
 def request(rid, tokens, max_tokens=2, **kw):

@@ -100,3 +100,68 @@ def test_a_preempted_request_with_saves_aborted_while_its_new_load_waits_is_free
     conn.agent.flush()
     assert conn.agent.errors == 0
     e.shutdown()
+
+
+
+def claims_and_reads(endpoint):
+    from test_scheduler import daemon_stats
+    st = daemon_stats(endpoint)
+    return (st["claims_reported_total"], st["claims_cancelled_total"], st["ssd_reads_total"])
+
+
+def prefix_cached_engine(model_dir, daemon):
+    """An engine with vLLM's prefix caching on that has computed (and saved) two chunks, which
+    stay in vLLM's own cache."""
+    from test_scheduler import block_hasher
+    e = Engine(make_scheduler(model_dir, daemon.endpoint, prefix_caching=True))
+    e.hasher = block_hasher()
+    prefix = list(range(11, 11 + 2 * CHUNK + 1))
+    e.s.add_request(request("a", prefix, max_tokens=1, block_hasher=e.hasher))
+    e.s.connector.agent.flush()
+    e.run_until_gone("a")
+    return e, prefix[:2 * CHUNK]
+
+
+def test_with_prefix_caching_chunks_vllm_holds_are_neither_claimed_nor_read(model_dir, daemon):
+    e, prefix = prefix_cached_engine(model_dir, daemon)
+    e.s.add_request(request("b", prefix + [5, 6, 7], max_tokens=1, block_hasher=e.hasher))
+    e.s.connector.agent.flush()
+    out = e.step()
+    assert out.kv_connector_metadata.loads == []
+    (new,) = out.scheduled_new_reqs
+    assert new.num_computed_tokens == 2 * CHUNK, "from vLLM's own prefix cache"
+    assert claims_and_reads(daemon.endpoint) == (0, 0, 0)
+    e.run_until_gone("b")
+    e.shutdown()
+
+
+
+def test_a_claim_that_vllms_prefix_cache_leaves_a_gap_before_is_cancelled(model_dir, daemon):
+    e, prefix = prefix_cached_engine(model_dir, daemon)
+    conn = e.s.connector
+    third = list(range(700, 700 + CHUNK))
+    e.s.add_request(request("c", prefix + third + [1], max_tokens=1, block_hasher=e.hasher))
+    conn.agent.flush()
+    e.run_until_gone("c")  # its third chunk is computed and saved
+    assert e.s.reset_prefix_cache()  # vLLM's cache is empty; the store has three chunks
+    e.s.add_request(request("a2", prefix + [9], max_tokens=1, block_hasher=e.hasher))
+    conn.agent.flush()
+    e.run_until_gone("a2")  # loads the first two chunks: vLLM holds them again
+    claimed, cancelled, _ = claims_and_reads(daemon.endpoint)
+    assert (claimed, cancelled) == (1, 0)
+    # Queued while vLLM holds two chunks: only the third is looked up and claimed.
+    e.s.add_request(request("g", prefix + third + [3], max_tokens=1, block_hasher=e.hasher))
+    conn.agent.flush()
+    st = conn._sched.reqs["g"]
+    assert st.first_chunk == 2 and conn.agent.lookup(st.rid).hit_chunks == 1
+    # vLLM's cache drops the two before g is scheduled: loading the third alone would leave a
+    # gap, so the claim is cancelled (its tier space freed) and g computed whole.
+    assert e.s.reset_prefix_cache()
+    out = e.step()
+    assert out.kv_connector_metadata.loads == []
+    assert [(r.req_id, r.num_computed_tokens) for r in out.scheduled_new_reqs] == [("g", 0)]
+    conn.agent.flush()
+    assert claims_and_reads(daemon.endpoint)[:2] == (2, 1)
+    assert conn._sched.cancelled_claims == 1 and conn.agent.errors == 0
+    e.run_until_gone("g")
+    e.shutdown()
