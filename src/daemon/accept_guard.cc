@@ -68,8 +68,8 @@ bool is_listener(State& s, int fd) {
   bool match = false;
   if (ss.ss_family == AF_UNIX && !s.ipc_path.empty()) {
     const auto* un = reinterpret_cast<const sockaddr_un*>(&ss);
-    const size_t n = len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path)
-                                                           : 0;
+    const size_t n =
+        len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path) : 0;
     std::string path(un->sun_path, n);
     if (!path.empty() && path[0] == '\0') {
       path[0] = '@';
@@ -137,8 +137,7 @@ int guarded_accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
 
 }  // namespace
 
-Status AcceptGuard::arm(const std::string& endpoint, uint64_t max_connections,
-                        uint64_t fd_limit) {
+Status AcceptGuard::arm(const std::string& endpoint, uint64_t max_connections, uint64_t fd_limit) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.armed) return Status::failed_precondition("AcceptGuard is armed already");

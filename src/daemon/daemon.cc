@@ -118,7 +118,8 @@ uint64_t own_descriptors(const DaemonConfig& c) {
   // descriptors, the SSD engine's, the lock, the standard streams, the shared files while they
   // are mapped.
   const uint64_t segments = c.store.capacity_bytes / c.store.segment_bytes + 2;
-  const uint64_t metrics = c.server.metrics_address.empty() ? 0 : MetricsHttpOptions{}.max_connections;
+  const uint64_t metrics =
+      c.server.metrics_address.empty() ? 0 : MetricsHttpOptions{}.max_connections;
   return 64 + segments + metrics + AcceptGuard::kHeadroom;
 }
 

@@ -32,8 +32,8 @@ Status prepare_data_dir(const std::string& dir, std::optional<uint32_t> group) {
     // Explicit modes, whatever the umask: a group that runs engines may reach the socket.
     if (group && (chown(dir.c_str(), static_cast<uid_t>(-1), *group) != 0 ||
                   chmod(dir.c_str(), 0710) != 0)) {
-      return Status::from_errno(errno, "give " + field + " to group " + std::to_string(*group) +
-                                           " (server.group)");
+      return Status::from_errno(
+          errno, "give " + field + " to group " + std::to_string(*group) + " (server.group)");
     }
     if (!group && chmod(dir.c_str(), 0700) != 0) return Status::from_errno(errno, "chmod " + field);
     return Status::ok();
@@ -68,8 +68,8 @@ Result<int> lock_data_dir(const std::string& dir) {
     if (err != EWOULDBLOCK) return Status::from_errno(err, "flock " + path);
     return Status::failed_precondition(
         "data_dir " + dir + " is in use by another tempokvd (pid " +
-        (n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string("?")) +
-        ", lock " + path + "); stop it first or give this one another data_dir");
+        (n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string("?")) + ", lock " + path +
+        "); stop it first or give this one another data_dir");
   }
   const std::string mine = std::to_string(getpid());
   // A lock file an earlier version made group-readable is the daemon's own: 0600 now.

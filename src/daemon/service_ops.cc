@@ -177,7 +177,8 @@ Status ServiceCore::report_hit(Session& s, const ReportHit& m) {
   if (rt.manifest_entries + n > options_.max_manifest_entries_per_runtime) {
     return Status::resource_exhausted(
         "report_hit: the runtime's live claims hold " + std::to_string(rt.manifest_entries) +
-        " objects; " + std::to_string(n) + " more exceed server.max_manifest_entries_per_runtime (" +
+        " objects; " + std::to_string(n) +
+        " more exceed server.max_manifest_entries_per_runtime (" +
         std::to_string(options_.max_manifest_entries_per_runtime) +
         "); finish or cancel requests first");
   }

@@ -138,7 +138,8 @@ Result<std::vector<std::string>> remove_recorded_shared_files(const std::string&
         return Status::from_errno(errno, "stat " + path + " (named in " + record + ")");
       }
       if (!S_ISREG(f.st_mode) || f.st_uid != geteuid()) {
-        kept.push_back(path + " (named in " + record + ") is not a regular file of this user: kept");
+        kept.push_back(path + " (named in " + record +
+                       ") is not a regular file of this user: kept");
         continue;
       }
       if (unlink(path.c_str()) != 0 && errno != ENOENT) {
@@ -169,7 +170,9 @@ Status record_shared_files(const std::string& data_dir, const std::vector<std::s
   std::string text;
   for (const std::string& p : paths) text += p + "\n";
   // Made fresh (a stale one in the daemon's own directory is its own) and 0600 whatever the umask.
-  if (unlink(tmp.c_str()) != 0 && errno != ENOENT) return Status::from_errno(errno, "remove " + tmp);
+  if (unlink(tmp.c_str()) != 0 && errno != ENOENT) {
+    return Status::from_errno(errno, "remove " + tmp);
+  }
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Status::from_errno(errno, "create " + tmp);
   const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());

@@ -37,9 +37,8 @@ TEST(ServiceClientRecovery, APutInFlightWhenTheDaemonDiesFailsAtOnceSayingItsOut
   ShmFile write("write", 64 << 10);
   std::atomic<bool> put_seen{false};
   auto daemon = std::make_unique<FakeDaemon>(
-      service::HelloResult{.heartbeat_timeout_ms = 600,
-                           .write_path = write.path(),
-                           .write_bytes = 64 << 10},
+      service::HelloResult{
+          .heartbeat_timeout_ms = 600, .write_path = write.path(), .write_bytes = 64 << 10},
       [&](FakeDaemon& d, const Request& r) {
         if (std::holds_alternative<service::ReserveWrite>(r.op)) {
           d.send(service::encode_offset_reply(r.id, 0));
@@ -90,9 +89,9 @@ TEST(ServiceClientRecovery, APutInFlightWhenTheDaemonRestartsIsPutAgainInTheNewS
         d.send(service::encode_hello_reply(r.id, hello(2)));
         phase = 2;
       } else {
-        d.send(service::encode_error(r.id, Status::failed_precondition(
-                                                std::string(service::op_name(r.op)) +
-                                                ": the session has not said hello")));
+        d.send(service::encode_error(
+            r.id, Status::failed_precondition(std::string(service::op_name(r.op)) +
+                                              ": the session has not said hello")));
       }
       return true;
     }

@@ -38,7 +38,7 @@ class SessionCapTest : public DaemonTest {
     std::remove(tokens_.c_str());
   }
   std::vector<std::string> extra_args() const override {
-    return {"--set", "server.max_sessions=3", "--set", "server.max_sessions_per_runtime=2",
+    return {"--set", "server.max_sessions=3",        "--set", "server.max_sessions_per_runtime=2",
             "--set", "server.tokens_file=" + tokens_};
   }
   std::string tokens_;
@@ -100,9 +100,9 @@ TEST_F(SessionCapTest, ARuntimeHasNoMoreSessionsThanItsCap) {
 class RuntimeQuotaTest : public DaemonTest {
  protected:
   std::vector<std::string> extra_args() const override {
-    return {"--set", "server.max_requests_per_runtime=3", "--set",
-            "server.max_manifest_entries=8", "--set",
-            "server.max_manifest_entries_per_runtime=10"};
+    return {"--set", "server.max_requests_per_runtime=3",
+            "--set", "server.max_manifest_entries=8",
+            "--set", "server.max_manifest_entries_per_runtime=10"};
   }
   std::unique_ptr<ServiceClient> join(const std::string& runtime) {
     auto c = daemon_->connect(runtime);
@@ -189,8 +189,8 @@ TEST_F(DaemonTest, ManifestsOfOneKeyRepeatedCostTheDaemonNoMemory) {
   EXPECT_EQ(refused, 40);
   const uint64_t after = rss_kib(daemon_->pid());
   // Accepted, 40 of them held about 30 MiB.
-  EXPECT_LT(after, before + 10 * 1024) << "VmRSS " << before << " KiB before, " << after
-                                       << " KiB after";
+  EXPECT_LT(after, before + 10 * 1024)
+      << "VmRSS " << before << " KiB before, " << after << " KiB after";
 }
 
 }  // namespace

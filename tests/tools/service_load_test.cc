@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "service_chaos.h"
+#include "service_hostile.h"
 
 #include "service/daemon_process.h"
 
@@ -55,6 +56,34 @@ TEST(ServiceChaosTest, KilledClientsAndADaemonRestartLoseNoAcknowledgedPut) {
   EXPECT_EQ(r->protected_bytes_after, 0);
   EXPECT_EQ(r->reserved_bytes_after, 0);
   EXPECT_EQ(r->write_region_bytes_after, 0);
+  std::filesystem::remove_all(dir);
+}
+
+// The hostile run, shortened (the long one is scripts/service-hostile): every attack at once
+// against a daemon under 512 descriptors, beside four well-behaved clients whose every call
+// must succeed; the daemon alive at the end and its memory not grown.
+TEST(ServiceHostileTest, EveryAttackAtOnceCostsTheGoodClientsNothing) {
+  const std::string dir = ::testing::TempDir() + "tkvd-hostile-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  HostileOptions o;
+  o.tempokvd = TEMPOKVD_PATH;
+  o.data_dir = dir;
+  o.duration = std::chrono::seconds(6);
+  Result<HostileReport> r = run_service_hostile(o);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  std::cout << format_hostile_report(*r) << hostile_report_json(*r);
+  EXPECT_TRUE(r->problems.empty());
+  EXPECT_TRUE(r->daemon_alive);
+  EXPECT_GT(r->good_calls, 100u);
+  EXPECT_EQ(r->good_failures, 0u);
+  EXPECT_LT(r->rss_growth_bytes, int64_t(o.max_rss_growth_bytes));
+  for (const char* kind : {"idle_connections", "refused_hellos", "flood", "garbage",
+                           "write_hoarding", "session_cycling", "duplicate_manifests",
+                           "large_manifests", "crowded_runtime"}) {
+    EXPECT_GT(r->attacks[kind], 0u) << kind;
+  }
+  EXPECT_GT(r->defences["connections_refused_total"], 0);
+  EXPECT_GT(r->defences["hellos_refused_total"], 0);
   std::filesystem::remove_all(dir);
 }
 
