@@ -50,6 +50,16 @@ def _llm(spec, run):
 
 def _file_counters(path):
     """The last counters each side of the connector wrote (counters_file), merged."""
+    out = {}
+    for c in _file_counters_each(path):
+        for k, v in c.items():
+            if k not in ("role", "pid"):
+                out[k] = out.get(k, 0) + v
+    return out
+
+
+def _file_counters_each(path):
+    """The last counters each process of the connector wrote (counters_file), one per process."""
     last = {}
     try:
         with open(path) as f:
@@ -60,13 +70,8 @@ def _file_counters(path):
                     continue  # a line being written
                 last[(c.get("role"), c.get("pid"))] = c
     except FileNotFoundError:
-        return {}
-    out = {}
-    for c in last.values():
-        for k, v in c.items():
-            if k not in ("role", "pid"):
-                out[k] = out.get(k, 0) + v
-    return out
+        return []
+    return list(last.values())
 
 
 MOMENTS = ("submitted", "taken", "connected", "requested", "ready_seen", "copy_started",
@@ -130,13 +135,19 @@ def run(spec):
             pid, state = run["kill_daemon_pid"], {"done": False}
 
             def kill():
-                # Once the first claim is loaded: the other loads are in flight (each held
+                # Once the first claim is loaded on every rank (a request restores only when
+                # all its ranks loaded their shards): the other loads are in flight (each held
                 # test_load_delay_s before its transfer) and must fail over to recompute.
                 c = worker_connector()
-                loaded = (c.loader.loaded_tokens if c is not None else
-                          _file_counters(run["counters_file"]).get("loaded_tokens", 0)
-                          if run.get("counters_file") else 0)
-                if not state["done"] and loaded > 0:
+                if c is not None:
+                    ranks_loaded = int(c.loader.loaded_tokens > 0)
+                elif run.get("counters_file"):
+                    ranks_loaded = sum(1 for w in _file_counters_each(run["counters_file"])
+                                       if w.get("role") == "worker"
+                                       and w.get("loaded_tokens", 0) > 0)
+                else:
+                    ranks_loaded = 0
+                if not state["done"] and ranks_loaded >= spec.get("tp", 1):
                     state["done"] = True
                     os.kill(pid, signal.SIGKILL)
             after_step = kill
