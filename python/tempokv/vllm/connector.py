@@ -38,6 +38,7 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (
 
 from ..keys import model_id
 from .identity import model_descriptor, rank_model_ids, worker_rank
+from .internals import check_version
 from .layout import KVLayout
 from .metadata import TempoKVMetadata
 
@@ -61,6 +62,7 @@ def _token_budget(scheduler_config):
 
 class TempoKVConnector(KVConnectorBase_V1):
     def __init__(self, vllm_config, role, kv_cache_config=None):
+        check_version()  # private scheduler internals are read: a tested vLLM only
         super().__init__(vllm_config=vllm_config, role=role, kv_cache_config=kv_cache_config)
         extra = dict(self._kv_transfer_config.kv_connector_extra_config or {})
         self.endpoint = extra.get("endpoint") or os.environ.get("TEMPOKV_ENDPOINT", "")
