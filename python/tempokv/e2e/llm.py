@@ -14,7 +14,9 @@ import time
 
 def build_llm(spec, connector_extra=None, scheduler_cls="tempokv.vllm.TempoKVAsyncScheduler",
               prefix_caching=False, async_scheduling=True):
-    """``LLM`` over ``spec``'s model and limits (float32, eager, greedy-ready; ``tp`` ranks).
+    """``LLM`` over ``spec``'s model and limits (float32, eager, greedy-ready; ``tp`` ranks;
+    vLLM's own prefix cache where ``prefix_caching``: the e2e and the experiment turn it on,
+    vLLM's default).
     With ``connector_extra`` (the connector's extra config) the TempoKV connector and
     ``scheduler_cls`` are plugged in, failed loads recomputed."""
     from vllm import LLM

@@ -3,7 +3,7 @@
     python -m tempokv.e2e.passes --spec SPEC.json --out OUT.json
 
 SPEC lists runs executed in order, each with a fresh ``LLM`` in this process: ``connector``
-(TempoKV connector and scheduler, prefix caching off; with ``alter_loaded_block`` the first
+(TempoKV connector and scheduler, vLLM's prefix caching on; with ``alter_loaded_block`` the first
 block it loads gets one bit flipped, the check's negative control), ``reference`` (no
 connector, vLLM's prefix cache warmed with each request's prefix restored by the run named in
 ``warm_from``, then the full prompts) and ``connector`` with ``kill_daemon_pid`` (SIGKILL to
@@ -44,7 +44,7 @@ def _llm(spec, run):
             extra["test_alter_loaded_block"] = True
     cls = ("tempokv.vllm.TempoKVAsyncScheduler" if spec.get("async_scheduling")
            else "tempokv.vllm.TempoKVScheduler")
-    return build_llm(spec, extra, cls, prefix_caching=run["kind"] == "reference",
+    return build_llm(spec, extra, cls, prefix_caching=True,  # vLLM's default
                      async_scheduling=bool(spec.get("async_scheduling")))
 
 
