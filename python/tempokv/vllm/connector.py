@@ -41,6 +41,7 @@ from .identity import model_descriptor, rank_model_ids, worker_rank
 from .internals import check_version
 from .layout import KVLayout
 from .metadata import TempoKVMetadata
+from .stats import Deltas, TempoKVPromMetrics, TempoKVStats
 
 __all__ = ["TempoKVConnector"]
 
@@ -133,6 +134,7 @@ class TempoKVConnector(KVConnectorBase_V1):
         self._sending = set()  # finished requests with saves, waiting to be reported
         self._load_errors = set()
         self._freed_by_load = set()  # the scheduler side's TempoKVMetadata.freed_by_load
+        self._deltas = Deltas()  # get_kv_connector_stats
 
     # ---------------------------------------------------------------- scheduler side
     def on_new_request(self, request):
@@ -276,6 +278,31 @@ class TempoKVConnector(KVConnectorBase_V1):
                     "loader_cpu_s": ld.cpu_s,
                     "transfer_s": ld.transfer_s, "transfer_byte_s": ld.transfer_byte_s}
         return None
+
+    # ---------------------------------------------------------------- vLLM's metrics (stats.py)
+    def get_kv_connector_stats(self):
+        return self._deltas.take(self._stat_totals())
+
+    def _stat_totals(self):
+        if self._sched is not None:
+            return {"hit_tokens": self._sched.hit_tokens,
+                    "cancelled_claims": self._sched.cancelled_claims}
+        if self.loader is None:
+            return {}
+        ld, ob = self.loader, self.layout.object_bytes
+        return {"loaded_tokens": ld.loaded_tokens,
+                "loaded_bytes": ld.loaded_tokens * ob // self.chunk_tokens,
+                "load_seconds": ld.wait_s + ld.transfer_s, "loads": ld.transfers + ld.failed,
+                "load_errors": ld.failed, "saved_bytes": self.saver.saved * ob,
+                "save_failures": self.saver.failed}
+
+    @classmethod
+    def build_kv_connector_stats(cls, data=None):
+        return TempoKVStats(data=dict(data or {}))
+
+    @classmethod
+    def build_prom_metrics(cls, vllm_config, metric_types, labelnames, per_engine_labelvalues):
+        return TempoKVPromMetrics(vllm_config, metric_types, labelnames, per_engine_labelvalues)
 
     def _write_counters(self, force=False):
         now = time.monotonic()

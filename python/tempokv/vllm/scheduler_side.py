@@ -62,6 +62,7 @@ class ConnectorScheduler:
         self.reqs = {}  # vLLM id -> _Req
         self.requeued = 0  # preempted requests queued again (a new lookup and claim each)
         self.cancelled_claims = 0  # claims vLLM's own prefix cache made useless by schedule time
+        self.hit_tokens = 0  # tokens vLLM allocated blocks to load (its external hit)
         # False: requests queued meanwhile are ignored (a driver's baseline without the
         # connector on the same engine).
         self.enabled = True
@@ -148,6 +149,7 @@ class ConnectorScheduler:
         bpc = self.blocks_per_chunk
         block_ids = list(blocks.get_block_ids()[0][first * bpc:end * bpc])
         st.loaded_chunks = n
+        self.hit_tokens += num_external_tokens
         st.next_save = max(st.next_save, end)  # those chunks are in the store already
         self._loads.append(LoadSpec(request.request_id, st.rid, st.hashes[first:end], block_ids,
                                     local // self.block_size, ranks=self.ranks))

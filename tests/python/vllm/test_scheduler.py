@@ -29,7 +29,7 @@ BLOCK, CHUNK, NUM_BLOCKS = 16, 32, 200
 
 
 def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler, extra=None, tp=1,
-                   prefix_caching=False):
+                   prefix_caching=False, log_stats=False):
     mc = ModelConfig(model=model_dir, dtype="float32", seed=0)
     vc = VllmConfig(
         model_config=mc,
@@ -50,7 +50,7 @@ def make_scheduler(model_dir, endpoint, cls=TempoKVScheduler, extra=None, tp=1,
                                                         head_size=64, dtype=torch.float32))])
     return cls(vllm_config=vc, kv_cache_config=kvc, block_size=BLOCK,
                             structured_output_manager=StructuredOutputManager(vc),
-                            log_stats=False)
+                            log_stats=log_stats)
 
 
 def block_hasher():

@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  # noqa: E402
 from vllm.v1.request import RequestStatus  # noqa: E402
 
+from tempokv import TempoKVClient  # noqa: E402
 from tempokv.vllm import TempoKVConnector  # noqa: E402
 
 from test_scheduler import BLOCK, CHUNK, NUM_BLOCKS, make_scheduler, output, request  # noqa: E402,I100
@@ -29,6 +30,7 @@ class Engine:
         kv = torch.zeros(NUM_BLOCKS, HEADS, BLOCK, 2 * HEAD)  # vLLM-CPU's layer shape
         self.worker.register_kv_caches({"layer.0": kv})
         self.reported = []  # (finished_sending, finished_recving) of every step
+        self.stats = {}  # the connector's stats in vLLM's SchedulerStats, summed (log_stats)
 
     def step(self, settle_s=0.0, out=None):
         """One step: schedule (unless ``out`` was), the worker's part, the scheduler's update
@@ -47,8 +49,12 @@ class Engine:
         w.clear_connector_metadata()
         self.reported.append((set(sending or ()), set(recving or ())))
         reqs = [s.requests[r] for r in out.num_scheduled_tokens]
-        s.update_from_output(out, output(reqs, finished_recving=recving, invalid=invalid,
-                                         finished_sending=sending))
+        mro = output(reqs, finished_recving=recving, invalid=invalid, finished_sending=sending)
+        mro.kv_connector_output.kv_connector_stats = w.get_kv_connector_stats()
+        for eco in s.update_from_output(out, mro).values():
+            data = eco.scheduler_stats.kv_connector_stats if eco.scheduler_stats else None
+            for k, v in (data or {}).items():
+                self.stats[k] = self.stats.get(k, 0) + v
         return out
 
     def run_until_gone(self, req_id, steps=200):
@@ -164,4 +170,41 @@ def test_a_claim_that_vllms_prefix_cache_leaves_a_gap_before_is_cancelled(model_
     assert claims_and_reads(daemon.endpoint)[:2] == (2, 1)
     assert conn._sched.cancelled_claims == 1 and conn.agent.errors == 0
     e.run_until_gone("g")
+    e.shutdown()
+
+
+def test_vllms_metrics_show_hit_tokens_load_time_load_errors_and_bytes(model_dir, daemon):
+    from prometheus_client import REGISTRY
+    from vllm.distributed.kv_transfer.kv_connector.v1.metrics import KVConnectorProm
+    e = Engine(make_scheduler(model_dir, daemon.endpoint, log_stats=True))
+    conn = e.s.connector
+    prefix = list(range(11, 11 + 2 * CHUNK + 1))
+    e.s.add_request(request("a", prefix, max_tokens=1))  # computes and saves two chunks
+    conn.agent.flush()
+    e.run_until_gone("a")
+    obj = e.worker.layout.object_bytes
+    assert e.stats == {"saved_bytes": 2 * obj}
+    e.s.add_request(request("b", prefix[:2 * CHUNK] + [4, 5], max_tokens=1))  # loads them
+    conn.agent.flush()
+    e.run_until_gone("b")
+    stats = dict(e.stats)
+    assert stats.pop("load_seconds") > 0
+    assert stats == {"saved_bytes": 2 * obj, "hit_tokens": 2 * CHUNK,
+                     "loaded_tokens": 2 * CHUNK, "loaded_bytes": 2 * obj, "loads": 1}
+    # A load that fails (its claim cancelled under it) is counted as an error.
+    e.s.add_request(request("c", prefix[:2 * CHUNK] + [6], max_tokens=1))
+    conn.agent.flush()
+    out = e.s.schedule()
+    (load,) = out.kv_connector_metadata.loads
+    with TempoKVClient(daemon.endpoint, name="other", runtime=conn.runtime,
+                       map_shared_memory=False) as other:
+        other.cancel(load.rid)
+    e.step(out=out)
+    e.run_until_gone("c")
+    assert e.stats["load_errors"] == 1 and e.stats["loads"] == 2
+    # vLLM's Prometheus counters, through vLLM's own KVConnectorProm.
+    KVConnectorProm(e.s.vllm_config, ["engine"], {0: ["7"]}).observe(e.stats, 0)
+    got = lambda f: REGISTRY.get_sample_value(f"vllm:tempokv_{f}_total", {"engine": "7"})  # noqa
+    assert got("hit_tokens") == 4 * CHUNK and got("load_errors") == 1
+    assert got("loaded_bytes") == 2 * obj and got("load_seconds") > 0
     e.shutdown()
