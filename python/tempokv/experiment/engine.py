@@ -10,9 +10,10 @@ submitted at fixed intervals (independent of completions), every step driven her
 daemon's stats once it has drained, its error histograms, and the daemon stopped. Runs without
 the connector (``policy: "none"``) use a second engine built after the connector runs.
 
-No KV carries over between runs: vLLM's prefix cache is off (freed blocks are never found
-again), every block is free after each run (``kv_blocks_free_after``) and every token vLLM did
-not compute was loaded by the connector in that run (``cached_equals_loaded``).
+No KV carries over between runs: vLLM's prefix cache is on (its default; the prompts of a run
+share no prefix) and emptied after each run, every block is free after each run
+(``kv_blocks_free_after``) and every token vLLM did not compute was loaded by the connector in
+that run (``cached_equals_loaded``).
 """
 
 import argparse
@@ -84,13 +85,20 @@ def _llm(spec, connector):
         # again after 0.1 s rather than the default 1 s (settle() waits until they reached it).
         extra = {"endpoint": spec["endpoint"], "chunk_tokens": spec["chunk_tokens"],
                  "load_timeout_s": 60.0, "retry_s": 0.1}
-    return build_llm(spec, extra)
+    return build_llm(spec, extra, prefix_caching=True)
 
 
 def _blocks(llm):
     pool = scheduler(llm).kv_cache_manager.block_pool
     return {"kv_blocks_total": pool.num_gpu_blocks - 1,  # less the null block
             "kv_blocks_free_after": pool.get_num_free_blocks()}
+
+
+def forget_cached(llm):
+    """Empties vLLM's own prefix cache (every block free): the next run finds none of this
+    one's KV there."""
+    if not scheduler(llm).reset_prefix_cache():
+        raise RuntimeError("vLLM refused to reset its prefix cache: blocks still in use")
 
 
 def release_blocks(llm, rid_prefix, timeout_s=30.0):
@@ -108,6 +116,7 @@ def release_blocks(llm, rid_prefix, timeout_s=30.0):
     while True:
         b = _blocks(llm)
         if b["kv_blocks_free_after"] == b["kv_blocks_total"] or time.monotonic() > deadline:
+            forget_cached(llm)
             return n
         engine.add_request(f"{rid_prefix}-flush{n}", TokensPrompt(prompt_token_ids=[3, 4]), sp)
         n += 1
@@ -194,6 +203,7 @@ def precompute(llm, spec, store):
             time.sleep(0.2)
         saved = connector_counters().get("saved_chunks", 0) - before.get("saved_chunks", 0)
         stats = d.drained_stats()
+        release_blocks(llm, f"pre{store['key']}")
     finally:
         d.stop()
     if saved != store["chunks"] or stats.get("store_objects") != store["chunks"]:
