@@ -10,6 +10,7 @@ of a daemon that went away are gone with it; the worker's retrieval then fails a
 recomputes (never uses unloaded blocks).
 """
 
+import collections
 import logging
 import queue
 import threading
@@ -29,9 +30,10 @@ IDLE_FLUSH_S = 2.0  # requests finished (or queued) wait this long for a step to
 class Lookup:
     """A queued request's lookup: ``hit_chunks`` leading chunks are in the store (every rank's
     object of each) and claimed; ``object_bytes`` are the claimed objects' sizes."""
-    __slots__ = ("done", "hit_chunks", "object_bytes", "claimed")
+    __slots__ = ("done", "hit_chunks", "object_bytes", "claimed", "posted")
 
     def __init__(self):
+        self.posted = time.monotonic()
         self.done = False
         self.hit_chunks = 0
         self.object_bytes = []
@@ -50,6 +52,10 @@ class SchedulerAgent:
         self.token = token
         self.timeout_s, self.retry_s = timeout_s, retry_s
         self._q = queue.Queue(max_queue)
+        # Lookups of queued requests, handled before any other event: a request waits for its
+        # lookup before vLLM can schedule it, a snapshot or a finish waits for nobody.
+        self._new = collections.deque()
+        self.lookup_s = collections.deque(maxlen=4096)  # each lookup: queued -> published
         self._lock = threading.Lock()
         self._lookups = {}
         self._client = None
@@ -73,9 +79,13 @@ class SchedulerAgent:
         prompt's last token), chunk by chunk, ``ranks`` objects (one per rank) each."""
         if ranks < 1 or len(keys) % ranks:
             raise ValueError(f"{len(keys)} keys are not whole chunks of {ranks} ranks")
+        lk = Lookup()
+        lk.done = not keys  # nothing to look up (a short prompt, or vLLM holds it all): no wait
         with self._lock:
-            self._lookups[rid] = Lookup()
-        self._q.put(("new", rid, keys, prompt_tokens, max_output_tokens, chunk_tokens, ranks))
+            self._lookups[rid] = lk
+        self._new.append(("new", rid, keys, prompt_tokens, max_output_tokens, chunk_tokens,
+                          ranks))
+        self._q.put(("wake",))
 
     def lookup(self, rid):
         with self._lock:
@@ -113,16 +123,32 @@ class SchedulerAgent:
         self._thread.join(timeout=5)
 
     # -- agent thread -------------------------------------------------------------------------
+    def _next(self):
+        """The next event: a queued request's lookup first."""
+        try:
+            return self._new.popleft()
+        except IndexError:
+            pass
+        ev = self._q.get(timeout=0.5)
+        if ev[0] == "wake":
+            try:
+                return self._new.popleft()
+            except IndexError:
+                return ev  # its lookup was handled already
+        return ev
+
     def _run(self):
         while True:
             try:
-                ev = self._q.get(timeout=0.5)
+                ev = self._next()
             except queue.Empty:
                 self._idle()
                 self._note_instance()
                 continue
             self._last_event = time.monotonic()
             kind = ev[0]
+            if kind == "wake":
+                continue
             if kind == "stop":
                 break
             if kind == "flush":
@@ -230,6 +256,8 @@ class SchedulerAgent:
         with self._lock:
             lk = self._lookups.get(rid)
             if lk is not None:
+                if not lk.done:
+                    self.lookup_s.append(time.monotonic() - lk.posted)
                 lk.hit_chunks, lk.object_bytes, lk.claimed = hit_chunks, sizes, claimed
                 lk.done = True
 

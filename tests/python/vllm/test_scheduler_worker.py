@@ -208,3 +208,28 @@ def test_vllms_metrics_show_hit_tokens_load_time_load_errors_and_bytes(model_dir
     assert got("hit_tokens") == 4 * CHUNK and got("load_errors") == 1
     assert got("loaded_bytes") == 2 * obj and got("load_seconds") > 0
     e.shutdown()
+
+
+def test_a_lookup_is_answered_before_the_step_snapshots_queued_ahead_of_it(daemon):
+    # A request waits for its lookup before vLLM may schedule it; snapshots wait for nobody.
+    from tempokv.vllm.agent import SchedulerAgent
+    from tempokv.vllm.reporter import Snapshot
+    import threading
+    agent = SchedulerAgent(daemon.endpoint, "vllm:order", 4)
+    gate, on_step = threading.Event(), agent._on_step
+    agent._on_step = lambda snap: (gate.wait(30), on_step(snap))  # holds the agent thread
+    queued_at_answer, publish = [], agent._publish
+    agent._publish = lambda *a: (queued_at_answer.append(agent._q.qsize()), publish(*a))
+    try:
+        agent.flush()
+        for i in range(2000):  # queued behind the one the agent thread holds
+            agent.step(Snapshot(waiting=[(1, 100 + i % 7)]))
+        agent.new_request(77, [(1, 2)], 300, 16, CHUNK)
+        gate.set()
+        deadline = time.monotonic() + 30
+        while not agent.lookup(77).done and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert agent.lookup(77).done and queued_at_answer[0] > 1000, queued_at_answer
+        assert agent.lookup_s[-1] < 30
+    finally:
+        agent.close()
