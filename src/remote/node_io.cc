@@ -54,13 +54,16 @@ Status ReplyReader::read_line(std::string* line) {
     }
     begin_ = end_ = 0;
     if (line->size() > 4096) return Status::io_error("reply line too long");
-    if (Status s = wait_readable(); !s) return s;
     // A small read: the first line of a reply is short, and what follows it is the value,
-    // which read_exact puts straight where it belongs.
-    const ssize_t n = ::recv(fd_, buf_, 64, 0);
+    // which read_exact puts straight where it belongs. poll() only when nothing is there yet.
+    const ssize_t n = ::recv(fd_, buf_, 64, MSG_DONTWAIT);
     if (n == 0) return Status::io_error("connection closed");
     if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (Status s = wait_readable(); !s) return s;
+        continue;
+      }
+      if (errno == EINTR) continue;
       return Status::from_errno(errno, "recv");
     }
     end_ = static_cast<size_t>(n);
@@ -74,11 +77,16 @@ Status ReplyReader::read_exact(void* dst, size_t bytes) {
   begin_ += take;
   size_t got = take;
   while (got < bytes) {
-    if (Status s = wait_readable(); !s) return s;
-    const ssize_t n = ::recv(fd_, out + got, bytes - got, 0);
+    // A value that keeps trickling in is bounded too: the deadline is the whole call's.
+    if (Clock::now() >= deadline_) return Status::unavailable("timed out");
+    const ssize_t n = ::recv(fd_, out + got, bytes - got, MSG_DONTWAIT);
     if (n == 0) return Status::io_error("connection closed mid-value");
     if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (Status s = wait_readable(); !s) return s;
+        continue;
+      }
+      if (errno == EINTR) continue;
       return Status::from_errno(errno, "recv");
     }
     got += static_cast<size_t>(n);

@@ -12,7 +12,7 @@ namespace tempokv::remote {
 
 namespace {
 
-constexpr size_t kHashPiece = 1 << 20;  // hash each MiB as it lands, while it is in cache
+constexpr size_t kHashPiece = 256 << 10;  // hash each piece as it lands, while it is in cache
 
 Status ask_first(redisContext* c) {
   auto* r = static_cast<redisReply*>(redisCommand(c, "ASKING"));

@@ -22,7 +22,7 @@ class ClusterEnvironment : public ::testing::Environment {
               0)
         << "redis-server/redis-cli not found: install Debian's redis-server and redis-tools "
            "(scripts/install-deps)";
-    g_cluster.base_port = 21000 + static_cast<int>(::getpid() % 400) * 10;
+    g_cluster.base_port = 12000 + static_cast<int>(::getpid() % 400) * 10;
     g_cluster.dir = "/tmp/tempokv-remote-test-" + std::to_string(::getpid());
     const std::string cmd = script() + " up --port " + std::to_string(g_cluster.base_port) +
                             " --dir " + g_cluster.dir + " --maxmemory 64mb";
