@@ -42,6 +42,7 @@ from .internals import check_version
 from .layout import KVLayout
 from .metadata import TempoKVMetadata
 from .stats import Deltas, TempoKVPromMetrics, TempoKVStats
+from .streams import compute_event
 
 __all__ = ["TempoKVConnector"]
 
@@ -190,14 +191,18 @@ class TempoKVConnector(KVConnectorBase_V1):
                                  retry_s=self.retry_s, token=self.token,
                                  settings=self.runtime_settings,
                                  put_timeout_s=self.put_timeout_s)
-        load_link = link("vllm-worker-load")
+        load_link, save_link = link("vllm-worker-load"), link("vllm-worker-save")
         if self.layout.device.type == "cuda":
-            from .layout import register_host
+            # Page-locked for DMA copies; unregistered before a new daemon's files are mapped.
+            from .streams import register_host, unregister_host
             load_link.on_connect = lambda lk: register_host(lk.tier)
+            load_link.on_unmap = lambda tier, write: unregister_host(tier)
+            save_link.on_connect = lambda lk: register_host(lk.write, read_only=False)
+            save_link.on_unmap = lambda tier, write: unregister_host(write)
         self.loader = Loader(load_link, self.layout, identity, self.load_timeout_s, digests,
                              delay_s=self.test_load_delay_s,
                              alter_block=self.test_alter_loaded_block)
-        self.saver = Saver(link("vllm-worker-save"), self.layout, identity, digests=digests,
+        self.saver = Saver(save_link, self.layout, identity, digests=digests,
                            delay_s=self.test_save_delay_s)
 
     def start_load_kv(self, forward_context, **kwargs):
@@ -214,7 +219,9 @@ class TempoKVConnector(KVConnectorBase_V1):
     def wait_for_save(self):
         meta = self._get_connector_metadata()
         if meta.saves:
-            self.saver.submit(meta.saves)
+            # After this step's forward pass, on the compute stream: the saves' copies wait
+            # for it on the saver's stream (streams.py).
+            self.saver.submit(meta.saves, compute_event(self.layout.device))
 
     def handle_preemptions(self, kv_connector_metadata):
         # Before this step's forward pass, which may write the blocks vLLM freed at the

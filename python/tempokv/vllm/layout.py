@@ -32,6 +32,8 @@ import warnings
 
 import torch
 
+from .streams import register_host  # noqa: F401  (copy_bench, older callers)
+
 __all__ = ["KVLayout", "buffer_tensor", "register_host"]
 
 
@@ -40,16 +42,6 @@ def buffer_tensor(buffer):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "non-writable buffer"
         return torch.frombuffer(buffer, dtype=torch.uint8)
-
-
-def register_host(t, read_only=True):
-    """Pins a mapping (uint8 tensor over it) for CUDA copies; False when CUDA refuses (copies
-    then stage through pageable memory, slower but correct)."""
-    if t is None or not torch.cuda.is_available():
-        return False
-    flags = 0x08 if read_only else 0x00  # cudaHostRegisterReadOnly: the tier is mapped PROT_READ
-    err = torch.cuda.cudart().cudaHostRegister(t.data_ptr(), t.numel(), flags)
-    return int(err) == 0 if not isinstance(err, tuple) else int(err[0]) == 0
 
 
 def _copy_all(dst, src, non_blocking=False):
@@ -142,7 +134,8 @@ class KVLayout:
 
     def load_chunks(self, chunks):
         """``load`` of several objects, ``(obj, block_ids, first)`` each, in one copy: all are
-        in the KV tensors when it returns (a CUDA stream is synchronized)."""
+        in the KV tensors when it returns (the current CUDA stream, the loader's own, is
+        synchronized)."""
         for obj, block_ids, _ in chunks:
             self._check(obj, block_ids)
         if self.staged:

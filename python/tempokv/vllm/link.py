@@ -38,7 +38,8 @@ class Link:
         self._tier = self._write = None
         self._mapped_at = None  # the client's recoveries count when the tensors were made
         self._down_until = 0.0
-        self.on_connect = None
+        self.on_connect = None  # (link): after the daemon's files are mapped
+        self.on_unmap = None  # (tier, write): the old tensors, before they are let go
 
     @property
     def tier(self):
@@ -51,6 +52,7 @@ class Link:
         return self._write
 
     def _map(self):
+        self._unmap()
         c = self.client
         self._tier = buffer_tensor(c.tier) if c.tier else None
         self._write = buffer_tensor(c.write_region) if c.write_region else None
@@ -88,8 +90,13 @@ class Link:
             self.drop()
             return None
 
-    def drop(self):
+    def _unmap(self):
+        if self.on_unmap and (self._tier is not None or self._write is not None):
+            self.on_unmap(self._tier, self._write)
         self._tier = self._write = None
+
+    def drop(self):
+        self._unmap()
         self._mapped_at = None
         if self.client is not None:
             self.client.close(send_bye=False)

@@ -24,6 +24,7 @@ import xxhash
 from ..errors import TempoKVError
 from . import header
 from .link import ReachRequest
+from .streams import CopyStream
 
 __all__ = ["Loader"]
 
@@ -38,6 +39,7 @@ class Loader:
         self.link, self.layout, self.load_timeout_s = link, layout, load_timeout_s
         self.identity = identity  # identity.WorkerIdentity: the keys and headers it accepts
         self.object_bytes = header.HEADER_BYTES + layout.object_bytes
+        self.stream = CopyStream(layout.device)
         self.delay_s = delay_s  # tests: a window in which the daemon can die mid-load
         # The e2e check's negative control: one bit of the first block loaded is flipped after
         # the copy, so that its oracle has something to catch.
@@ -274,7 +276,8 @@ class Loader:
             moments["copy_started"] = t0
             c.begin_transfer(spec.rid)
             chunks = self._objects(c, spec)
-            self.layout.load_chunks(chunks)  # one copy: few GIL hand-overs (layout.py)
+            with self.stream.use():  # the loader's own CUDA stream (streams.py)
+                self.layout.load_chunks(chunks)  # one copy: few GIL hand-overs (layout.py)
             # Only now are the bytes known to be the claim's: a refused end_transfer means the
             # daemon may have reused the spans while we copied.
             c.end_transfer(spec.rid)

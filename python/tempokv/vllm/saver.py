@@ -21,6 +21,7 @@ import xxhash
 from ..errors import ResourceExhausted, TempoKVError
 from . import header
 from .link import ReachRequest
+from .streams import CopyStream
 
 __all__ = ["Saver"]
 
@@ -33,6 +34,7 @@ class Saver:
         self.link, self.layout, self.retry_s, self.digests = link, layout, retry_s, digests
         self.identity = identity  # identity.WorkerIdentity: this rank's keys and headers
         self.object_bytes = header.HEADER_BYTES + layout.object_bytes
+        self.stream = CopyStream(layout.device)
         self.chunk_tokens = layout.blocks_per_chunk * layout.block_size
         self.delay_s = delay_s  # tests: each save waits this long before its copy
         self.flush_timeout_s = flush_timeout_s  # a preemption's saves not copied by then drop
@@ -50,9 +52,12 @@ class Saver:
         self._thread = threading.Thread(target=self._run, name="tempokv-saver", daemon=True)
         self._thread.start()
 
-    def submit(self, specs):
+    def submit(self, specs, event=None):
+        """Queues ``specs``; ``event`` (``streams.compute_event``, recorded after the forward
+        pass that computed their blocks): their copies start after it."""
         with self._cv:
             for s in specs:
+                s.ready_event = event
                 self._jobs.append(s)
                 self._outstanding[s.req_id] = self._outstanding.get(s.req_id, 0) + 1
             self._cv.notify_all()
@@ -207,7 +212,10 @@ class Saver:
                                         rank=self.identity.rank.index)
             obj = self.link.write[offset:offset + nbytes]
             payload = obj[header.HEADER_BYTES:]
-            self.layout.save(spec.block_ids, payload)
+            with self.stream.use():  # the saver's own CUDA stream, after the forward pass
+                self.stream.wait(getattr(spec, "ready_event", None))
+                self.layout.save(spec.block_ids, payload)
+                self.stream.finish()
             checksum = xxhash.xxh3_64_intdigest(payload.numpy())
             head = header.pack(key, self.identity.rank, self.identity.layout_digest,
                                self.layout.object_bytes, checksum)
