@@ -166,6 +166,48 @@ TEST(RemoteCluster, AWrongPasswordFailsWithoutNamingIt) {
   EXPECT_EQ(s.message().find("s3cret"), std::string::npos) << s.message();
 }
 
+// requirepass and an ACL user, set on every node for this test and removed after it.
+TEST(RemoteCluster, AuthenticatesWithRequirepassOrAnAclUser) {
+  auto admin_client = connected();
+  RemoteClient& admin = *admin_client;  // authenticated before the password is set: stays so
+  std::vector<std::string> nodes;
+  for (int i = 0; i < 6; ++i)
+    nodes.push_back("127.0.0.1:" + std::to_string(cluster().base_port + i));
+  auto on_all = [&](const std::vector<std::string>& argv) {
+    for (const auto& n : nodes) {
+      auto r = admin.command_at(n, argv);
+      ASSERT_TRUE(r.is_ok() && !r.value().error) << n << ": " << (r ? r.value().text : "");
+    }
+  };
+  on_all({"CONFIG", "SET", "masterauth", "pw-one"});
+  on_all({"CONFIG", "SET", "requirepass", "pw-one"});
+  on_all({"ACL", "SETUSER", "tkv", "on", ">pw-two", "~*", "+@all"});
+
+  const auto bytes = pattern(70000, 21);
+  {
+    RemoteClient anonymous(cluster().config());
+    EXPECT_FALSE(anonymous.connect().is_ok());  // CLUSTER SLOTS refused without AUTH
+  }
+  RemoteConfig with_pass = cluster().config();
+  with_pass.password = "pw-one";
+  RemoteClient c(with_pass);
+  ASSERT_TRUE(c.connect().is_ok());
+  ASSERT_TRUE(c.put(identity(400), bytes).is_ok());
+  RemoteConfig as_user = cluster().config();
+  as_user.user = "tkv";
+  as_user.password = "pw-two";
+  RemoteClient u(as_user);
+  ASSERT_TRUE(u.connect().is_ok());
+  std::vector<unsigned char> dst(bytes.size());
+  FetchResult r = u.fetch({Key{77, 400}, 3, 0x1a}, dst);
+  EXPECT_EQ(r.outcome, FetchOutcome::kHit) << r.detail;
+  EXPECT_TRUE(std::ranges::equal(dst, bytes));
+
+  on_all({"ACL", "DELUSER", "tkv"});
+  on_all({"CONFIG", "SET", "requirepass", ""});
+  on_all({"CONFIG", "SET", "masterauth", ""});
+}
+
 TEST(RemoteCluster, AFullClusterEvictsAndPutsNeverFail) {
   auto client = connected();
   RemoteClient& c = *client;
