@@ -14,7 +14,7 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  #
 from vllm.v1.request import RequestStatus  # noqa: E402
 
 from tempokv import TempoKVClient  # noqa: E402
-from tempokv.vllm import TempoKVConnector  # noqa: E402
+from tempokv.vllm import TempoKVAsyncScheduler, TempoKVConnector, TempoKVScheduler  # noqa
 
 from test_scheduler import BLOCK, CHUNK, NUM_BLOCKS, make_scheduler, output, request  # noqa: E402,I100
 
@@ -69,12 +69,13 @@ class Engine:
         self.worker.shutdown()
 
 
+@pytest.mark.parametrize("cls", [TempoKVScheduler, TempoKVAsyncScheduler])
 def test_a_preempted_request_with_saves_aborted_while_its_new_load_waits_is_freed_once(
-        model_dir, daemon):
+        model_dir, daemon, cls):
     # Its blocks are held for the load (vLLM frees them on finished_recving) and, as a request
     # with saves, for finished_sending: reported in both, vLLM freed it on the first and failed
     # `assert req_id in self.requests` on the second.
-    e = Engine(make_scheduler(model_dir, daemon.endpoint))
+    e = Engine(make_scheduler(model_dir, daemon.endpoint, cls))
     conn = e.s.connector
     prefix = list(range(11, 11 + 2 * CHUNK + 1))
     e.s.add_request(request("a", prefix, max_tokens=1))  # computes and saves two chunks
