@@ -29,46 +29,7 @@
 //    "tempokv-eager" (make_controller) commits at once, without the wait.
 //  * Every state change goes through transition(), which aborts on an illegal one.
 //
-// Cost of an evaluation (controller_eval.cc): timed policies keep planned claims in an index by
-// absolute use time (ttu_at + ttu). A claim can be eligible only when its aged TTU is at most its
-// TTR, and TTR <= the policy's ttr_bound() for the largest planned footprint, so only the prefix
-// of the index within that window is looked at; there, a claim's own bounds settle most claims
-// without a projection (StagingProvider::TtrBoundWalk::range: from the queue's prefix sums of
-// bytes, O(log queue) and one lookup per object): those whose upper bound of TTR leaves laxity
-// > 0 only set the wake-up, those whose lower bound already gives laxity <= 0 are attempted
-// without a TTR (the provider projects one only for a commit that succeeds), and only the claims
-// in between get an exact TTR (from one projection of the queue shared by the pass,
-// StagingProvider::TtrWalk). Of the claims that only set the wake-up, the one with the least
-// bound of laxity is projected exactly, then the next while its bound could be earlier, but only
-// while that bound places it no later than the next tick (a wake-up after the tick never fires:
-// the tick's evaluation replaces it). A refused claim keeps a lower bound of its own share of a
-// commit's cost (StagingProvider::OwnCost: measured at each refusal, lowered by every entry of one
-// of its objects into the sums, on_entry()); while that bound exceeds the budget's or the
-// capacity's room its refusal stands (refusal_stands()) and it leaves the index (park(), keyed
-// by that bound), so a deep window of refused claims is not stepped over at every event. Only
-// the claims whose bound fits the room they wait for are looked at again (find_fitting(): after
-// a release, those that could fit now, not every claim short by less than the bytes freed), and
-// each only when its turn in the attempt order comes: the provider's refusal check alone
-// (StagingProvider::refused_now: no store lookup, nothing committed) measures its share (a claim
-// still refused is parked again at once, refused_again()), then it is walked as any claim of the
-// window. The claims behind the pass's first commit, which usually takes the room they fitted,
-// are not looked at in that pass. A claim found with every object
-// resident (TTR 0: eligible only by its use time) leaves the index for resting_ until one of its
-// objects is evicted (the tier's eviction listener), and only the resting claims that can be
-// candidates or set the wake-up are looked at (walk_resting()). A claim waiting for the reads
-// ahead of it (wait_for_reads_ahead), of which the walk would only note the wake-up, leaves the
-// index for waiting_ until its wait ends (hold(): the earliest end inside the window is the
-// wake-up, note_held()), unless it was refused before: its refusal could come to stand while it
-// waits, which the walk must see to park it (holding those too was measured slower: they cycle
-// between held, parked and walked). The rest is not looked at. Queue-K
-// looks at the first K of each runtime's order, Demand at nothing, Immediate at every planned
-// claim. ControllerOptions::full_scan evaluates every planned claim exactly instead: the reference
-// the index is tested against (same decisions). What an event costs at 10,000 claims in the dense
-// case (bench/controller_bench.cc): the window's ranges (their lookups per object and
-// the prefix-sum searches, which start from the previous claim's answer), ttr()'s projection of
-// the whole queue for the first waits' and the commits' exact TTRs (hundreds of reads, rebuilt
-// after every change of the provider's state or clock), and the provider's own work; the laxity of
-// a bound is CommitPolicy::laxity_given (no call through a function per bound).
+// Cost of an evaluation: controller_eval.cc explains how the index bounds the work.
 //
 // Accounting: the integral of protected + reserved fast-tier bytes over time (C of DESIGN.md §5),
 // per-claim timelines, refused commits.
@@ -94,6 +55,7 @@
 #include "controller/byte_time_meter.h"
 #include "controller/claim_state.h"
 #include "controller/commit_policy.h"
+#include "controller/controller_rec.h"
 #include "controller/controller_types.h"
 #include "controller/error_feedback.h"
 #include "provider/staging_provider.h"
@@ -181,67 +143,9 @@ class Controller {
   // The indexes of planned claims (below): by a time, or by a bound of a share of a room.
   using UseIndex = std::pmr::set<std::pair<TimePoint, ClaimId>>;
   using RoomIndex = std::pmr::set<std::pair<int64_t, ClaimId>>;
-  static constexpr uint32_t kUnranked = UINT32_MAX;
-  struct Rec {
-    StagingClaim claim;
-    ClaimInfo info;
-    Duration ttu{0};
-    TimePoint ttu_at{};
-    TimePoint use_at{};        // ttu_at + ttu
-    // Its key in by_use_ while planned (indexed): at most use_at, lagging it by a little (set_ttu).
-    TimePoint index_at{};
-    bool indexed = false;
-    // Out of by_use_ while its refusal stands (park()): in parked_budget_ under park_budget_at
-    // and in parked_capacity_ under park_capacity_at, the bounds of its share of each room.
-    bool parked = false;
-    int64_t park_budget_at = 0, park_capacity_at = 0;
-    TimePoint park_use_at{};  // its key in parked_by_use_ (its use time) while parked
-    // Indexed in resting_ rather than by_use_ (same key): every object was resident when it was
-    // set aside (rest()), and none has been evicted since. rest_gen tells its current stay from
-    // an earlier one in resting_by_key_.
-    bool resting = false;
-    uint64_t rest_gen = 0;
-    // Indexed in waiting_ rather than by_use_ (same key) while it waits for the reads ahead of it
-    // (hold()), and in wait_ends_ under wait_until; never a claim refused before (below).
-    bool held = false;
-    uint64_t seq = 0;          // report order
-    uint32_t runtime = 0;      // the runtime whose order last listed it
-    uint32_t rank = kUnranked;  // position in that order
-    uint64_t cleared_gen = 0;  // set_order(): its rank was cleared in this generation
-    uint64_t attempted_in = 0;  // the evaluation that last attempted to commit it
-    bool requested = false;
-    bool estimated = false;  // a TTU update (not only the report's) has reached it
-    bool feedback_noted = false;  // its timing error went to feedback_
-    // note_missed(): how much sooner than projected its use came; recorded once it is ready.
-    std::optional<Duration> missed_by;
-    // wait_for_reads_ahead: when it first waited (eligible, its reads not due to start yet), with
-    // its TTR and projected use then. Its timing error is judged from there, as if committed then
-    // (the wait leaves its ready time as it was, and eager TempoKV would have committed it then),
-    // so waiting does not move the feedback margin.
-    struct WaitStart {
-      TimePoint at;
-      Duration ttr;
-      TimePoint use_at;
-    };
-    std::optional<WaitStart> waited;
-    // The end of its current wait: until then it is not looked at again (its reads ahead drain at
-    // the projected rate; a commit used sooner only lengthens the wait, found at its end).
-    TimePoint wait_until{};
-    bool ttu_bound = false;       // its TTU is a lower bound (update()'s lower_bound)
-    // chain_deadlines: how long before its use it must be ready so that the planned claims used
-    // after it can be read after it (set by chain_deadlines() for the pass; 0 outside a chain).
-    Duration lead{0};
-    // use_at as the last update at an earlier instant than ttu_at left it (keep_prior_use()).
-    std::optional<TimePoint> prior_use_at;
-    // Once refused: a lower bound of its own share of a commit's cost (note_cost(), on_entry()),
-    // and StagingProvider::store_index_changes() when it was measured: while unchanged, its
-    // objects are all still in the store as the refused commit found them (refused_again()).
-    // cost_gen: its entries in costed_by_key_ (0: none yet).
-    StagingProvider::OwnCost cost;
-    uint64_t cost_store_changes = 0;
-    uint64_t cost_gen = 0;
-    RetrievalCallback on_ready;
-  };
+  static constexpr uint32_t kUnranked = kUnrankedClaim;
+  // One claim's record (controller_rec.h).
+  using Rec = ControllerClaim;
   // Where a claim sits in the attempt order: rank, then runtime id; unranked claims last, in
   // report order.
   struct AttemptKey {

@@ -1,5 +1,46 @@
-// Controller: one evaluation pass over the planned claims (see controller.h for the rules and the
-// index that bounds the work).
+// Controller: one evaluation pass over the planned claims (controller.h has the rules).
+//
+// Cost of an evaluation: timed policies keep planned claims in an index by
+// absolute use time (ttu_at + ttu). A claim can be eligible only when its aged TTU is at most its
+// TTR, and TTR <= the policy's ttr_bound() for the largest planned footprint, so only the prefix
+// of the index within that window is looked at; there, a claim's own bounds settle most claims
+// without a projection (StagingProvider::TtrBoundWalk::range: from the queue's prefix sums of
+// bytes, O(log queue) and one lookup per object): those whose upper bound of TTR leaves laxity
+// > 0 only set the wake-up, those whose lower bound already gives laxity <= 0 are attempted
+// without a TTR (the provider projects one only for a commit that succeeds), and only the claims
+// in between get an exact TTR (from one projection of the queue shared by the pass,
+// StagingProvider::TtrWalk). Of the claims that only set the wake-up, the one with the least
+// bound of laxity is projected exactly, then the next while its bound could be earlier, but only
+// while that bound places it no later than the next tick (a wake-up after the tick never fires:
+// the tick's evaluation replaces it). A refused claim keeps a lower bound of its own share of a
+// commit's cost (StagingProvider::OwnCost: measured at each refusal, lowered by every entry of one
+// of its objects into the sums, on_entry()); while that bound exceeds the budget's or the
+// capacity's room its refusal stands (refusal_stands()) and it leaves the index (park(), keyed
+// by that bound), so a deep window of refused claims is not stepped over at every event. Only
+// the claims whose bound fits the room they wait for are looked at again (find_fitting(): after
+// a release, those that could fit now, not every claim short by less than the bytes freed), and
+// each only when its turn in the attempt order comes: the provider's refusal check alone
+// (StagingProvider::refused_now: no store lookup, nothing committed) measures its share (a claim
+// still refused is parked again at once, refused_again()), then it is walked as any claim of the
+// window. The claims behind the pass's first commit, which usually takes the room they fitted,
+// are not looked at in that pass. A claim found with every object
+// resident (TTR 0: eligible only by its use time) leaves the index for resting_ until one of its
+// objects is evicted (the tier's eviction listener), and only the resting claims that can be
+// candidates or set the wake-up are looked at (walk_resting()). A claim waiting for the reads
+// ahead of it (wait_for_reads_ahead), of which the walk would only note the wake-up, leaves the
+// index for waiting_ until its wait ends (hold(): the earliest end inside the window is the
+// wake-up, note_held()), unless it was refused before: its refusal could come to stand while it
+// waits, which the walk must see to park it (holding those too was measured slower: they cycle
+// between held, parked and walked). The rest is not looked at. Queue-K
+// looks at the first K of each runtime's order, Demand at nothing, Immediate at every planned
+// claim. ControllerOptions::full_scan evaluates every planned claim exactly instead: the reference
+// the index is tested against (same decisions). What an event costs at 10,000 claims in the dense
+// case (bench/controller_bench.cc): the window's ranges (their lookups per object and
+// the prefix-sum searches, which start from the previous claim's answer), ttr()'s projection of
+// the whole queue for the first waits' and the commits' exact TTRs (hundreds of reads, rebuilt
+// after every change of the provider's state or clock), and the provider's own work; the laxity of
+// a bound is CommitPolicy::laxity_given (no call through a function per bound).
+//
 #include <algorithm>
 
 #include "controller/controller.h"
