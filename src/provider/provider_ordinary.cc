@@ -1,5 +1,11 @@
 // The ordinary (demand) path of StagingProvider: all-or-nothing admission of ordinary claims, so
 // that claims holding part of the tier never wait for room each other holds.
+//
+// Ordinary room is all-or-nothing: an ordinary claim holds objects and queues its demand reads
+// only once everything it will occupy fits beside what is protected, reserved, pinned and owed to
+// the demand reads of ordinary claims already admitted; until then it waits (first come, first
+// admitted) holding nothing. So two ordinary claims can never each hold part of the tier while
+// waiting for room the other holds. Commits count the room owed to admitted demand reads too.
 #include <cassert>
 #include <string>
 

@@ -30,11 +30,7 @@
 // filling or held objects) waits in place and later reads may pass it. TTR projects this order: a
 // claim's reads go after the queued reads used no later than it (and move its queued reads up).
 //
-// Ordinary room is all-or-nothing: an ordinary claim holds objects and queues its demand reads
-// only once everything it will occupy fits beside what is protected, reserved, pinned and owed to
-// the demand reads of ordinary claims already admitted; until then it waits (first come, first
-// admitted) holding nothing. So two ordinary claims can never each hold part of the tier while
-// waiting for room the other holds. Commits count the room owed to admitted demand reads too.
+// Ordinary room is all-or-nothing (provider_ordinary.cc).
 //
 // Identity: every claim validates each object's store generation (ObjectInfo::generation). A
 // fast-tier copy of another generation is never used for it: evicted when evictable, else the
@@ -71,42 +67,13 @@
 #include "fasttier/fast_tier.h"
 #include "provider/claim.h"
 #include "provider/provider_options.h"
+#include "provider/provider_stats.h"
 #include "provider/rate_calibrator.h"
 #include "provider/ttr_projection.h"
 #include "store/store.h"
 #include "tempokv/executor.h"
 
 namespace tempokv {
-
-struct ProviderStats {
-  uint64_t commits = 0;          // commits that succeeded
-  uint64_t ready_at_commit = 0;  // of those, stage-ready at once
-  uint64_t refusals = 0;         // commits refused for budget or capacity (they cost nothing)
-  uint64_t invalid = 0;          // commits / ordinary claims refused: object missing or changed
-  // Fast-tier copies of an older generation of their store object, evicted when found; and claims
-  // failed because their object changed in the store under them (no other bytes are served).
-  uint64_t stale_copies_dropped = 0;
-  uint64_t changed_under_claim = 0;
-  uint64_t staged = 0;           // committed claims that became stage-ready later
-  uint64_t failed = 0;           // claims failed by a read error
-  uint64_t releases = 0;
-  uint64_t cancels = 0;
-  uint64_t ordinary = 0;  // ordinary claims started
-  uint64_t reads_issued = 0;
-  uint64_t demand_reads = 0;  // of those, issued with no committed claim needing the object
-  uint64_t bytes_read = 0;    // payload bytes of successful reads
-  uint64_t read_errors = 0;
-  uint64_t coalesced = 0;        // objects covered by a read already queued or in flight
-  uint64_t queued_reads = 0;     // now
-  uint64_t in_flight_reads = 0;  // now
-  uint64_t claims = 0;           // known now, draining included
-  uint64_t draining_claims = 0;  // now
-  uint64_t ordinary_waiting = 0;  // now: ordinary claims waiting for room to be admitted
-  double read_bytes_per_s = 0;   // the calibrated aggregate rate
-  uint64_t store_writes_in_flight = 0;  // now: the store's writes issued to the device
-  uint64_t store_write_bytes_in_flight = 0;
-  uint64_t rate_samples = 0;
-};
 
 class StagingProvider {
  public:
@@ -234,19 +201,8 @@ class StagingProvider {
   // would pass them again.
   uint64_t store_index_changes() const { return store_.index_changes(); }
   uint64_t last_refusal_capacity_shortfall() const { return last_refusal_capacity_shortfall_; }
-  // A claim's own share of a commit's cost: the bytes it would add to protected + reserved
-  // (budget_bytes), and to protected + reserved + pinned + the room owed to demand reads
-  // (occupied_bytes: the room its own queued demand reads are owed moves to it, so it counts
-  // less by that). The claim is refused exactly when budget_bytes > budget_room() or
-  // occupied_bytes > capacity_room(). The share only falls when one of its objects enters the
-  // budget or the occupied room or a demand read of one of them is queued (set_entry_listener),
-  // by at most what that reports, while the rooms move by every change of the sums; so a share
-  // measured once, less what the listener reported since for the claim's own objects, is a lower
-  // bound of its share later, and a claim refused by that bound now would be refused by commit().
-  struct OwnCost {
-    uint64_t budget_bytes = 0;
-    int64_t occupied_bytes = 0;
-  };
+  // A claim's own share of a commit's cost (claim.h).
+  using OwnCost = ClaimOwnCost;
   // The share of the claim last checked by commit() or refused_now(), refused or not.
   OwnCost last_own_cost() const { return last_own_cost_; }
   int64_t budget_room() const { return tier_.budget_room(); }
