@@ -162,6 +162,15 @@ class TempoKVConnector(KVConnectorBase_V1):
     def update_connector_output(self, connector_output):
         super().update_connector_output(connector_output)
         self._sched.on_finished_recving(connector_output.finished_recving)
+        self._sched.on_finished_sending(connector_output.finished_sending)
+
+    def take_events(self):
+        """vLLM's KV cache events: a BlockStored (medium "tempokv", one chunk of
+        ``chunk_tokens``) for each chunk saved, once its request's saves are copied out."""
+        if self._sched is None:
+            return ()
+        events, self._sched.events = self._sched.events, []
+        return events
 
     def on_schedule(self, snapshot):
         """From TempoKVScheduler after each schedule(): the step's snapshot to tempokvd."""

@@ -63,6 +63,8 @@ class ConnectorScheduler:
         self.requeued = 0  # preempted requests queued again (a new lookup and claim each)
         self.cancelled_claims = 0  # claims vLLM's own prefix cache made useless by schedule time
         self.hit_tokens = 0  # tokens vLLM allocated blocks to load (its external hit)
+        self.events = []  # vLLM KV cache events (BlockStored) not yet taken
+        self._stored = {}  # req_id -> BlockStored of its saves, sent once they are copied out
         # False: requests queued meanwhile are ignored (a driver's baseline without the
         # connector on the same engine).
         self.enabled = True
@@ -217,7 +219,22 @@ class ConnectorScheduler:
                                        (i + 1) * self.chunk_tokens,
                                        list(block_ids[i * bpc:(i + 1) * bpc])))
             st.saves += 1
+            self._stored.setdefault(req_id, []).append(self._block_stored(st, i))
         st.next_save = last
+
+    def _block_stored(self, st, i):
+        from vllm.distributed.kv_events import BlockStored
+        c = self.chunk_tokens
+        tokens = list(st.request.prompt_token_ids[i * c:(i + 1) * c]) if st.request else []
+        return BlockStored(block_hashes=[st.hashes[i]],
+                           parent_block_hash=st.hashes[i - 1] if i else None,
+                           token_ids=tokens, block_size=c, lora_id=None, medium="tempokv",
+                           lora_name=None)
+
+    def on_finished_sending(self, req_ids):
+        """Saves copied out: vLLM's KV events say those chunks are stored (``take_events``)."""
+        for req_id in req_ids or ():
+            self.events.extend(self._stored.pop(req_id, ()))
 
     def on_finished_recving(self, req_ids):
         """vLLM's view of the loads (``update_connector_output``): those it has seen finish."""
@@ -245,5 +262,6 @@ class ConnectorScheduler:
         if st.loaded_chunks and not st.load_reported:
             if st.saves:
                 self._freed_by_load.add(request.request_id)
+            self.on_finished_sending([request.request_id])  # copied out at its preemption
             return False
         return st.saves > 0

@@ -31,6 +31,14 @@ class Engine:
         self.worker.register_kv_caches({"layer.0": kv})
         self.reported = []  # (finished_sending, finished_recving) of every step
         self.stats = {}  # the connector's stats in vLLM's SchedulerStats, summed (log_stats)
+        self.events = []  # the connector's KV cache events, as vLLM's scheduler takes them
+        take = s.connector.take_events
+
+        def taken():
+            events = list(take())
+            self.events.extend(events)
+            return events
+        s.connector.take_events = taken
 
     def step(self, settle_s=0.0, out=None):
         """One step: schedule (unless ``out`` was), the worker's part, the scheduler's update
@@ -185,6 +193,11 @@ def test_vllms_metrics_show_hit_tokens_load_time_load_errors_and_bytes(model_dir
     e.run_until_gone("a")
     obj = e.worker.layout.object_bytes
     assert e.stats == {"saved_bytes": 2 * obj}
+    # vLLM's KV events: each saved chunk, once its request's saves are copied out.
+    stored = [ev for ev in e.events if type(ev).__name__ == "BlockStored"]
+    assert [ev.token_ids for ev in stored] == [prefix[:CHUNK], prefix[CHUNK:2 * CHUNK]]
+    assert stored[1].parent_block_hash == stored[0].block_hashes[0]
+    assert all(ev.medium == "tempokv" and ev.block_size == CHUNK for ev in stored)
     e.s.add_request(request("b", prefix[:2 * CHUNK] + [4, 5], max_tokens=1))  # loads them
     conn.agent.flush()
     e.run_until_gone("b")
