@@ -32,6 +32,21 @@ Duration CostProfile::retrieval(uint64_t bytes) const {
   return from_seconds(retrieval_latency_s + double(bytes) / retrieval_bytes_per_s);
 }
 
+CostProfile CostProfile::perturbed(double e) const {
+  CostProfile p = *this;
+  if (e == 0) return p;
+  const double up = 1 + e, down = 1 - e;
+  p.prefill_a_s *= up;
+  p.prefill_b_s_per_token *= down;
+  p.prefill_c_s_per_token2 *= up;
+  p.decode_a_s *= down;
+  p.decode_b_s_per_context_token *= up;
+  p.decode_c_s_per_seq *= down;
+  p.retrieval_latency_s *= up;
+  p.retrieval_bytes_per_s /= up;
+  return p;
+}
+
 CostProfile CostProfile::scaled(double f, double decode_f) const {
   CostProfile p = *this;
   for (double* v : {&p.prefill_a_s, &p.prefill_b_s_per_token, &p.prefill_c_s_per_token2,

@@ -43,6 +43,11 @@ struct CostProfile {
   CostProfile scaled(double factor) const { return scaled(factor, factor); }
   // The decode step's costs × decode_factor, the rest (prefill, retrieval) × factor.
   CostProfile scaled(double factor, double decode_factor) const;
+  // An estimator wrong by shape, for --estimator-error e in [0, 1): alternate terms × (1 + e)
+  // and × (1 − e) (prefill a, c and decode b, retrieval latency up; prefill b, decode a and c
+  // down; retrieval rate ÷ (1 + e)), so the error depends on the prompt, the context and the
+  // batch and no single calibrated scale cancels it. e = 0 returns the profile unchanged.
+  CostProfile perturbed(double e) const;
 
   Status validate() const;
   static Result<CostProfile> load(const std::string& path);

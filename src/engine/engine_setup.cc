@@ -27,6 +27,10 @@ Status EngineOptions::validate() const {
   if (!(estimator_bias > -1 && estimator_bias < 100)) {
     return Status::invalid_argument("EngineOptions.estimator_bias must be in (-1, 100)");
   }
+  if (!(estimator_error >= 0 && estimator_error < 0.9)) {
+    return Status::invalid_argument("EngineOptions.estimator_error must be in [0, 0.9)");
+  }
+  TEMPOKV_RETURN_IF_ERROR(truth.validate());
   if (prior_output_tokens == 0 || predictor_window == 0) {
     return Status::invalid_argument(
         "EngineOptions.prior_output_tokens and predictor_window must be >= 1");
@@ -74,7 +78,9 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(const EngineContext
     ao.wait_order_statistics = options.wait_order_statistics;
     TEMPOKV_ASSIGN_OR_RETURN(e->adapter_,
                              RuntimeAdapter::create(
-                                 *c.controller, profile.scaled(1 + options.estimator_bias), ao));
+                                 *c.controller, profile.scaled(1 + options.estimator_bias)
+                                                      .perturbed(options.estimator_error),
+                                                  ao));
     e->api_ = e->adapter_.get();
   }
   return e;
@@ -91,7 +97,7 @@ ServingEngine::ServingEngine(const EngineContext& c, const CostProfile& profile,
       writer_(c.writer),
       profile_(profile),
       options_(options),
-      jitter_(options.jitter_sigma, options.seed) {}
+      truth_(profile, options.truth, options.jitter_sigma, options.seed) {}
 
 ServingEngine::~ServingEngine() = default;
 

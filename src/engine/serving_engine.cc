@@ -182,15 +182,27 @@ void ServingEngine::start_compute() {
   uint64_t context = 0;
   for (uint64_t id : it.admits) {
     const Live& r = live_.at(id);
-    compute += jitter_.apply(
-        profile_.prefill(r.rec.prefill_tokens, r.req.prompt_tokens - r.rec.prefill_tokens));
+    compute += truth_.prefill(r.rec.prefill_tokens, r.req.prompt_tokens - r.rec.prefill_tokens);
   }
   for (uint64_t id : it.decoders) {
     const Live& r = live_.at(id);
     context += r.req.prompt_tokens + r.generated;
   }
   if (!it.decoders.empty()) {
-    compute += jitter_.apply(profile_.decode_step(context, it.decoders.size()));
+    compute += truth_.decode_step(context, it.decoders.size());
+    if (truth_.under_pressure(context)) {
+      // The youngest decoder not yet preempted in this episode gives up its KV and recomputes it.
+      for (auto id = it.decoders.rbegin(); id != it.decoders.rend(); ++id) {
+        Live& r = live_.at(*id);
+        if (r.preempted) continue;
+        r.preempted = true;
+        ++stats_.preemptions;
+        compute += truth_.recompute(r.req.prompt_tokens + r.generated);
+        break;
+      }
+    } else {
+      for (uint64_t id : it.decoders) live_.at(id).preempted = false;
+    }
   }
   it.compute_start = now;
   it.end = now + compute;

@@ -2,7 +2,8 @@
 // prefix lookup in the store at arrival -> claim (through its own RuntimeAdapter, exactly the
 // calls an external runtime makes) -> wait in queue -> retrieval of the matched KV (fast tier ->
 // device through the TransferEngine) -> prefill of the rest -> decode to the true output length.
-// Compute is not run, it takes time: the CostProfile's costs times a seeded jitter.
+// Compute is not run, it takes time: StepTruth's (the CostProfile's costs times a seeded jitter, or
+// the hidden truth of another shape that the adapter can only learn from measured iterations).
 //
 // Iteration model (the TtuEstimator's, adapter/ttu_estimator.h, so TTU projects what happens):
 //  * At a boundary the engine reports the waiting order (update_order), then admits
@@ -57,7 +58,7 @@
 #include "controller/controller.h"
 #include "engine/kv_writer.h"
 #include "engine/request_record.h"
-#include "engine/step_jitter.h"
+#include "engine/step_truth.h"
 #include "provider/staging_provider.h"
 #include "store/store.h"
 #include "tempokv/runtime_api.h"
@@ -94,6 +95,11 @@ struct EngineOptions {
   // The adapter's cost profile is this engine's scaled by 1 + estimator_bias: an estimator that
   // is wrong on purpose (> -1). The engine's own step times never change.
   double estimator_bias = 0;
+  // And then perturbed by shape (CostProfile::perturbed): per-term errors of ± estimator_error
+  // that no single calibrated scale cancels (in [0, 0.9)).
+  double estimator_error = 0;
+  // What the engine's steps really cost (default: the oracle, the profile × jitter_sigma).
+  StepTruthOptions truth;
   bool wait_order_statistics = false;  // AdapterOptions::wait_order_statistics
   // object_transferred after each object's copy. Only progressive release acts on it, so a
   // runtime that knows its policy is not progressive may skip the calls (through the service,
@@ -115,6 +121,7 @@ struct EngineStats {
   uint64_t retrieved_bytes = 0;
   uint64_t verified_chunks = 0;
   uint64_t mismatched_chunks = 0;
+  uint64_t preemptions = 0;  // hidden truth: decoders preempted and recomputed under KV pressure
 };
 
 class ServingEngine {
@@ -146,6 +153,7 @@ class ServingEngine {
     bool has_claim = false;               // a claim (or baseline ordinary claim) exists
     bool retrieve = false;                // its iteration runs a retrieval
     uint32_t generated = 0;
+    bool preempted = false;  // hidden truth: recomputed in this episode of KV pressure
   };
   struct Iteration {
     std::vector<uint64_t> admits;    // retrieval + prefill in this iteration, in order
@@ -197,7 +205,7 @@ class ServingEngine {
   KvWriter* writer_;
   CostProfile profile_;
   EngineOptions options_;
-  StepJitter jitter_;
+  StepTruth truth_;
   std::unique_ptr<RuntimeAdapter> adapter_;  // in-process claims
   RuntimeApi* api_ = nullptr;                // adapter_ or service_; null in baseline mode
 

@@ -49,6 +49,11 @@ Status validate_service_options(const EvalOptions& o) {
 
 }  // namespace
 
+bool is_eval_ablation(const std::string& policy) {
+  return std::find(std::begin(kEvalAblations), std::end(kEvalAblations), policy) !=
+         std::end(kEvalAblations);
+}
+
 Status validate_eval_options(const EvalOptions& o) {
   auto names = eval_scenarios();
   if (std::find(names.begin(), names.end(), o.scenario) == names.end()) {
@@ -57,11 +62,12 @@ Status validate_eval_options(const EvalOptions& o) {
     return Status::invalid_argument("--scenario '" + o.scenario + "' is not one of " + all);
   }
   for (const std::string& p : o.policies) {
-    if (p != "lmcache-dax" && !is_controller_configuration(p)) {
+    if (p != "lmcache-dax" && !is_eval_ablation(p) && !is_controller_configuration(p)) {
       return Status::invalid_argument(
           "--policies: '" + p +
           "' is not one of demand, immediate, queue-K, tempokv-static, tempokv, "
-          "tempokv-progressive, tempokv-eager, tempokv-unchained, lmcache-dax");
+          "tempokv-progressive, tempokv-eager, tempokv-unchained, tempokv-no-feedback, "
+          "tempokv-means, lmcache-dax");
     }
   }
   for (double r : o.ratios) {
@@ -75,6 +81,12 @@ Status validate_eval_options(const EvalOptions& o) {
   if (o.window_s && !(*o.window_s > 0)) return Status::invalid_argument("--window-s must be > 0");
   if (!(o.estimator_bias > -0.9 && o.estimator_bias < 10)) {
     return Status::invalid_argument("--estimator-bias must be in (-0.9, 10)");
+  }
+  if (o.truth != "hidden" && o.truth != "oracle") {
+    return Status::invalid_argument("--truth must be hidden or oracle, not '" + o.truth + "'");
+  }
+  if (!(o.estimator_error >= 0 && o.estimator_error < 0.9)) {
+    return Status::invalid_argument("--estimator-error must be in [0, 0.9)");
   }
   if (o.seeds == 0 || o.seeds > 100) return Status::invalid_argument("--seeds must be in 1..100");
   if (o.fast_tier_gib && !(*o.fast_tier_gib > 0)) {

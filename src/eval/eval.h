@@ -27,6 +27,13 @@ namespace tempokv {
 inline constexpr const char* kAllPolicies[] = {"demand",         "immediate", "queue-1",
                                                "queue-4",        "tempokv-static", "tempokv"};
 
+// TempoKV with one mechanism off, run by the eval as configurations of "tempokv" (the controller
+// has the others: tempokv-eager without the commit wait, tempokv-unchained without chained
+// deadlines): without error feedback, and projecting the queue wait with the decoders' mean
+// completions instead of their order statistics.
+inline constexpr const char* kEvalAblations[] = {"tempokv-no-feedback", "tempokv-means"};
+bool is_eval_ablation(const std::string& policy);
+
 struct EvalOptions {
   EvalMode mode = EvalMode::kSim;
   std::string scenario;               // fig4-policies, fig5-capacity, fig6-rate, trace, ...
@@ -42,6 +49,16 @@ struct EvalOptions {
   // retrieval cost), so the TTU estimator is wrong on purpose; its online calibration and the
   // controller's error feedback are what remain to correct it. Sim and real modes.
   double estimator_bias = 0;
+  // Sim: what the estimators are up against. "hidden" (the default): the engines' steps follow
+  // StepTruth's hidden model, the SSD its own rate, concurrency and latency tail, the outputs a
+  // lognormal the generation limit cuts, and the provider's prior, write cost and the adapter's
+  // output prior are fixed guesses the runs correct from what they measure (docs/evaluation.md
+  // "Hidden truth"). "oracle": the estimators' own models are the truth (profile × jitter, the
+  // SSD the provider's prior describes, uniform outputs with a prior from the same generator).
+  std::string truth = "hidden";
+  // The adapter's profile perturbed by shape (CostProfile::perturbed) and the provider's prior
+  // and TempoKV-Static's rate × (1 + estimator_error): an error calibration does not cancel.
+  double estimator_error = 0;
   // AdapterOptions::wait_order_statistics for every in-process adapter (sim and real modes; not
   // the daemon-backed stacks, whose adapter the daemon configures). Unset: by configuration
   // (projects_order_statistics: on for TempoKV's, off for TempoKV-Static and the rest).
@@ -88,6 +105,7 @@ struct EvalOptions {
 // One run (one JSON row). Common fields first; the scenario's own fields in `extra`, in order.
 struct EvalRow {
   std::string scenario, policy, model;
+  std::string truth;         // sim: "hidden" or "oracle" (EvalOptions::truth); real: empty
   double ratio = 0;          // prefix cache ratio (fraction)
   double fast_tier_gib = 0;  // capacity
   double budget_gib = 0;     // protected budget

@@ -15,7 +15,7 @@ RunMetrics compute_metrics(std::span<const RequestRecord> records, double protec
   std::vector<double> ttft;
   std::optional<TimePoint> first, last;
   double floor_byte_s = 0, floor_staging_byte_s = 0;
-  std::vector<double> lateness, ttu_err, ttr_err;
+  std::vector<double> lateness, ttu_err, ttr_err, ttr_rel_err;
   for (const RequestRecord& r : records) {
     if (r.committed && r.ready && r.retrieval_requested) {
       lateness.push_back(to_seconds(*r.ready - *r.retrieval_requested));
@@ -30,6 +30,9 @@ RunMetrics compute_metrics(std::span<const RequestRecord> records, double protec
     }
     if (r.committed && r.ready && r.ttr_at_commit) {
       ttr_err.push_back(to_seconds(*r.ready - *r.committed - *r.ttr_at_commit));
+      if (*r.ttr_at_commit > Duration::zero()) {
+        ttr_rel_err.push_back(std::abs(ttr_err.back()) / to_seconds(*r.ttr_at_commit));
+      }
     }
     first = first ? std::min(*first, r.arrival) : r.arrival;
     m.verified_chunks += r.verified_chunks;
@@ -69,6 +72,7 @@ RunMetrics compute_metrics(std::span<const RequestRecord> records, double protec
   m.ttu_err_p95_s = percentile(ttu_err, 0.95);
   m.ttr_err_p50_s = percentile(ttr_err, 0.50);
   m.ttr_err_p95_s = percentile(ttr_err, 0.95);
+  m.ttr_rel_err_p95 = percentile(ttr_rel_err, 0.95);
   const std::vector<double> bounds = projection_error_bounds();
   m.histograms = {{"ttu_error", cumulative_bucket_counts(ttu_err, bounds)},
                   {"ttr_error", cumulative_bucket_counts(ttr_err, bounds)},

@@ -46,6 +46,8 @@ struct RunMetrics {
   uint64_t late_claims = 0;   // of those, ready after the request
   double lateness_p50_s = 0, lateness_p95_s = 0;
   double ttu_err_p50_s = 0, ttu_err_p95_s = 0, ttr_err_p50_s = 0, ttr_err_p95_s = 0;
+  // p95 of |ready − commit − TTR at commit| / TTR at commit, over claims that needed reads.
+  double ttr_rel_err_p95 = 0;
   // The same errors bucketed as tempokvd's /metrics buckets them (common/error_buckets.h).
   ErrorHistograms histograms;
 };

@@ -98,6 +98,7 @@ std::string rows_json(const EvalResult& result) {
   nlohmann::json rows = nlohmann::json::array();
   for (const EvalRow& r : result.rows) {
     nlohmann::json j = {{"scenario", r.scenario},
+                        {"truth", r.truth},
                         {"policy", r.policy},
                         {"model", r.model},
                         {"ratio", r.ratio},
@@ -216,6 +217,9 @@ std::string format_eval_table(const EvalResult& result) {
             extra("ttft s", "ttft_s")};
   } else {
     cols = {policy};
+    if (!result.rows.front().truth.empty()) {
+      cols.push_back(text("truth", [](const EvalRow& r) { return r.truth; }));
+    }
     if (scenario == "fig4-policies") {
       cols.push_back(text("model", [](const EvalRow& r) { return r.model; }));
       cols.push_back(text("ratio", ratio_text));

@@ -38,13 +38,29 @@ StackConfig base_stack(const Runner& runner, const CostProfile& profile, const s
   c.wait_order_statistics =
       runner.options().wait_order_statistics.value_or(projects_order_statistics(policy));
   c.error_feedback = runner.options().error_feedback;
+  if (is_eval_ablation(policy)) {  // TempoKV with one mechanism off
+    c.policy = "tempokv";
+    c.wait_order_statistics =
+        runner.options().wait_order_statistics.value_or(policy != "tempokv-means");
+    if (policy == "tempokv-no-feedback") c.error_feedback = false;
+  }
   c.feedback_quantile = runner.options().feedback_quantile;
   c.ttu_horizon = runner.options().ttu_horizon;
   if (runner.options().jitter_sigma) c.jitter_sigma = *runner.options().jitter_sigma;
   if (runner.options().engines) c.engines = runner.options().engines;
+  if (hidden_truth(runner)) {
+    c.truth.hidden = true;
+    // The provider is told the paper's testbed (11 GiB/s, 16 reads) and writes as dear as reads;
+    // the device is another (Runner::storage_for): its rate it learns from completions.
+    c.write_cost = 1.0;
+  }
+  const double e = runner.options().estimator_error;
+  c.estimator_error = e;
+  c.prior_read_bytes_per_s *= 1 + e;
+  c.static_read_bytes_per_s *= 1 + e;
   if (!runner.sim()) {
-    c.prior_read_bytes_per_s = Runner::kRealSsdBytesPerS;
-    c.static_read_bytes_per_s = Runner::kRealSsdBytesPerS;
+    c.prior_read_bytes_per_s = Runner::kRealSsdBytesPerS * (1 + e);
+    c.static_read_bytes_per_s = Runner::kRealSsdBytesPerS * (1 + e);
     c.verify_bytes = true;
   }
   return c;
@@ -58,6 +74,12 @@ Result<std::vector<Request>> narrativeqa_requests(const Runner& runner, const Co
   o.kv_bytes_per_token = profile.kv_bytes_per_token;
   o.cache_ratio = ratio;
   o.interval = from_seconds(interval_s);
+  if (hidden_truth(runner)) {
+    o.docs_per_group = 34;
+    o.max_output_tokens = 256;
+    o.output_log_sigma = 0.9;
+    o.output_median_tokens = 64;
+  }
   TEMPOKV_ASSIGN_OR_RETURN(std::vector<Request> requests, make_narrativeqa(o));
   const uint32_t max = runner.options().max_requests;
   if (max != 0 && requests.size() > max) requests.resize(max);
@@ -70,8 +92,13 @@ std::string ratio_label(double ratio) {
   return b;
 }
 
+bool hidden_truth(const Runner& runner) {
+  return runner.sim() && runner.options().truth == "hidden";
+}
+
 uint32_t calibrated_prior(const Runner& runner, const CostProfile& profile, uint32_t limit) {
   if (!runner.options().calibrated_prior) return limit;
+  if (hidden_truth(runner)) return 128;
   NarrativeQaOptions o;
   o.seed = runner.options().seed + 1000;
   o.model = profile.model;

@@ -1,4 +1,4 @@
-// `tempokv eval --seeds N`: the same scenario over seeds 1..N, folded into one row per
+// `tempokv eval --seeds N [--seed S]`: the same scenario over seeds S..S+N-1 (S = 1 by default), folded into one row per
 // configuration (eval.h, docs/evaluation.md "Seeds and intervals").
 #include <cmath>
 #include <string>
@@ -52,7 +52,8 @@ Result<EvalResult> run_eval_seeds(const EvalOptions& options) {
   if (options.seeds < 2) return run_eval(options);
   EvalResult folded;
   std::vector<std::vector<EvalRow>> per_seed;
-  for (uint32_t s = 1; s <= options.seeds; ++s) {
+  const uint64_t first = options.seed;
+  for (uint64_t s = first; s < first + options.seeds; ++s) {
     EvalOptions o = options;
     o.seeds = 1;
     o.seed = s;
@@ -63,18 +64,20 @@ Result<EvalResult> run_eval_seeds(const EvalOptions& options) {
     }
     TEMPOKV_ASSIGN_OR_RETURN(EvalResult r, run_eval(o));
     if (r.skipped) return r;
-    if (s == 1) {
+    if (s == first) {
       folded = r;
     } else if (r.rows.size() != folded.rows.size()) {
       return Status::internal("--seeds: seed " + std::to_string(s) + " ran " +
-                              std::to_string(r.rows.size()) + " configurations, seed 1 ran " +
+                              std::to_string(r.rows.size()) + " configurations, seed " + std::to_string(first) + " ran " +
                               std::to_string(folded.rows.size()));
     }
     per_seed.push_back(std::move(r.rows));
   }
   static const char* kFolded[] = {"p95_ttft_s",     "p50_ttft_s",       "mean_ttft_s",
                                   "c_gib_s_per_req", "throughput_tok_s", "lateness_p50_s",
-                                  "lateness_p95_s",  "late_claims"};
+                                  "lateness_p95_s",  "late_claims",      "ttu_err_p50_s",
+                                  "ttu_err_p95_s",   "ttr_err_p50_s",    "ttr_err_p95_s",
+                                  "ttr_rel_err_p95"};
   for (size_t i = 0; i < folded.rows.size(); ++i) {
     EvalRow& row = folded.rows[i];
     for (const auto& rows : per_seed) {
@@ -85,7 +88,7 @@ Result<EvalResult> run_eval_seeds(const EvalOptions& options) {
       }
     }
     row.extra.emplace_back("seeds", double(options.seeds));
-    // The histograms of every seed's claims (seed 1's row has its own only).
+    // The histograms of every seed's claims (the first seed's row has its own only).
     for (size_t k = 0; k < row.histograms.size(); ++k) {
       std::vector<uint64_t>& sum = row.histograms[k].second;
       for (size_t s = 1; s < per_seed.size(); ++s) {
@@ -106,8 +109,9 @@ Result<EvalResult> run_eval_seeds(const EvalOptions& options) {
       row.extra.emplace_back(std::string(name) + "_ci95", m.ci95);
     }
   }
-  folded.notes.push_back("rows: seed 1's run; *_mean and *_ci95 (95 % t-interval half-width) "
-                         "over seeds 1.." + std::to_string(options.seeds) +
+  folded.notes.push_back("rows: seed " + std::to_string(first) +
+                         "'s run; *_mean and *_ci95 (95 % t-interval half-width) over seeds " +
+                         std::to_string(first) + ".." + std::to_string(first + options.seeds - 1) +
                          "; histograms summed over them");
   return folded;
 }

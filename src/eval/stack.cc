@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "common/units.h"
+#include "ssd/sim_ssd_engine.h"
 #include "workload/precompute.h"
 
 namespace tempokv {
@@ -31,7 +32,14 @@ Result<std::unique_ptr<EvalStorage>> EvalStorage::open(const StorageConfig& conf
     eo.direct = true;
     eo.threads = 2;
   }
-  TEMPOKV_ASSIGN_OR_RETURN(s->ssd_, make_ssd_engine(*s->executor_, eo));
+  if (config.mode == EvalMode::kSim && config.sim_latency_tail_probability > 0) {
+    auto ssd = std::make_unique<SimSsdEngine>(*s->executor_, eo);
+    ssd->set_latency_tail(config.sim_latency_tail_probability, config.sim_latency_tail_factor,
+                          config.sim_seed);
+    s->ssd_ = std::move(ssd);
+  } else {
+    TEMPOKV_ASSIGN_OR_RETURN(s->ssd_, make_ssd_engine(*s->executor_, eo));
+  }
   StoreOptions so;
   so.simulated = config.mode == EvalMode::kSim;
   so.dir = config.dir;
@@ -126,7 +134,9 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
   po.static_read_bytes_per_s = config.static_read_bytes_per_s;
   // The simulated device's own cost of a written byte against a read one (a real deployment
   // measures its drive's; the default 1 says writes cost as much as reads).
-  if (sim) {
+  if (config.write_cost) {
+    po.write_cost = *config.write_cost;
+  } else if (sim) {
     po.write_cost =
         storage.config().sim_read_bytes_per_s / storage.config().sim_write_bytes_per_s;
   }
@@ -166,6 +176,8 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
     eo.verify_bytes = config.verify_bytes;
     eo.prior_output_tokens = config.prior_output_tokens;
     eo.estimator_bias = config.estimator_bias;
+    eo.estimator_error = config.estimator_error;
+    eo.truth = config.truth;
     eo.wait_order_statistics = config.wait_order_statistics;
     EngineContext c{&ex,
                     &storage.store(),
@@ -269,6 +281,7 @@ EngineStats EvalStack::engine_stats() const {
     s.retrieved_bytes += x.retrieved_bytes;
     s.verified_chunks += x.verified_chunks;
     s.mismatched_chunks += x.mismatched_chunks;
+    s.preemptions += x.preemptions;
   }
   return s;
 }

@@ -54,6 +54,10 @@ struct StorageConfig {
   double sim_write_bytes_per_s = 6.0 * double(1ULL << 30);  // trace replay writes produced KV
   Duration sim_latency = std::chrono::microseconds(80);
   uint32_t sim_concurrency = 16;
+  // A latency tail no TTR model is told about (SimSsdEngine::set_latency_tail; 0: none).
+  double sim_latency_tail_probability = 0;
+  double sim_latency_tail_factor = 1;
+  uint64_t sim_seed = 1;
   // Store geometry: segments of 64 chunks, objects up to 4 chunks.
   uint64_t chunk_bytes = 32ULL << 20;
   uint64_t capacity_bytes = 1ULL << 44;  // sim: effectively unbounded
@@ -109,6 +113,8 @@ struct StackConfig {
   uint64_t seed = 1;                        // jitter streams (engine k uses seed + k)
   uint32_t prior_output_tokens = 128;       // the adapter's output prior
   double estimator_bias = 0;                // adapter's costs = engine's × (1 + bias)
+  double estimator_error = 0;               // and perturbed by shape (CostProfile::perturbed)
+  StepTruthOptions truth;                   // the engines' step times (default: the oracle)
   bool wait_order_statistics = false;       // AdapterOptions::wait_order_statistics
   bool error_feedback = true;               // ControllerOptions::error_feedback
   std::optional<double> feedback_quantile;  // ErrorFeedbackOptions::quantile (unset: its default)
@@ -117,6 +123,9 @@ struct StackConfig {
   uint32_t max_reads_in_flight = 16;        // provider reads at once (= the SSD's concurrency)
   double prior_read_bytes_per_s = 11.0 * double(1ULL << 30);   // provider's rate before samples
   double static_read_bytes_per_s = 11.0 * double(1ULL << 30);  // TempoKV-Static's fixed rate
+  // ProviderOptions::write_cost. Unset in sim: the simulated device's own read/write rate ratio
+  // (the oracle); the hidden truth sets the provider's default, which knows nothing of it.
+  std::optional<double> write_cost;
   bool write_produced_kv = false;           // KvWriter for requests with writes_kv
   bool verify_bytes = false;                // real mode: check restored bytes
   std::string service_endpoint;             // set: the engines talk to the tempokvd there

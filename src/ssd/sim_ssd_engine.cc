@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/splitmix.h"
+
 namespace tempokv {
 namespace {
 
@@ -98,10 +100,17 @@ void SimSsdEngine::submit(IoOp op, FileId file, uint64_t offset, const void* buf
   }
 }
 
+Duration SimSsdEngine::latency() {
+  if (tail_probability_ <= 0 || uniform01(tail_state_) >= tail_probability_) {
+    return options_.sim_latency;
+  }
+  return from_seconds(to_seconds(options_.sim_latency) * tail_factor_);
+}
+
 void SimSsdEngine::start_service(RequestPtr req) {
   if (in_service_++ == 0) busy_since_ = executor_.now();
   uint64_t id = req->id;
-  req->timer = executor_.after(options_.sim_latency, [this, id] { on_latency_done(id); });
+  req->timer = executor_.after(latency(), [this, id] { on_latency_done(id); });
   latency_.emplace(id, std::move(req));
 }
 

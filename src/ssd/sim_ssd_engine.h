@@ -11,6 +11,9 @@
 //   the next completion and reschedules its timer.
 // * Completion times are rounded up to whole nanoseconds (ceil), identically on every run.
 // * sync takes sim_latency and no slot.
+// * A latency tail (set_latency_tail, off by default): with probability p a request's latency
+//   phase lasts sim_latency × factor, drawn from a seeded stream (the hidden truth of the
+//   evaluation: a device whose tail no TTR model is told about).
 // * options.direct keeps the O_DIRECT alignment rule, so alignment bugs show in simulation too;
 //   buffers may be null. add_file takes any fd, -1 included. The IoThreadHook runs on the loop
 //   thread with the byte count (no data moved).
@@ -50,6 +53,13 @@ class SimSsdEngine final : public SsdEngine {
   void write(FileId file, uint64_t offset, const void* buf, size_t len, IoCallback cb) override;
   void sync(FileId file, IoCallback cb) override;
 
+  // With probability `probability`, a request's latency is sim_latency × factor (seeded draws).
+  void set_latency_tail(double probability, double factor, uint64_t seed) {
+    tail_probability_ = probability;
+    tail_factor_ = factor;
+    tail_state_ = seed ^ 0x737364ULL;
+  }
+
   // busy_ns includes the current busy period up to now().
   SsdEngineStats stats() const override;
 
@@ -82,8 +92,13 @@ class SimSsdEngine final : public SsdEngine {
   void complete(RequestPtr req, Result<size_t> result);
   void admit_queued();
 
+  Duration latency();  // sim_latency, or its tail
+
   Executor& executor_;
   const SsdEngineOptions options_;
+  double tail_probability_ = 0;
+  double tail_factor_ = 1;
+  uint64_t tail_state_ = 0;
   std::vector<bool> files_;  // index = FileId; true while added
   uint64_t next_id_ = 1;
 

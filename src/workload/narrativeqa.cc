@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "common/splitmix.h"
 #include "workload/tokens.h"
@@ -11,6 +12,15 @@ namespace {
 
 uint32_t uniform_in(uint64_t& state, uint32_t lo, uint32_t hi) {
   return lo + static_cast<uint32_t>(splitmix64(state) % (uint64_t(hi) - lo + 1));
+}
+
+// median × exp(σ·z), z standard normal (Box–Muller), rounded, in [1, limit].
+uint32_t lognormal_tokens(uint64_t& rng, uint32_t median, double sigma, uint32_t limit) {
+  const double u1 = std::max(1e-300, uniform01(rng));
+  const double u2 = uniform01(rng);
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
+  const double v = std::round(double(median) * std::exp(sigma * z));
+  return static_cast<uint32_t>(std::clamp(v, 1.0, double(limit)));
 }
 
 }  // namespace
@@ -32,6 +42,9 @@ Status NarrativeQaOptions::validate() const {
   if (!(cache_ratio > 0 && cache_ratio <= 1)) return bad("cache_ratio must be in (0, 1]");
   if (interval < Duration::zero()) return bad("interval must not be negative");
   if (max_output_tokens == 0) return bad("max_output_tokens must be >= 1");
+  if (!(output_log_sigma >= 0 && output_log_sigma < 5) || output_median_tokens == 0) {
+    return bad("output_log_sigma must be in [0, 5) and output_median_tokens >= 1");
+  }
   if (output_min_tokens == 0 || output_min_tokens > max_output_tokens) {
     return bad("output_min_tokens must be in [1, max_output_tokens]");
   }
@@ -61,7 +74,10 @@ Result<std::vector<Request>> make_narrativeqa(const NarrativeQaOptions& o) {
       r.precomputed_chunks = std::min<uint32_t>(by_ratio, static_cast<uint32_t>(r.chunks.size()));
       r.writes_kv = false;
       r.max_output_tokens = o.max_output_tokens;
-      r.output_tokens = uniform_in(rng, o.output_min_tokens, o.max_output_tokens);
+      r.output_tokens = o.output_log_sigma > 0
+                            ? lognormal_tokens(rng, o.output_median_tokens, o.output_log_sigma,
+                                               o.max_output_tokens)
+                            : uniform_in(rng, o.output_min_tokens, o.max_output_tokens);
       requests.push_back(std::move(r));
     }
   }

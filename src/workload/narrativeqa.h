@@ -35,6 +35,10 @@ struct NarrativeQaOptions {
   Duration interval = std::chrono::milliseconds(500);  // fixed arrival interval
   uint32_t max_output_tokens = 128;                    // generation limit
   uint32_t output_min_tokens = 100;  // true output length uniform in [min, max_output_tokens]
+  // > 0: the true output length is lognormal instead (median output_median_tokens, log-σ this),
+  // capped at max_output_tokens: a heavy tail the generation limit cuts.
+  double output_log_sigma = 0;
+  uint32_t output_median_tokens = 64;
   bool shuffle = true;              // seeded request order; false: group by group
   uint64_t first_id = 1;            // ids are first_id, first_id + 1, ... in arrival order
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -95,6 +96,29 @@ TEST(NarrativeQa, RejectsNonsense) {
   EXPECT_EQ(make_narrativeqa(o).status().code(), StatusCode::kNotFound);
   o.kv_bytes_per_token = 4096;  // explicit geometry needs no table entry
   EXPECT_TRUE(make_narrativeqa(o).is_ok());
+}
+
+// Lognormal outputs (the hidden truth's): a heavy tail the generation limit cuts, median near the
+// asked one.
+TEST(NarrativeQa, LognormalOutputsHaveATailUpToTheLimit) {
+  NarrativeQaOptions o;
+  o.docs_per_group = 34;
+  o.max_output_tokens = 256;
+  o.output_log_sigma = 0.9;
+  o.output_median_tokens = 64;
+  auto r = make_narrativeqa(o);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 102u);
+  std::vector<uint32_t> out;
+  for (const Request& q : *r) out.push_back(q.output_tokens);
+  std::sort(out.begin(), out.end());
+  EXPECT_GE(out.front(), 1u);
+  EXPECT_LE(out.back(), 256u);
+  EXPECT_NEAR(double(out[out.size() / 2]), 64.0, 16.0);
+  EXPECT_LT(out[5], 32u);     // the lower tail
+  EXPECT_GT(out[96], 200u);   // and the upper one, up to the limit
+  o.output_log_sigma = -1;
+  EXPECT_EQ(make_narrativeqa(o).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

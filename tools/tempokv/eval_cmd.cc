@@ -230,6 +230,15 @@ void add_eval_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--estimator-bias", c->options.estimator_bias,
                   "The adapter's cost profile is the engine's x (1 + F), e.g. 0.2 or -0.2")
       ->capture_default_str();
+  cmd->add_option("--estimator-error", c->options.estimator_error,
+                  "Estimators wrong by shape: the adapter's profile terms x (1 +/- E) alternately "
+                  "(CostProfile::perturbed), the provider's prior and TempoKV-Static's rate x "
+                  "(1 + E); e.g. 0.3")
+      ->capture_default_str();
+  cmd->add_option("--truth", c->options.truth,
+                  "sim: hidden (the engine, SSD and outputs follow models the estimators do not "
+                  "see; default) or oracle (the estimators' own models are the truth)")
+      ->capture_default_str();
   cmd->add_option("--wait-order-statistics", c->options.wait_order_statistics,
                   "on/off for every policy: TTU lets the running requests complete at the expected "
                   "order statistics of their remaining outputs, not at their means "
