@@ -127,9 +127,12 @@ class Fields {
     std::vector<uint64_t> out;
     out.reserve(a->via.array.size);
     for (uint32_t i = 0; i < a->via.array.size; ++i) {
-      TEMPOKV_ASSIGN_OR_RETURN(
-          uint64_t v, as_u64(a->via.array.ptr[i], what(name) + "[" + std::to_string(i) + "]"));
-      out.push_back(v);
+      const object& e = a->via.array.ptr[i];
+      // The element's name is formatted only for an error: a step carries thousands of ids.
+      if (e.type != t::POSITIVE_INTEGER) {
+        return as_u64(e, what(name) + "[" + std::to_string(i) + "]").status();
+      }
+      out.push_back(e.via.u64);
     }
     return out;
   }
