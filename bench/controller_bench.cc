@@ -1,5 +1,5 @@
-// Controller micro-benchmarks: the cost of one control-plane event with 10,000 outstanding
-// planned claims under the tempokv policy, on the simulated stack (SimExecutor, simulated SSD
+// Controller micro-benchmarks: the cost of one control-plane event with 1,000, 10,000 or 100,000
+// (Arg `claims`) outstanding planned claims under the tempokv policy, on the simulated stack (SimExecutor, simulated SSD
 // engine at 4 GiB/s, simulated store, metadata-only fast tier, staging provider with reads
 // queued). Claims are 1-8 chunks of 32 MiB sharing prefixes; their TTUs are spaced `spacing_ms`
 // apart from 0.5 s on (Arg), so the index's TTR window (the 640 ms backlog plus the largest
@@ -37,12 +37,13 @@ namespace {
 using bench::kObj;
 using bench::must;
 constexpr uint64_t kPool = 4096;  // chunks in the store
-constexpr uint64_t kClaims = 10'000;
 constexpr double kRate = 4.0 * static_cast<double>(kGiB);
 
 struct Stack : bench::Stack {
-  Stack(Duration spacing_between, bool full_scan)
-      : bench::Stack(bench::StackOptions{kPool, 1024, 512, 16, kRate}), spacing(spacing_between) {
+  Stack(Duration spacing_between, bool full_scan, uint64_t planned = 10'000)
+      : bench::Stack(bench::StackOptions{kPool, 1024, 512, 16, kRate}),
+        spacing(spacing_between),
+        claims(planned) {
     ControllerOptions co;
     co.full_scan = full_scan;
     controller = std::make_unique<Controller>(ex, *provider, make_commit_policy("tempokv").value(),
@@ -52,7 +53,7 @@ struct Stack : bench::Stack {
     for (uint64_t i = kPool - 80; i < kPool; ++i) backlog.objects.push_back({Key{1, i}, kObj});
     must(provider->commit(backlog, {}));
     t0 = ex.now();
-    for (ClaimId id = 0; id < kClaims; ++id) report(id, first_ttu(id));
+    for (ClaimId id = 0; id < claims; ++id) report(id, first_ttu(id));
   }
   std::vector<ManifestEntry> manifest(ClaimId id) const {
     // Prefix sharing: claim id starts at a chunk shared with its neighbours.
@@ -61,13 +62,14 @@ struct Stack : bench::Stack {
     for (uint64_t i = first; i < first + n; ++i) m.push_back({Key{1, i}, kObj});
     return m;
   }
-  // The TTU claim id (of the first kClaims) is reported with.
+  // The TTU claim id (of the first `claims`) is reported with.
   Duration first_ttu(ClaimId id) const {
     return Duration(std::chrono::milliseconds(500)) + spacing * static_cast<int64_t>(id);
   }
   void report(ClaimId id, Duration ttu) { must(controller->report(id, manifest(id), ttu)); }
 
   Duration spacing;
+  uint64_t claims;  // outstanding claims
   std::unique_ptr<Controller> controller;
   TimePoint t0{};
 };
@@ -85,23 +87,24 @@ void counters(benchmark::State& state, const Stack& s, const ControllerStats& be
 
 // One reevaluation (what a tick or any event costs) at a fixed virtual time.
 void BM_Reevaluate(benchmark::State& state) {
-  Stack s(std::chrono::milliseconds(state.range(0)), state.range(1) != 0);
+  Stack s(std::chrono::milliseconds(state.range(0)), state.range(1) != 0,
+          static_cast<uint64_t>(state.range(2)));
   ControllerStats before = s.controller->stats();
   for (auto _ : state) must(s.controller->update_estimates({}));
   counters(state, s, before);
 }
 BENCHMARK(BM_Reevaluate)
-    ->ArgNames({"spacing_ms", "full_scan"})
-    ->Args({50, 0})
-    ->Args({20, 0})
-    ->Args({50, 1})
+    ->ArgNames({"spacing_ms", "full_scan", "claims"})
+    ->ArgsProduct({{50, 20}, {0}, {1'000, 10'000, 100'000}})
+    ->Args({50, 1, 10'000})
     ->Unit(benchmark::kMicrosecond);
 
 // One claim's new TTU (far from the window) and the reevaluation it triggers.
 void BM_TtuUpdate(benchmark::State& state) {
-  Stack s(std::chrono::milliseconds(state.range(0)), false);
+  Stack s(std::chrono::milliseconds(state.range(0)), false,
+          static_cast<uint64_t>(state.range(1)));
   ControllerStats before = s.controller->stats();
-  ClaimId id = kClaims / 2;
+  ClaimId id = s.claims / 2;
   int64_t k = 0;
   for (auto _ : state) {
     std::pair<ClaimId, Duration> one{id, s.first_ttu(id) + Duration(k & 1)};
@@ -110,21 +113,26 @@ void BM_TtuUpdate(benchmark::State& state) {
   }
   counters(state, s, before);
 }
-BENCHMARK(BM_TtuUpdate)->ArgNames({"spacing_ms"})->Arg(50)->Arg(20)->Arg(5)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TtuUpdate)
+    ->ArgNames({"spacing_ms", "claims"})
+    ->ArgsProduct({{50, 20, 5}, {1'000, 10'000, 100'000}})
+    ->Unit(benchmark::kMicrosecond);
 
 // The running system, one executor event per iteration: read completions (staging completions
 // among them), ticks, laxity wake-ups and commits, retrievals at each claim's use time. A released
-// claim is replaced by a new one 10,000 spacings out, so 10,000 stay outstanding.
+// claim is replaced by a new one `claims` spacings out, so `claims` stay outstanding.
 void BM_SteadyStateEvent(benchmark::State& state) {
-  Stack s(std::chrono::milliseconds(state.range(0)), false);
-  ClaimId next_id = kClaims;
+  Stack s(std::chrono::milliseconds(state.range(0)), false,
+          static_cast<uint64_t>(state.range(1)));
+  const int64_t n_claims = static_cast<int64_t>(s.claims);
+  ClaimId next_id = s.claims;
   std::function<void(ClaimId)> schedule;
   auto retrieve = [&](ClaimId id) {
-    auto done = [&s, &schedule, &next_id, id] {
+    auto done = [&s, &schedule, &next_id, n_claims, id] {
       must(s.controller->begin_transfer(id));
       must(s.controller->end_transfer(id));
       ClaimId fresh = next_id++;
-      s.report(fresh, s.spacing * static_cast<int64_t>(kClaims));
+      s.report(fresh, s.spacing * n_claims);
       schedule(fresh);
     };
     auto answer = must(s.controller->request_retrieval(
@@ -135,10 +143,10 @@ void BM_SteadyStateEvent(benchmark::State& state) {
   };
   schedule = [&](ClaimId id) {
     TimePoint use = s.controller->info(id).value().timeline.reported.value() +
-                    (id < kClaims ? s.first_ttu(id) : s.spacing * static_cast<int64_t>(kClaims));
+                    (id < s.claims ? s.first_ttu(id) : s.spacing * n_claims);
     s.ex.at(use, [&retrieve, id] { retrieve(id); });
   };
-  for (ClaimId id = 0; id < kClaims; ++id) schedule(id);
+  for (ClaimId id = 0; id < s.claims; ++id) schedule(id);
   ControllerStats before = s.controller->stats();
   const uint64_t snapshot_builds = s.provider->ttr_snapshot_builds();
   TimePoint start = s.ex.now();
@@ -157,10 +165,8 @@ void BM_SteadyStateEvent(benchmark::State& state) {
 // it runs), and an iteration count chosen from the time measured a longer stretch for a faster
 // binary.
 BENCHMARK(BM_SteadyStateEvent)
-    ->ArgNames({"spacing_ms"})
-    ->Arg(50)
-    ->Arg(40)
-    ->Arg(20)
+    ->ArgNames({"spacing_ms", "claims"})
+    ->ArgsProduct({{50, 40, 20}, {1'000, 10'000, 100'000}})
     ->Iterations(100'000)
     ->Unit(benchmark::kMicrosecond);
 
