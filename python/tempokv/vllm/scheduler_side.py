@@ -153,6 +153,8 @@ class ConnectorScheduler:
         st.loaded_chunks = n
         self.hit_tokens += num_external_tokens
         st.next_save = max(st.next_save, end)  # those chunks are in the store already
+        # ...for any other request too (one vLLM's prefix cache then serves: not saved again).
+        self._note_saved(st.hashes[first:end])
         self._loads.append(LoadSpec(request.request_id, st.rid, st.hashes[first:end], block_ids,
                                     local // self.block_size, ranks=self.ranks))
 
@@ -212,15 +214,20 @@ class ConnectorScheduler:
         for i in range(st.next_save, last):
             if st.hashes[i] in self._saving:
                 continue  # another request of this engine saves (or saved) the same chunk
-            if len(self._saving) >= _MAX_SAVING:
-                self._saving.clear()  # forgetting only costs a duplicate put
-            self._saving.add(st.hashes[i])
+            self._note_saved([st.hashes[i]])
             meta.saves.append(SaveSpec(req_id, st.hashes[i], i * self.chunk_tokens,
                                        (i + 1) * self.chunk_tokens,
                                        list(block_ids[i * bpc:(i + 1) * bpc])))
             st.saves += 1
             self._stored.setdefault(req_id, []).append(self._block_stored(st, i))
         st.next_save = last
+
+    def _note_saved(self, hashes):
+        if getattr(self.agent, "daemon_instance", None) != self._saving_instance:
+            self.forget_saved()
+        if len(self._saving) + len(hashes) > _MAX_SAVING:
+            self._saving.clear()  # forgetting only costs a duplicate put
+        self._saving.update(hashes)
 
     def _block_stored(self, st, i):
         from vllm.distributed.kv_events import BlockStored

@@ -14,6 +14,7 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  #
 from vllm.v1.request import RequestStatus  # noqa: E402
 
 from tempokv import TempoKVClient  # noqa: E402
+from tempokv.keys import chunk_keys  # noqa: E402
 from tempokv.vllm import TempoKVAsyncScheduler, TempoKVConnector, TempoKVScheduler  # noqa
 
 from test_scheduler import BLOCK, CHUNK, NUM_BLOCKS, make_scheduler, output, request  # noqa: E402,I100
@@ -247,3 +248,25 @@ def test_a_lookup_is_answered_before_the_step_snapshots_queued_ahead_of_it(daemo
         assert agent.lookup_s[-1] < 30
     finally:
         agent.close()
+
+
+def test_chunks_loaded_from_the_store_are_not_saved_again_by_a_request_vllm_serves_them_to(
+        model_dir, daemon):
+    first, prefix = prefix_cached_engine(model_dir, daemon)  # the store has two chunks
+    first.shutdown()
+    e = Engine(make_scheduler(model_dir, daemon.endpoint, prefix_caching=True))  # saved none
+    e.hasher = first.hasher
+    conn = e.s.connector
+    e.s.add_request(request("l", prefix + [9], max_tokens=1, block_hasher=e.hasher))
+    conn.agent.flush()
+    e.run_until_gone("l")  # loads the two chunks from the store; vLLM caches them
+    saved = e.worker.saver.saved
+    tokens = prefix + list(range(500, 500 + CHUNK + 1))
+    e.s.add_request(request("m", tokens, max_tokens=1, block_hasher=e.hasher))
+    conn.agent.flush()
+    out = e.step()  # its first two chunks from vLLM's cache, the third computed
+    assert [sv.chunk_hash for sv in out.kv_connector_metadata.saves] == [
+        chunk_keys(conn.model_id, tokens, CHUNK)[2][1]]
+    e.run_until_gone("m")
+    assert e.worker.saver.saved == saved + 1
+    e.shutdown()
