@@ -1,8 +1,8 @@
 // Controller micro-benchmarks: the cost of one control-plane event with 1,000, 10,000 or 100,000
-// (Arg `claims`) outstanding planned claims under the tempokv policy, on the simulated stack (SimExecutor, simulated SSD
-// engine at 4 GiB/s, simulated store, metadata-only fast tier, staging provider with reads
-// queued). Claims are 1-8 chunks of 32 MiB sharing prefixes; their TTUs are spaced `spacing_ms`
-// apart from 0.5 s on (Arg), so the index's TTR window (the 640 ms backlog plus the largest
+// (Arg `claims`) outstanding planned claims under the tempokv policy, on the simulated stack
+// (SimExecutor, simulated SSD engine at 4 GiB/s, simulated store, metadata-only fast tier,
+// staging provider with reads queued). Claims are 1-8 chunks of 32 MiB sharing prefixes; their
+// TTUs are spaced `spacing_ms` apart from 0.5 s on (Arg), so the index's TTR window (the 640 ms backlog plus the largest
 // claim's 62.5 ms) holds about window / spacing claims; those already eligible commit at setup.
 // Claims arrive at 144 MiB per spacing on average: 2.8 GiB/s at 50 ms, 3.5 GiB/s at 40 ms.
 // At 20 ms they arrive at 7 GiB/s, faster than the device reads: the queue grows seconds deep,

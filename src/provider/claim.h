@@ -17,13 +17,14 @@ namespace tempokv {
 
 // A claim's own share of a commit's cost: the bytes it would add to protected + reserved
 // (budget_bytes), and to protected + reserved + pinned + the room owed to demand reads
-// (occupied_bytes: the room its own queued demand reads are owed moves to it, so it counts
-// less by that). The claim is refused exactly when budget_bytes > StagingProvider::budget_room() or
-// occupied_bytes > capacity_room(). The share only falls when one of its objects enters the
-// budget or the occupied room or a demand read of one of them is queued (StagingProvider::set_entry_listener),
-// by at most what that reports, while the rooms move by every change of the sums; so a share
-// measured once, less what the listener reported since for the claim's own objects, is a lower
-// bound of its share later, and a claim refused by that bound now would be refused by commit().
+// (occupied_bytes: the room its own queued demand reads are owed moves to it, so it counts less by
+// that). The claim is refused exactly when budget_bytes > StagingProvider::budget_room() or
+// occupied_bytes > StagingProvider::capacity_room(). The share only falls when one of its objects
+// enters the budget or the occupied room or a demand read of one of them is queued
+// (StagingProvider::set_entry_listener), by at most what that reports, while the rooms move by
+// every change of the sums; so a share measured once, less what the listener reported since for the
+// claim's own objects, is a lower bound of its share later, and a claim refused by that bound now
+// would be refused by commit().
 struct ClaimOwnCost {
   uint64_t budget_bytes = 0;
   int64_t occupied_bytes = 0;
