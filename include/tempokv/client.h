@@ -153,6 +153,11 @@ class ServiceClient final : public RuntimeApi {
   // Internal for a span outside the tier mapping (never served).
   Result<std::vector<service::TierSpan>> objects(uint64_t id) const;
   const service::HelloResult& hello() const { return hello_; }
+  // The runtime's write region this client mapped at its first put ("" before one).
+  std::string write_region_path() const {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    return write_path_;
+  }
   const std::byte* tier_data() const { return tier_.data(); }  // null when not mapped
   uint64_t tier_bytes() const { return tier_.bytes(); }
 
@@ -225,6 +230,8 @@ class ServiceClient final : public RuntimeApi {
   // thread, not past the heartbeat finding the daemon down).
   Status send_request(const service::Request& request, Duration timeout, bool caller);
   void note_unawaited(const service::ServerMessage& message);
+  // The write region a reserve_write reply names, mapped (once per path).
+  Result<std::shared_ptr<service::ClientMapping>> write_region(const service::Reply& reserved);
   // Under mu_: reads every message already here, filing replies under their awaited ids and
   // queueing notifications. A reply nobody awaits is dropped (an error one counted).
   void route_messages();
@@ -248,7 +255,10 @@ class ServiceClient final : public RuntimeApi {
   uint64_t late_errors_ = 0;
   Status last_late_error_;
   service::ClientMapping tier_;
-  service::ClientMapping write_;
+  // The runtime's write region, mapped at the first reserve_write that names it (protocol v3);
+  // shared with the puts copying into it, so a remap never unmaps under one. Under mu_.
+  std::shared_ptr<service::ClientMapping> write_;
+  std::string write_path_;
   std::unordered_map<uint64_t, Claim> claims_;            // by request id
   std::deque<service::ReadyNotification> notifications_;  // received, not yet delivered
   uint64_t recoveries_ = 0;

@@ -26,7 +26,7 @@
 
 namespace tempokv::service {
 
-inline constexpr uint32_t kProtocolVersion = 2;              // the newest version spoken
+inline constexpr uint32_t kProtocolVersion = 3;              // the newest version spoken
 inline constexpr uint32_t kMinProtocolVersion = 1;           // the oldest version spoken
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 20;  // a larger message is refused
 inline constexpr size_t kMaxManifestEntries = 16384;         // objects in one report_hit
@@ -34,6 +34,9 @@ inline constexpr size_t kMaxIdList = 65536;      // ids in update_order / iterat
 inline constexpr size_t kMaxHelloVersions = 16;  // versions offered in one hello
 inline constexpr size_t kMaxStringBytes = 4096;  // any string field
 inline constexpr uint32_t kStepVersion = 2;      // the first version with the step op
+// The first version with per-runtime write regions and declared put checksums: reserve_write and
+// put in an older version are refused (docs/protocol.md, "Shared memory").
+inline constexpr uint32_t kOwnWritesVersion = 3;
 
 struct Hello {
   std::vector<uint32_t> versions;  // protocol versions the client speaks
@@ -113,6 +116,9 @@ struct Put {
   TokenRange tokens;
   uint64_t offset = 0;  // where the payload is in the write region (a reservation of the session)
   uint64_t bytes = 0;   // payload length, at most the reservation's
+  // XXH3-128 of the payload as the client wrote it ("checksum": [low64, high64]): the daemon
+  // stores the object only when the bytes in the region hash to it.
+  uint64_t checksum_low = 0, checksum_high = 0;
 };
 struct AbortWrite {
   uint64_t offset = 0;  // a reservation given back unused
@@ -181,7 +187,9 @@ struct HelloResult {
   uint64_t heartbeat_timeout_ms = 0;  // a session silent this long is ended
   std::string tier_path;              // the fast tier's shared mapping: map it read-only
   uint64_t tier_bytes = 0;
-  std::string write_path;  // the shared write region: map it read-write
+  // Before version 3: the shared write region (map it read-write). From version 3 each runtime
+  // has its own, named by reserve_write's reply; a hello answers "" and 0.
+  std::string write_path;
   uint64_t write_bytes = 0;
   // This daemon process's id, drawn at start: a client that finds another one after a reconnect
   // knows the daemon restarted (its claims are gone, its shared files are new). 0: not sent.
@@ -203,7 +211,9 @@ std::vector<std::byte> encode_hello_reply(uint64_t id, const HelloResult& result
 // `objects` (one per manifest entry, in manifest order) go with a ready or ordinary_ready answer.
 std::vector<std::byte> encode_retrieval_reply(uint64_t id, RetrievalAnswer answer,
                                               std::span<const TierSpan> objects = {});
-std::vector<std::byte> encode_offset_reply(uint64_t id, uint64_t offset);       // reserve_write
+// reserve_write: the reservation's offset in the runtime's write region at `path`, `bytes` long.
+std::vector<std::byte> encode_offset_reply(uint64_t id, uint64_t offset, const std::string& path,
+                                           uint64_t bytes);
 // `claimable`: how many leading keys one claim may hold (all stored, within the protected
 // budget); absent when nullopt.
 std::vector<std::byte> encode_lookup_reply(uint64_t id, std::span<const uint64_t> bytes,
@@ -226,6 +236,8 @@ struct Reply {
   std::optional<RetrievalAnswer> answer;  // set for a request_retrieval reply
   std::vector<TierSpan> objects;          // with a ready / ordinary_ready answer
   std::optional<uint64_t> offset;         // set for a reserve_write reply
+  std::string write_path;                 // with offset: the runtime's write region to map
+  uint64_t write_bytes = 0;               // and its length
   std::vector<uint64_t> bytes;            // a lookup reply's sizes
   StatList stats;                         // a stats reply's counters
 };

@@ -76,8 +76,8 @@ from .spans import parse_spans
 
 __all__ = ["TempoKVClient", "PROTOCOL_VERSION"]
 
-PROTOCOL_VERSION = 2  # the newest version this client speaks
-MIN_PROTOCOL_VERSION = 1  # the oldest: it speaks 1..2 (step needs 2)
+PROTOCOL_VERSION = 3  # the newest version this client speaks
+MIN_PROTOCOL_VERSION = 1  # the oldest: it speaks 1..3 (step needs 2, puts 3)
 
 _U32_MAX = (1 << 32) - 1
 _U64_MAX = (1 << 64) - 1
@@ -96,6 +96,20 @@ def _uint(name, value, limit):
 
 def _u32(name, value):
     return _uint(name, value, _U32_MAX)
+
+
+def _checksum_pair(digest):
+    """An XXH3-128 as an int (``xxhash.xxh3_128_intdigest``) to the wire's [low64, high64]."""
+    digest = int(digest)
+    if not 0 <= digest < 1 << 128:
+        raise InvalidArgument("InvalidArgument", f"checksum {digest} is not a 128-bit value")
+    return [digest & 0xFFFFFFFFFFFFFFFF, digest >> 64]
+
+
+def _xxh3_128(view):
+    """The wire's [low64, high64] of the XXH3-128 of a bytes-like payload."""
+    import xxhash  # only writers need it (PyPI xxhash; Debian python3-xxhash)
+    return _checksum_pair(xxhash.xxh3_128_intdigest(view))
 
 
 def _u64(name, value):
@@ -180,6 +194,8 @@ class TempoKVClient:
         self._notifications = collections.deque()
         self._tier = None
         self._write = None
+        self._write_path = None
+        self.write_regions_mapped = 0  # how many times a reserve_write named a new region
         self._last_sent = time.monotonic()
         self.hello = {}
 
@@ -525,15 +541,13 @@ class TempoKVClient:
         nbytes = view.nbytes
         if nbytes == 0:
             raise InvalidArgument("InvalidArgument", "put: empty payload")
-        if self._write is None:
-            self._check_open("put")
-            raise FailedPrecondition("FailedPrecondition", "put: no write region is mapped")
-        offset = self._call("reserve_write", {"bytes": nbytes}).get("offset")
+        if not self._map_shm:
+            raise FailedPrecondition("FailedPrecondition",
+                                     "put: this client maps no shared memory (map_shared_memory)")
+        # Hashed from the caller's bytes: the daemon stores them only if the region holds them.
+        checksum = _xxh3_128(view)
+        offset = self._reserve(nbytes)
         try:
-            if not isinstance(offset, int) or offset < 0 or offset + nbytes > len(self._write):
-                raise Internal("Internal", f"tempokvd reserved {nbytes} bytes at offset "
-                                           f"{offset!r}, outside the write region of "
-                                           f"{len(self._write)} bytes")
             self._write[offset:offset + nbytes] = view
         except BaseException:
             try:
@@ -544,24 +558,59 @@ class TempoKVClient:
             raise
         # The daemon frees the reservation whatever the put's outcome: no abort_write after it.
         self._call("put", {"key": wire_key, "first_token": first_token, "end_token": end_token,
-                           "offset": offset, "bytes": nbytes}, self.put_timeout_s)
+                           "offset": offset, "bytes": nbytes, "checksum": checksum},
+                   self.put_timeout_s)
 
     def reserve_write(self, nbytes):
         """Reserves ``nbytes`` in the write region; returns the offset. For callers that fill the
         region themselves (e.g. straight from a tensor) and then :meth:`put_reserved`."""
-        offset = self._call("reserve_write", {"bytes": _u64("bytes", nbytes)}).get("offset")
-        if (self._write is None or not isinstance(offset, int) or offset < 0
-                or offset + nbytes > len(self._write)):
-            raise Internal("Internal", f"tempokvd reserved {nbytes} bytes at offset {offset!r}, "
-                                       "outside the mapped write region")
+        return self._reserve(_u64("bytes", nbytes))
+
+    def _reserve(self, nbytes):
+        """reserve_write: the offset, with the runtime's write region (which the reply names)
+        mapped as :attr:`write_region`."""
+        result = self._call("reserve_write", {"bytes": nbytes})
+        offset = result.get("offset")
+        try:
+            path, size = result.get("write_path"), result.get("write_bytes")
+            if not isinstance(path, str) or not path or not isinstance(size, int):
+                raise Internal("Internal", "tempokvd answered reserve_write without its write "
+                                           f"region ({result!r})")
+            if self._write is None or self._write_path != path:
+                self._unmap("_write")
+                self._write = self._map(path, size, True, "the write region")
+                self._write_path = path
+                self.write_regions_mapped += 1
+            if not isinstance(offset, int) or offset < 0 or offset + nbytes > len(self._write):
+                raise Internal("Internal", f"tempokvd reserved {nbytes} bytes at offset "
+                                           f"{offset!r}, outside the write region of "
+                                           f"{len(self._write)} bytes")
+        except BaseException:
+            if isinstance(offset, int) and offset >= 0:
+                try:
+                    self._call("abort_write", {"offset": offset})
+                except errors.TempoKVError:
+                    pass
+            raise
         return offset
 
-    def put_reserved(self, key, first_token, end_token, offset, nbytes):
+    def put_reserved(self, key, first_token, end_token, offset, nbytes, checksum=None):
         """``put`` of a payload already written at ``offset`` (from :meth:`reserve_write`).
-        Returns once durable; the reservation is freed whatever the outcome."""
+        ``checksum``: the payload's XXH3-128 as an int (``xxhash.xxh3_128_intdigest`` of the
+        bytes the caller meant to put); None hashes what the region holds now. Returns once
+        durable; the reservation is freed whatever the outcome."""
+        nbytes = _u64("bytes", nbytes)
+        offset = _u64("offset", offset)
+        if checksum is None:
+            if self._write is None or offset + nbytes > len(self._write):
+                raise InvalidArgument("InvalidArgument", f"put_reserved: [{offset}, "
+                                      f"{offset + nbytes}) is outside the mapped write region")
+            checksum = _xxh3_128(memoryview(self._write)[offset:offset + nbytes])
+        else:
+            checksum = _checksum_pair(checksum)
         self._call("put", {"key": _key("key", key), "first_token": _u32("first_token", first_token),
                            "end_token": _u32("end_token", end_token),
-                           "offset": _u64("offset", offset), "bytes": _u64("bytes", nbytes)},
+                           "offset": offset, "bytes": nbytes, "checksum": checksum},
                    self.put_timeout_s)
 
     def abort_write(self, offset):
@@ -769,18 +818,21 @@ class TempoKVClient:
     def _map_shared_memory(self):
         self._tier = self._map(self.hello.get("tier_path", ""), self.hello.get("tier_bytes", 0),
                                False, "the fast tier")
-        self._write = self._map(self.hello.get("write_path", ""),
-                                self.hello.get("write_bytes", 0), True, "the write region")
+        # The write region is the runtime's own, named by the first reserve_write (_reserve).
 
     def _unmap_shared_memory(self):
         for attr in ("_tier", "_write"):
-            m = getattr(self, attr)
-            setattr(self, attr, None)
-            if m is not None:
-                try:
-                    m.close()
-                except BufferError:
-                    pass  # exported memoryviews keep it; it is unmapped when they go
+            self._unmap(attr)
+        self._write_path = None
+
+    def _unmap(self, attr):
+        m = getattr(self, attr)
+        setattr(self, attr, None)
+        if m is not None:
+            try:
+                m.close()
+            except BufferError:
+                pass  # exported memoryviews keep it; it is unmapped when they go
 
     @staticmethod
     def _map(path, nbytes, writable, what):

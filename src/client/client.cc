@@ -63,12 +63,8 @@ Status ServiceClient::map_shared_memory() {
   if (!tier.is_ok()) {
     return Status(tier.status().code(), "mapping the fast tier: " + tier.status().message());
   }
-  auto write = service::ClientMapping::map(hello_.write_path, hello_.write_bytes, true);
-  if (!write.is_ok()) {
-    return Status(write.status().code(), "mapping the write region: " + write.status().message());
-  }
+  // The write region is the runtime's own, named by the first reserve_write (put_once).
   tier_ = std::move(tier).value();
-  write_ = std::move(write).value();
   return Status::ok();
 }
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/checksum.h"
+
 #include "tempokv/client.h"
 
 namespace tempokv {
@@ -107,8 +109,9 @@ Result<std::vector<uint64_t>> ServiceClient::lookup(std::span<const Key> keys) {
 
 Status ServiceClient::put(const Key& key, TokenRange tokens, std::span<const std::byte> payload) {
   if (payload.empty()) return Status::invalid_argument("put: empty payload");
-  if (write_.data() == nullptr) {
-    return Status::failed_precondition("put: no write region is mapped");
+  if (!options_.map_shared_memory) {
+    return Status::failed_precondition(
+        "put: this client maps no shared memory (ClientOptions::map_shared_memory)");
   }
   const uint64_t recoveries = recoveries_;
   Status st = put_once(key, tokens, payload);
@@ -130,15 +133,41 @@ Status ServiceClient::put_once(const Key& key, TokenRange tokens,
     return Status::internal("tempokvd answered reserve_write without an offset");
   }
   const uint64_t offset = *reserved.offset;
-  if (offset > write_.bytes() || bytes > write_.bytes() - offset) {
+  Result<std::shared_ptr<service::ClientMapping>> region = write_region(reserved);
+  if (!region.is_ok()) {
+    static_cast<void>(call_status(s::AbortWrite{offset}));
+    return region.status();
+  }
+  const service::ClientMapping& write = **region;
+  if (offset > write.bytes() || bytes > write.bytes() - offset) {
     static_cast<void>(call_status(s::AbortWrite{offset}));
     return Status::internal("tempokvd reserved " + std::to_string(bytes) + " bytes at offset " +
                             std::to_string(offset) + ", outside the write region of " +
-                            std::to_string(write_.bytes()) + " bytes");
+                            std::to_string(write.bytes()) + " bytes");
   }
-  std::memcpy(write_.data() + offset, payload.data(), bytes);
+  // Hashed from the caller's bytes, not the region's: the daemon stores the object only if the
+  // region holds what this client meant to put.
+  const Hash128 sum = xxh3_128(payload.data(), bytes);
+  std::memcpy(write.data() + offset, payload.data(), bytes);
   // The daemon frees the reservation whatever the put's outcome: no abort_write after it.
-  return call_status(s::Put{key, tokens, offset, bytes});
+  return call_status(s::Put{key, tokens, offset, bytes, sum.low, sum.high});
+}
+
+Result<std::shared_ptr<service::ClientMapping>> ServiceClient::write_region(
+    const s::Reply& reserved) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (reserved.write_path.empty()) {
+    return Status::internal("tempokvd answered reserve_write without its write region's path");
+  }
+  if (write_ && write_path_ == reserved.write_path) return write_;
+  auto mapped = service::ClientMapping::map(reserved.write_path, reserved.write_bytes, true);
+  if (!mapped.is_ok()) {
+    return Status(mapped.status().code(),
+                  "mapping the write region: " + mapped.status().message());
+  }
+  write_ = std::make_shared<service::ClientMapping>(std::move(mapped).value());
+  write_path_ = reserved.write_path;
+  return write_;
 }
 
 Status ServiceClient::step(service::Step step) {

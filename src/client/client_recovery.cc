@@ -73,7 +73,9 @@ Status ServiceClient::recover() {
   ++recoveries_;
   if (restarted && options_.map_shared_memory) {
     tier_ = service::ClientMapping();
-    write_ = service::ClientMapping();
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    write_.reset();
+    write_path_.clear();
     TEMPOKV_RETURN_IF_ERROR(map_shared_memory());
   }
   // Whatever the daemon held for the old session is gone: every claim here fails.

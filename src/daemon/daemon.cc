@@ -77,7 +77,7 @@ Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profi
     // Opened without O_EXCL: only a device that exists where the configuration says may be.
     TEMPOKV_ASSIGN_OR_RETURN(o.tier_path, resolve_dax_device(o.tier_path));
   }
-  o.write_path = c.write_region_path(o.instance);
+  o.write_dir = c.write_region_path(o.instance);
   if (!c.server.group.empty()) {
     TEMPOKV_ASSIGN_OR_RETURN(o.shared_group, lookup_group(c.server.group));
   }
@@ -157,7 +157,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const Daem
     place.tier_name = std::filesystem::path(config.tier.path).filename().string();
   }
   TEMPOKV_ASSIGN_OR_RETURN(d->notices_, remove_recorded_shared_files(config.data_dir, place));
-  std::vector<std::string> shared = {options.write_path};
+  std::vector<std::string> shared = {options.write_dir};
   if (!options.tier_is_device) shared.push_back(options.tier_path);
   TEMPOKV_RETURN_IF_ERROR(record_shared_files(config.data_dir, shared));
   ServerOptions so;

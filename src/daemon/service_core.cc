@@ -61,6 +61,11 @@ ServiceCore::~ServiceCore() {
   provider_.reset();
   tier_.reset();
   if (tier_created_) unlink(options_.tier_path.c_str());
+  // The runtimes' regions are removed as their last owners let go (puts the store still holds
+  // let go when it is destroyed: inline then), then their directory.
+  runtimes_.clear();
+  jobs_.reset();
+  if (write_dir_created_) rmdir(options_.write_dir.c_str());
 }
 
 Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
@@ -116,9 +121,8 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   co.feedback.quantile = options.feedback_quantile;
   TEMPOKV_ASSIGN_OR_RETURN(c->controller_,
                            make_controller(executor, *c->provider_, options.policy, co));
-  TEMPOKV_ASSIGN_OR_RETURN(c->writes_, WriteRegion::create(options.write_path,
-                                                          options.write_bytes,
-                                                          options.shared_group));
+  TEMPOKV_RETURN_IF_ERROR(make_shared_dir(options.write_dir, options.shared_group));
+  c->write_dir_created_ = true;
   c->housekeeping();
   return c;
 }
@@ -147,6 +151,7 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
     rt->name = name;
     rt->id = next_runtime_id_++;
     rt->id_salt = draw_instance_id();
+    rt->serial = next_runtime_serial_++;
     rt->ranks = hello.ranks;
     AdapterOptions ao;
     ao.max_active = hello.max_active != 0 ? hello.max_active : options_.max_active;
@@ -183,8 +188,10 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
       std::chrono::duration_cast<std::chrono::milliseconds>(options_.heartbeat_timeout).count());
   r.tier_path = options_.tier_path;
   r.tier_bytes = tier_->options().capacity_bytes;
-  r.write_path = writes_->path();
-  r.write_bytes = writes_->bytes();
+  // From protocol version 3 a runtime's write region is named by reserve_write; older versions
+  // have no write region (their reserve_write and put are refused).
+  r.write_path = "";
+  r.write_bytes = 0;
   r.max_manifest_entries = options_.max_manifest_entries;
   r.instance = instance_;
   return r;
@@ -196,7 +203,9 @@ void ServiceCore::close_session(uint64_t session) {
   std::unique_ptr<Session> s = std::move(it->second);
   sessions_.erase(it);
   ++counters_.sessions_closed;
-  for (uint64_t offset : s->writes) writes_->release(offset);
+  for (uint64_t offset : std::vector<uint64_t>(s->writes.begin(), s->writes.end())) {
+    drop_reservation(*s, offset);
+  }
   Runtime& rt = *s->runtime;
   rt.sessions.erase(session);
   if (rt.sessions.empty()) {

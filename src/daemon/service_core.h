@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "adapter/cost_profile.h"
+#include "common/job_threads.h"
 #include "adapter/runtime_adapter.h"
 #include "controller/controller.h"
 #include "daemon/write_region.h"
@@ -64,8 +65,11 @@ struct CoreOptions {
   uint64_t slot_bytes = 4096;
   bool tier_is_device = false;  // a /dev/dax device: not created, not removed
   bool tier_huge_pages = false;  // ask for transparent huge pages on the tier (madvise, a hint)
-  // Write region (a shared file clients map read-write).
-  std::string write_path;
+  // Write regions (shared files clients map read-write): one per runtime that writes, made in
+  // write_dir (a directory the daemon made, that clients may enter but not list), each
+  // write_bytes long and backed as reservations reach; write_bytes also bounds the reservations
+  // of all runtimes together (writes.region_bytes).
+  std::string write_dir;
   uint64_t write_bytes = 1ULL << 30;
   // Controller and adapters.
   std::string policy = "tempokv";  // a commit policy name, "tempokv-progressive", "tempokv-eager" or "tempokv-unchained"
@@ -158,7 +162,14 @@ class ServiceCore {
   Status put(Session& s, uint64_t id, const Put& put);
   Status add_request(Session& s, const RequestInfo& request);
   Status finish_request(Session& s, uint64_t request_id, uint32_t output_tokens);
+  // service_writes.cc: reservations in the runtime's own region (made on first use), puts whose
+  // bytes are checked against the checksum their client declared.
   Status reserve_write(Session& s, uint64_t id, uint64_t bytes);
+  void make_region(Runtime& rt);
+  std::shared_ptr<WriteRegion> adopt_region(std::unique_ptr<WriteRegion> region);
+  Status give_reservation(Session& s, uint64_t id, uint64_t bytes);
+  // Gives back a reservation the session holds (false: it holds none at offset).
+  bool drop_reservation(Session& s, uint64_t offset);
   // report_hit: the manifest within its bounds (distinct keys, per claim and per runtime), then
   // the adapter's claim and the share.
   Status report_hit(Session& s, const ReportHit& m);
@@ -201,15 +212,20 @@ class ServiceCore {
 
   Executor& executor_;
   CoreOptions options_;
+  // Blocking work off the control thread: write regions made, backed and removed, put payloads
+  // hashed. First member: destroyed last, after every region's last owner.
+  std::shared_ptr<JobThreads> jobs_ = std::make_shared<JobThreads>(2);
   SendFn send_;
   const uint64_t instance_;  // hello's `instance`: drawn at start
   bool tier_created_ = false;  // the tier's file is this daemon's to remove
+  bool write_dir_created_ = false;  // so is options_.write_dir
   std::unique_ptr<SsdEngine> ssd_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<FastTier> tier_;
   std::unique_ptr<StagingProvider> provider_;
   std::unique_ptr<Controller> controller_;
-  std::unique_ptr<WriteRegion> writes_;
+  uint64_t write_reserved_ = 0;  // reserved bytes of every runtime's region (4 KiB slots)
+  uint64_t next_runtime_serial_ = 0;
 
   std::map<std::string, std::unique_ptr<Runtime>> runtimes_;  // by name
   std::unordered_map<uint64_t, std::unique_ptr<Session>> sessions_;
@@ -226,6 +242,7 @@ class ServiceCore {
     uint64_t sessions_opened = 0, sessions_closed = 0, requests = 0, errors = 0;
     uint64_t puts = 0, put_bytes = 0, failed_puts = 0, runtimes_ended = 0, claims_abandoned = 0;
     uint64_t steps = 0, steps_missed = 0;
+    uint64_t write_regions_made = 0, put_checksum_mismatches = 0;
   } counters_;
   TimerHandle housekeeping_timer_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

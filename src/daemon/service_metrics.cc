@@ -178,7 +178,16 @@ std::vector<Metric> ServiceCore::metrics() const {
               kG, [](const RuntimeAdapter& a) { return a.load_scale(); });
   per_runtime("adapter_runtime_measures", "1 when the runtime reports its own iteration times",
               kG, [](const RuntimeAdapter& a) { return a.stats().runtime_measures ? 1.0 : 0.0; });
-  add("write_region_used_bytes", "Write region bytes reserved", kG, double(writes_->used_bytes()));
+  add("write_region_used_bytes", "Write region bytes reserved, every runtime's region together",
+      kG, double(write_reserved_));
+  uint64_t regions = 0;
+  for (const auto& [name, rt] : runtimes_) regions += rt->writes ? 1 : 0;
+  add("write_regions", "Runtimes with a write region", kG, double(regions));
+  add("write_regions_made_total", "Write regions made (one at a runtime's first reserve_write)",
+      kC, double(counters_.write_regions_made));
+  add("put_checksum_mismatches_total",
+      "Puts refused because the bytes in the write region did not hash to the declared checksum",
+      kC, double(counters_.put_checksum_mismatches));
   const Histograms& h = *histograms_;
   add("timed_claims_total", "Committed claims that got ready and whose retrieval was requested", kC,
       double(h.timed_claims));

@@ -115,38 +115,16 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
   }
   if (const auto* m = std::get_if<ReserveWrite>(&op)) return reserve_write(s, id, m->bytes);
   if (const auto* m = std::get_if<AbortWrite>(&op)) {
-    if (!s.writes.erase(m->offset)) {
+    if (!drop_reservation(s, m->offset)) {
       return Status::invalid_argument("abort_write: offset " + std::to_string(m->offset) +
                                       " is not a write reservation of this session");
     }
-    s.write_bytes -= round_up(writes_->reserved(m->offset).value_or(0), kBlockBytes);
-    writes_->release(m->offset);
     return reply(Status::ok());
   }
   if (const auto* m = std::get_if<Put>(&op)) return put(s, id, *m);
   return claim_op(s, id, op);
 }
 
-Status ServiceCore::reserve_write(Session& s, uint64_t id, uint64_t bytes) {
-  if (bytes > options_.max_object_bytes) {
-    return Status::invalid_argument("reserve_write: " + std::to_string(bytes) +
-                                    " bytes exceed the largest object (" +
-                                    std::to_string(options_.max_object_bytes) + " bytes)");
-  }
-  const uint64_t charge = round_up(bytes, kBlockBytes);
-  if (s.write_bytes + charge > options_.max_write_bytes_per_session) {
-    return Status::resource_exhausted(
-        "reserve_write: the session's write quota (server.max_write_bytes_per_session = " +
-        std::to_string(options_.max_write_bytes_per_session) + " bytes) holds " +
-        std::to_string(s.write_bytes) + " bytes in reservations and puts in flight; " +
-        std::to_string(charge) + " more do not fit; retry after its puts complete");
-  }
-  TEMPOKV_ASSIGN_OR_RETURN(uint64_t offset, writes_->reserve(bytes));
-  s.writes.insert(offset);
-  s.write_bytes += charge;
-  send_(s.id, encode_offset_reply(id, offset));
-  return Status::ok();
-}
 
 Status ServiceCore::add_request(Session& s, const RequestInfo& request) {
   if (owner_.count(request.id)) {
@@ -217,50 +195,5 @@ Status ServiceCore::finish_request(Session& s, uint64_t request_id, uint32_t out
   return Status::ok();
 }
 
-Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
-  std::optional<uint64_t> reserved = writes_->reserved(m.offset);
-  if (!s.writes.count(m.offset) || !reserved) {
-    return Status::invalid_argument("put: offset " + std::to_string(m.offset) +
-                                    " is not a write reservation of this session");
-  }
-  if (m.bytes == 0 || m.bytes > *reserved) {
-    return Status::invalid_argument("put: bytes " + std::to_string(m.bytes) +
-                                    " must be in 1.." + std::to_string(*reserved) +
-                                    " (the reservation at offset " + std::to_string(m.offset) +
-                                    ")");
-  }
-  // The reservation now belongs to the put: it is freed when the store is done with the bytes,
-  // even if the session ends first (or now, when the put is refused).
-  s.writes.erase(m.offset);
-  // A key already stored follows the store's one rule (Store::put): the same bytes are a success
-  // with nothing written (a retry after a lost reply), other bytes a new generation. Copies of
-  // the old generation are never served as the new one (the provider checks every copy's).
-  ++puts_in_flight_;
-  ++puts_by_session_[s.id];
-  const uint64_t session = s.id;
-  const uint64_t bytes = m.bytes;
-  std::weak_ptr<int> alive = alive_;
-  store_->put(m.key, m.tokens, writes_->data(m.offset), m.bytes,
-              [this, alive, session, id, offset = m.offset, bytes,
-               charge = round_up(*reserved, kBlockBytes)](Status st) {
-                if (alive.expired()) return;
-                writes_->release(offset);
-                auto owner = sessions_.find(session);
-                if (owner != sessions_.end()) owner->second->write_bytes -= charge;
-                --puts_in_flight_;
-                if (--puts_by_session_[session] == 0) puts_by_session_.erase(session);
-                if (st.is_ok()) {
-                  ++counters_.puts;
-                  counters_.put_bytes += bytes;
-                  if (sessions_.count(session)) send_(session, encode_reply(id));
-                } else {
-                  ++counters_.failed_puts;
-                  ++counters_.errors;
-                  if (sessions_.count(session)) send_(session, encode_error(id, st));
-                }
-                check_shutdown();
-              });
-  return Status::ok();
-}
 
 }  // namespace tempokv::service

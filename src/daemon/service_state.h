@@ -33,6 +33,15 @@ struct ServiceCore::Runtime {
   // the iteration the last step started.
   std::unordered_map<uint64_t, uint32_t> stepping;
   std::vector<uint64_t> step_prefills, step_decoders;
+  // Its write region, made at its first reserve_write (service_writes.cc); puts in flight hold
+  // it too, so it outlives the runtime until they are done.
+  std::shared_ptr<WriteRegion> writes;
+  bool writes_pending = false;  // being made on a job thread
+  struct WaitingReserve {
+    uint64_t session = 0, id = 0, bytes = 0;
+  };
+  std::vector<WaitingReserve> reserves_waiting;  // reserve_writes made while it is being made
+  uint64_t serial = 0;  // tells this runtime from a later one of the same name
 };
 
 // A claim whose manifest was reported, as its sessions see it.

@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -81,7 +83,63 @@ bool daemon_file_name(const std::string& name) {
   return rest == "-tier" || rest == "-writes";
 }
 
+// rt-<32 hex digits>: a runtime's write region (service_writes.cc).
+bool region_file_name(const std::string& name) {
+  if (name.size() != 35 || !name.starts_with("rt-")) return false;
+  return std::all_of(name.begin() + 3, name.end(),
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
+// Removes the regions in a dead daemon's write-region directory, then the directory; what it
+// keeps (anything else in it), a line each.
+std::vector<std::string> remove_write_regions(const std::string& dir) {
+  std::vector<std::string> kept;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string path = entry.path().string();
+    struct stat f {};
+    if (!region_file_name(entry.path().filename().string()) || lstat(path.c_str(), &f) != 0 ||
+        !S_ISREG(f.st_mode) || f.st_uid != geteuid()) {
+      kept.push_back(path + " is not a write region of this user: kept");
+      continue;
+    }
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      kept.push_back(path + ": " + std::strerror(errno) + ": kept");
+    }
+  }
+  if (ec) kept.push_back(dir + ": " + ec.message() + ": not listed");
+  if (rmdir(dir.c_str()) != 0 && errno != ENOENT) {
+    kept.push_back(dir + ": " + std::strerror(errno) + ": kept");
+  }
+  return kept;
+}
+
 }  // namespace
+
+Status make_shared_dir(const std::string& path, std::optional<uint32_t> group) {
+  if (mkdir(path.c_str(), 0700) != 0) {
+    if (errno == EEXIST) {
+      return Status::failed_precondition(
+          "shared directory " + path + " already exists and no earlier tempokvd on this "
+          "data_dir made it; tempokvd never takes over a directory it did not create: remove "
+          "it or choose another tier.dir");
+    }
+    return Status::from_errno(errno, "create " + path);
+  }
+  // 0700 whatever the umask; with a group, 0710: its members may open a region whose name the
+  // daemon gave them, never list the others.
+  const bool ok = group ? chown(path.c_str(), static_cast<uid_t>(-1), *group) == 0 &&
+                              chmod(path.c_str(), 0710) == 0
+                        : chmod(path.c_str(), 0700) == 0;
+  if (!ok) {
+    const int err = errno;
+    rmdir(path.c_str());
+    return Status::from_errno(err, "give " + path + (group ? " to group " + std::to_string(*group) +
+                                                                  " (server.group)"
+                                                            : std::string(" mode 0700")));
+  }
+  return Status::ok();
+}
 
 bool SharedFilePlace::holds(const std::string& path) const {
   const fs::path p(path);
@@ -136,6 +194,11 @@ Result<std::vector<std::string>> remove_recorded_shared_files(const std::string&
       if (lstat(path.c_str(), &f) != 0) {
         if (errno == ENOENT) continue;
         return Status::from_errno(errno, "stat " + path + " (named in " + record + ")");
+      }
+      if (S_ISDIR(f.st_mode) && f.st_uid == geteuid() && path.ends_with("-writes")) {
+        // The write regions' directory: the runtimes' regions in it, then itself.
+        for (const std::string& line : remove_write_regions(path)) kept.push_back(line);
+        continue;
       }
       if (!S_ISREG(f.st_mode) || f.st_uid != geteuid()) {
         kept.push_back(path + " (named in " + record +

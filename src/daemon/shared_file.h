@@ -23,6 +23,10 @@ namespace tempokv::service {
 // Creates `path` read-write (0600, or 0660 owned by `group`); an existing file is
 // FailedPrecondition naming it. The caller closes the descriptor.
 Result<int> create_shared_file(const std::string& path, std::optional<uint32_t> group);
+// Creates the directory `path` for the runtimes' write regions: 0700, or 0710 owned by `group`
+// (members enter it to open a region they were told the name of, but cannot list it); an
+// existing one is FailedPrecondition naming it.
+Status make_shared_dir(const std::string& path, std::optional<uint32_t> group);
 // Gives an existing file (the ipc socket) to `group` with mode 0660.
 Status share_with_group(const std::string& path, uint32_t group);
 // The group id of a group name or number.

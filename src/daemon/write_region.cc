@@ -1,5 +1,7 @@
 #include "daemon/write_region.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -15,12 +17,9 @@ Result<std::unique_ptr<WriteRegion>> WriteRegion::create(const std::string& path
                                     std::to_string(bytes));
   }
   TEMPOKV_ASSIGN_OR_RETURN(const int fd, create_shared_file(path, group));
-  // Allocated now, not on first touch: a /dev/shm too small fails here with a clear message
-  // instead of a SIGBUS in the daemon or a client later.
-  if (int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes))) {
-    Status st = Status::from_errno(err, "allocate the write region " + path + " (" +
-                                            std::to_string(bytes) + " bytes; is its filesystem "
-                                            "large enough? lower writes.region_bytes)");
+  // Sized, not backed: allocate() backs what reservations reach.
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    Status st = Status::from_errno(errno, "size the write region " + path);
     close(fd);
     unlink(path.c_str());
     return st;
@@ -33,6 +32,20 @@ Result<std::unique_ptr<WriteRegion>> WriteRegion::create(const std::string& path
     return st;
   }
   return std::unique_ptr<WriteRegion>(new WriteRegion(path, bytes, static_cast<std::byte*>(p)));
+}
+
+Status WriteRegion::allocate(uint64_t end) const {
+  end = std::min(end, bytes_);
+  const int fd = open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Status::from_errno(errno, "open the write region " + path_);
+  const int err = posix_fallocate(fd, 0, static_cast<off_t>(end));
+  close(fd);
+  if (err != 0) {
+    return Status::from_errno(err, "back the write region " + path_ + " up to " +
+                                       std::to_string(end) + " bytes (is its filesystem large "
+                                       "enough? lower writes.region_bytes)");
+  }
+  return Status::ok();
 }
 
 WriteRegion::~WriteRegion() {

@@ -162,13 +162,17 @@ struct ArgsPacker {
     pack_field(pk, "bytes", m.bytes);
   }
   void operator()(const Put& m) {
-    pk.pack_map(5);
+    pk.pack_map(6);
     pack_str(pk, "key");
     key(m.key);
     pack_field(pk, "first_token", m.tokens.begin);
     pack_field(pk, "end_token", m.tokens.end);
     pack_field(pk, "offset", m.offset);
     pack_field(pk, "bytes", m.bytes);
+    pack_str(pk, "checksum");
+    pk.pack_array(2);
+    pk.pack(m.checksum_low);
+    pk.pack(m.checksum_high);
   }
   void operator()(const AbortWrite& m) {
     pk.pack_map(1);
@@ -268,11 +272,14 @@ std::vector<std::byte> encode_retrieval_reply(uint64_t id, RetrievalAnswer answe
   return std::move(sink.bytes);
 }
 
-std::vector<std::byte> encode_offset_reply(uint64_t id, uint64_t offset) {
+std::vector<std::byte> encode_offset_reply(uint64_t id, uint64_t offset, const std::string& path,
+                                           uint64_t bytes) {
   Sink sink;
   Packer pk(sink);
-  begin_reply(pk, id, 1);
+  begin_reply(pk, id, 3);
   pack_field(pk, "offset", offset);
+  pack_field(pk, "write_path", path);
+  pack_field(pk, "write_bytes", bytes);
   return std::move(sink.bytes);
 }
 

@@ -133,6 +133,10 @@ Result<ServerMessage> decode_server_message(std::span<const std::byte> bytes) {
   TEMPOKV_ASSIGN_OR_RETURN(r.objects, read_spans(rf));
   if (rf.get("offset") != nullptr) {
     TEMPOKV_ASSIGN_OR_RETURN(r.offset, rf.u64("offset"));
+    if (!r.hello && rf.get("write_path") != nullptr) {
+      TEMPOKV_ASSIGN_OR_RETURN(r.write_path, rf.str("write_path"));
+      TEMPOKV_ASSIGN_OR_RETURN(r.write_bytes, rf.u64("write_bytes"));
+    }
   }
   if (rf.get("bytes") != nullptr) {
     TEMPOKV_ASSIGN_OR_RETURN(r.bytes, rf.ids("bytes"));

@@ -175,7 +175,8 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
     case wire::kOp<Put>: {
       TEMPOKV_ASSIGN_OR_RETURN(
           Fields f, Fields::read(args_obj, where,
-                                 {"key", "first_token", "end_token", "offset", "bytes"}));
+                                 {"key", "first_token", "end_token", "offset", "bytes",
+                                  "checksum"}));
       Put m;
       TEMPOKV_ASSIGN_OR_RETURN(const object* k, f.need("key"));
       TEMPOKV_ASSIGN_OR_RETURN(m.key, read_key(*k, f.what("key")));
@@ -186,6 +187,12 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       }
       TEMPOKV_ASSIGN_OR_RETURN(m.offset, f.u64("offset"));
       TEMPOKV_ASSIGN_OR_RETURN(m.bytes, f.u64("bytes"));
+      TEMPOKV_ASSIGN_OR_RETURN(const object* c, f.need("checksum"));
+      if (c->type != msgpack::type::ARRAY || c->via.array.size != 2) {
+        return bad(f.what("checksum") + " must be [low64, high64] (the payload's XXH3-128)");
+      }
+      TEMPOKV_ASSIGN_OR_RETURN(m.checksum_low, as_u64(c->via.array.ptr[0], f.what("checksum") + "[0]"));
+      TEMPOKV_ASSIGN_OR_RETURN(m.checksum_high, as_u64(c->via.array.ptr[1], f.what("checksum") + "[1]"));
       return Op{m};
     }
     case wire::kOp<AbortWrite>: {
@@ -244,6 +251,12 @@ Result<Request> decode_request(std::span<const std::byte> bytes, std::optional<u
   if (index == wire::kOp<Step> && r.version < kStepVersion) {
     return bad("op 'step' needs protocol version " + std::to_string(kStepVersion) +
                " (the message is in version " + std::to_string(r.version) + ")");
+  }
+  if ((index == wire::kOp<ReserveWrite> || index == wire::kOp<Put>) &&
+      r.version < kOwnWritesVersion) {
+    return bad("op '" + op + "' needs protocol version " + std::to_string(kOwnWritesVersion) +
+               " (the message is in version " + std::to_string(r.version) +
+               "): writes go to the runtime's own region with a declared checksum");
   }
   TEMPOKV_ASSIGN_OR_RETURN(const object* args, f.need("args"));
   TEMPOKV_ASSIGN_OR_RETURN(r.op, decode_args(index, *args));

@@ -55,6 +55,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/checksum.h"
 #include "ssd/ssd_engine.h"
 #include "tempokv/executor.h"
 #include "tempokv/key.h"
@@ -166,6 +167,12 @@ class Store {
   // InvalidArgument for an empty or oversized payload).
   virtual void put(const Key& key, TokenRange tokens, const void* data, size_t bytes,
                    DoneCallback cb) = 0;
+  // put() of a payload whose XXH3-128 the caller has already verified (tempokvd checks the one
+  // its client declared): the store takes `checksum` as the record's instead of hashing `data`
+  // again. Bytes that change after the caller's check no longer match it, so a later read finds
+  // the record corrupt (Corruption) and never serves them.
+  virtual void put_hashed(const Key& key, TokenRange tokens, const void* data, size_t bytes,
+                          Hash128 checksum, DoneCallback cb) = 0;
   // Reads the payload of key into dst (4 KiB-aligned, dst_bytes >= ObjectInfo::read_bytes()).
   // dst may be nullptr in simulated mode. cb gets the payload length, NotFound, Corruption, or
   // InvalidArgument for a bad buffer.

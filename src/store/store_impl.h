@@ -75,7 +75,13 @@ class StoreImpl final : public Store {
   Status recover();
 
   void put(const Key& key, TokenRange tokens, const void* data, size_t bytes,
-           DoneCallback cb) override;
+           DoneCallback cb) override {
+    put_record(key, tokens, data, bytes, std::nullopt, std::move(cb));
+  }
+  void put_hashed(const Key& key, TokenRange tokens, const void* data, size_t bytes,
+                  Hash128 checksum, DoneCallback cb) override {
+    put_record(key, tokens, data, bytes, Checksum128{checksum.low, checksum.high}, std::move(cb));
+  }
   void get(const Key& key, void* dst, size_t dst_bytes, ReadCallback cb) override;
   bool contains(const Key& key) const override { return index_.contains(key); }
   std::optional<ObjectInfo> lookup(const Key& key) const override;
@@ -102,6 +108,9 @@ class StoreImpl final : public Store {
   void close(DoneCallback cb) override;
 
  private:
+  // put and put_hashed: `known` is the payload's checksum when the caller verified it.
+  void put_record(const Key& key, TokenRange tokens, const void* data, size_t bytes,
+                  std::optional<Checksum128> known, DoneCallback cb);
   struct Entry {
     uint32_t segment = 0;
     uint64_t offset = 0;  // of the payload

@@ -15,8 +15,8 @@ constexpr size_t kZeroCopyMinBytes = 64 * kKiB;
 
 }  // namespace
 
-void StoreImpl::put(const Key& key, TokenRange tokens, const void* data, size_t bytes,
-                    DoneCallback cb) {
+void StoreImpl::put_record(const Key& key, TokenRange tokens, const void* data, size_t bytes,
+                           std::optional<Checksum128> known, DoneCallback cb) {
   Status bad;
   std::string what = "put of key " + key.to_string() + ": ";
   if (closing_) bad = Status::failed_precondition(what + "the store is closing");
@@ -40,9 +40,10 @@ void StoreImpl::put(const Key& key, TokenRange tokens, const void* data, size_t 
   h.key = key;
   h.tokens = tokens;
   h.payload_bytes = bytes;
+  if (known) h.payload_checksum = *known;
   if (!options_.simulated && bytes < kZeroCopyMinBytes) {
     // Small: hashed (and copied) here, since the caller may reuse its buffer on return.
-    h.payload_checksum = checksum128(data, bytes);
+    if (!known) h.payload_checksum = checksum128(data, bytes);
     if (unchanged(key, bytes, h.payload_checksum, /*own_write=*/false)) {
       ++stats_.unchanged_puts;
       return fail_soon(std::move(cb), Status::ok());
@@ -62,9 +63,10 @@ void StoreImpl::put(const Key& key, TokenRange tokens, const void* data, size_t 
     // key already stored or on its way: that put is placed once its checksum says whether it
     // stores anything (an identical re-put writes no record, and a record placed is written).
     const bool maybe_unchanged = index_.contains(key) && in_flight_.at(key).count == 1;
-    worker_.run([this, w, data, maybe_unchanged, alive = std::weak_ptr<int>(alive_)] {
+    worker_.run([this, w, data, maybe_unchanged, hashed = known.has_value(),
+                 alive = std::weak_ptr<int>(alive_)] {
       if (options_.on_io_thread_for_testing) options_.on_io_thread_for_testing("prepare");
-      w->header.payload_checksum = checksum128(data, w->header.payload_bytes);
+      if (!hashed) w->header.payload_checksum = checksum128(data, w->header.payload_bytes);
       const bool same = maybe_unchanged;  // prepare_payload only when a record will be written
       if (!same) prepare_payload(w, data);
       executor_.post([this, w, same, data, alive] {

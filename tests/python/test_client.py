@@ -89,12 +89,12 @@ class ClientTest(fx.DaemonTestCase):
         for field, typ in HELLO_FIELDS.items():
             self.assertIn(field, c.hello)
             self.assertIsInstance(c.hello[field], typ, field)
-        self.assertEqual(c.hello["version"], 2)
+        self.assertEqual(c.hello["version"], 3)
         self.assertEqual(c.hello["max_message_bytes"], 1 << 20)
         self.assertEqual(c.hello["max_manifest_entries"], 16384)
         self.assertEqual(c.hello["heartbeat_timeout_ms"], int(fx.HEARTBEAT_TIMEOUT_S * 1000))
         self.assertEqual(c.hello["tier_bytes"], 64 << 20)
-        self.assertEqual(c.hello["write_bytes"], 64 << 20)
+        self.assertEqual(c.hello["write_bytes"], 0)  # the runtime's region comes with a put
         self.assertTrue(c.hello["server"])
 
         # The tier: mapped read-only, all of it.
@@ -108,12 +108,26 @@ class ClientTest(fx.DaemonTestCase):
         view.release()
         with self.assertRaises(InvalidArgument):
             c.read_object(c.hello["tier_bytes"] - 1, 2)
-        # The write region: mapped read-write, the same file the daemon maps.
-        self.assertEqual(len(c.write_region), c.hello["write_bytes"])
-        c.write_region[100:105] = b"hello"
-        with open(c.hello["write_path"], "rb") as f:
-            f.seek(100)
+        # The write region: the runtime's own, named by the first reservation, mapped
+        # read-write, the same file the daemon maps.
+        self.assertIsNone(c.write_region)
+        offset = c.reserve_write(4096)
+        self.assertEqual(len(c.write_region), 64 << 20)
+        c.write_region[offset:offset + 5] = b"hello"
+        with open(c._write_path, "rb") as f:
+            f.seek(offset)
             self.assertEqual(f.read(5), b"hello")
+        # A put whose bytes changed after the client hashed them stores nothing.
+        import xxhash
+        meant = xxhash.xxh3_128_intdigest(b"hellp")
+        with self.assertRaises(InvalidArgument) as e:
+            c.put_reserved((MODEL, 77), 0, 16, offset, 5, checksum=meant)
+        self.assertIn("not the checksum the put declared", str(e.exception))
+        self.assertEqual(c.lookup([(MODEL, 77)]), [0])
+        offset = c.reserve_write(4096)
+        c.write_region[offset:offset + 5] = b"hellp"
+        c.put_reserved((MODEL, 77), 0, 16, offset, 5, checksum=meant)
+        self.assertEqual(c.lookup([(MODEL, 77)]), [5])
 
         # Another session without a runtime name gets a runtime of its own.
         d = self.client(map_shared_memory=False)

@@ -15,7 +15,7 @@ class StepTest(fx.DaemonTestCase):
 
     def test_steps_drive_a_request_and_a_bad_step_is_a_late_error(self):
         c = self.client()
-        self.assertEqual(c.hello["version"], 2)
+        self.assertEqual(c.hello["version"], 3)
         data = bytes(range(256)) * 4096
         c.put((MODEL, 1), 0, 16, data)
         c.step(queued=[(1, 2048, 512, len(data), 16)], waiting=[1])

@@ -38,10 +38,10 @@ TEST(ServiceClientRecovery, APutInFlightWhenTheDaemonDiesFailsAtOnceSayingItsOut
   std::atomic<bool> put_seen{false};
   auto daemon = std::make_unique<FakeDaemon>(
       service::HelloResult{
-          .heartbeat_timeout_ms = 600, .write_path = write.path(), .write_bytes = 64 << 10},
+          .heartbeat_timeout_ms = 600},
       [&](FakeDaemon& d, const Request& r) {
         if (std::holds_alternative<service::ReserveWrite>(r.op)) {
-          d.send(service::encode_offset_reply(r.id, 0));
+          d.send(service::encode_offset_reply(r.id, 0, write.path(), 64 << 10));
           return true;
         }
         if (std::holds_alternative<service::Put>(r.op)) {
@@ -78,8 +78,6 @@ TEST(ServiceClientRecovery, APutInFlightWhenTheDaemonRestartsIsPutAgainInTheNewS
   auto hello = [&](uint64_t instance) {
     return service::HelloResult{.session = instance,
                                 .heartbeat_timeout_ms = 600,
-                                .write_path = write.path(),
-                                .write_bytes = 64 << 10,
                                 .instance = instance};
   };
   FakeDaemon daemon(hello(1), [&](FakeDaemon& d, const Request& r) {
@@ -96,7 +94,7 @@ TEST(ServiceClientRecovery, APutInFlightWhenTheDaemonRestartsIsPutAgainInTheNewS
       return true;
     }
     if (std::holds_alternative<service::ReserveWrite>(r.op)) {
-      d.send(service::encode_offset_reply(r.id, 0));
+      d.send(service::encode_offset_reply(r.id, 0, write.path(), 64 << 10));
       return true;
     }
     if (std::holds_alternative<service::Put>(r.op) && phase == 0) {

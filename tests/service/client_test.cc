@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "common/checksum.h"
 #include "service/client_test_util.h"
 
 namespace tempokv {
@@ -43,7 +44,7 @@ TEST(ServiceClient, HelloNegotiatesAndMapsTheSharedFiles) {
   EXPECT_EQ(reqs[0].version, 1u);
   EXPECT_EQ(reqs[0].id, 1u);
   const auto& hello = std::get<service::Hello>(reqs[0].op);
-  EXPECT_EQ(hello.versions, (std::vector<uint32_t>{1, 2}));  // every version it speaks
+  EXPECT_EQ(hello.versions, (std::vector<uint32_t>{1, 2, 3}));  // every version it speaks
   EXPECT_EQ(hello.client, "client-test");
   EXPECT_EQ(hello.runtime, "engine-0");
   EXPECT_EQ(hello.max_active, 8u);
@@ -207,10 +208,10 @@ TEST(ServiceClient, PipelinedReportsDoNotWaitAndTheirErrorsAreCounted) {
 
 TEST(ServiceClient, PutWritesThePayloadAtTheReservedOffsetAndPutsIt) {
   ShmFile write("write", 64 << 10);
-  FakeDaemon daemon({.write_path = write.path(), .write_bytes = 64 << 10},
-                    [](FakeDaemon& d, const Request& r) {
+  FakeDaemon daemon({},
+                    [&](FakeDaemon& d, const Request& r) {
                       if (!std::holds_alternative<service::ReserveWrite>(r.op)) return false;
-                      d.send(service::encode_offset_reply(r.id, 8192));
+                      d.send(service::encode_offset_reply(r.id, 8192, write.path(), 64 << 10));
                       return true;
                     });
   auto client = connect_to(options_for(daemon));
@@ -227,14 +228,19 @@ TEST(ServiceClient, PutWritesThePayloadAtTheReservedOffsetAndPutsIt) {
   EXPECT_EQ(put.tokens, (TokenRange{16, 32}));
   EXPECT_EQ(put.offset, 8192u);
   EXPECT_EQ(put.bytes, 100u);
+  // The XXH3-128 of the caller's bytes, which the daemon checks the region's against.
+  const Hash128 sum = xxh3_128(payload.data(), payload.size());
+  EXPECT_EQ(put.checksum_low, sum.low);
+  EXPECT_EQ(put.checksum_high, sum.high);
+  EXPECT_EQ(client->write_region_path(), write.path());
 }
 
 TEST(ServiceClient, PutGivesBackAReservationOutsideTheRegion) {
   ShmFile write("write", 4096);
-  FakeDaemon daemon({.write_path = write.path(), .write_bytes = 4096},
-                    [](FakeDaemon& d, const Request& r) {
+  FakeDaemon daemon({},
+                    [&](FakeDaemon& d, const Request& r) {
                       if (!std::holds_alternative<service::ReserveWrite>(r.op)) return false;
-                      d.send(service::encode_offset_reply(r.id, 4096));
+                      d.send(service::encode_offset_reply(r.id, 4096, write.path(), 4096));
                       return true;
                     });
   auto client = connect_to(options_for(daemon));

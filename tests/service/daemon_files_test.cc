@@ -83,7 +83,12 @@ TEST_F(DaemonFilesTest, SharedFilesAreNamedByTheInstanceNotThePid) {
   std::snprintf(instance, sizeof(instance), "%016llx",
                 static_cast<unsigned long long>(hello.instance));
   EXPECT_EQ(hello.tier_path, dir_ + "/shared/tempokvd-" + instance + "-tier");
-  EXPECT_EQ(hello.write_path, dir_ + "/shared/tempokvd-" + instance + "-writes");
+  // Each runtime's write region is made at its first put, in the instance's directory.
+  EXPECT_EQ(hello.write_path, "");
+  ASSERT_TRUE((*c)->put(Key{1, 1}, {0, 16}, std::vector<std::byte>(4096, std::byte{7})).is_ok());
+  const fs::path region = (*c)->write_region_path();
+  EXPECT_EQ(region.parent_path().string(), dir_ + "/shared/tempokvd-" + instance + "-writes");
+  EXPECT_THAT(region.filename().string(), ::testing::MatchesRegex("rt-[0-9a-f]{32}"));
   EXPECT_THAT(hello.tier_path, ::testing::Not(HasSubstr("-" + std::to_string(d->pid()) + "-")));
   ASSERT_TRUE((*c)->bye().is_ok());
   c->reset();
@@ -103,7 +108,8 @@ TEST_F(DaemonFilesTest, AKilledDaemonsFilesAreRemovedByTheNextAndOthersKept) {
     auto c = first->connect();
     ASSERT_TRUE(c.is_ok()) << c.status().to_string();
     tier = (*c)->hello().tier_path;
-    writes = (*c)->hello().write_path;
+    ASSERT_TRUE((*c)->put(Key{1, 1}, {0, 16}, std::vector<std::byte>(4096, std::byte{7})).is_ok());
+    writes = (*c)->write_region_path();
   }
   ASSERT_EQ(kill(first->pid(), SIGKILL), 0);
   // Not reaped yet (SpawnedDaemon would clean up when it reaps it): dead, its lock released.
@@ -118,6 +124,7 @@ TEST_F(DaemonFilesTest, AKilledDaemonsFilesAreRemovedByTheNextAndOthersKept) {
   ASSERT_TRUE(second->start());
   EXPECT_FALSE(fs::exists(tier));
   EXPECT_FALSE(fs::exists(writes));
+  EXPECT_FALSE(fs::exists(fs::path(writes).parent_path()));
   EXPECT_TRUE(fs::exists(foreign));
   first->stop();  // reaps it; the second holds the lock, so it removes nothing
   EXPECT_EQ(second->stop(), 0);
@@ -156,7 +163,9 @@ TEST_F(DaemonFilesTest, UnderUmask000EveryFileTheDaemonMakesIsItsOwn) {
   EXPECT_EQ(mode_of(data + "/tempokvd.shared"), 0600);
   EXPECT_EQ(mode_of(data + "/tempokvd.lock"), 0600);
   EXPECT_EQ(mode_of((*c)->hello().tier_path), 0600);
-  EXPECT_EQ(mode_of((*c)->hello().write_path), 0600);
+  ASSERT_TRUE((*c)->put(Key{1, 1}, {0, 16}, std::vector<std::byte>(4096, std::byte{7})).is_ok());
+  EXPECT_EQ(mode_of((*c)->write_region_path()), 0600);
+  EXPECT_EQ(mode_of(fs::path((*c)->write_region_path()).parent_path()), 0700);
   c->reset();
   EXPECT_EQ(d->stop(), 0);
 }

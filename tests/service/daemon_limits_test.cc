@@ -17,7 +17,7 @@ using ::testing::HasSubstr;
 
 // Reserves `bytes` through a raw session: the offset, or the error.
 Result<uint64_t> reserve(RawPeer& peer, uint64_t id, uint64_t bytes) {
-  auto m = peer.ask(request(id, service::ReserveWrite{bytes}));
+  auto m = peer.ask(request(id, service::ReserveWrite{bytes}, 3));
   if (!m.is_ok()) return m.status();
   if (const auto* e = std::get_if<service::ErrorReply>(&*m)) return e->error;
   const auto* r = std::get_if<service::Reply>(&*m);
@@ -37,8 +37,8 @@ class QuotaTest : public DaemonTest {
 TEST_F(QuotaTest, ASessionHoldsNoMoreOfTheWriteRegionThanItsQuota) {
   RawPeer a(daemon_->endpoint());
   RawPeer b(daemon_->endpoint());
-  ASSERT_TRUE(a.ask(request(1, service::Hello{{1}, "a"})).is_ok());
-  ASSERT_TRUE(b.ask(request(1, service::Hello{{1}, "b"})).is_ok());
+  ASSERT_TRUE(a.ask(request(1, service::Hello{{3}, "a"})).is_ok());
+  ASSERT_TRUE(b.ask(request(1, service::Hello{{3}, "b"})).is_ok());
   auto first = reserve(a, 2, 60000);  // 60 KiB charged (4 KiB slots)
   ASSERT_TRUE(first.is_ok()) << first.status().to_string();
   auto second = reserve(a, 3, 40000);  // 40 KiB more: 100 KiB > 96 KiB
@@ -48,7 +48,7 @@ TEST_F(QuotaTest, ASessionHoldsNoMoreOfTheWriteRegionThanItsQuota) {
   // The quota is the session's: another session reserves the same amount.
   EXPECT_TRUE(reserve(b, 2, 40000).is_ok());
   // Giving the first reservation back makes room in a's quota again.
-  auto back = a.ask(request(4, service::AbortWrite{*first}));
+  auto back = a.ask(request(4, service::AbortWrite{*first}, 3));
   ASSERT_TRUE(back.is_ok() && std::holds_alternative<service::Reply>(*back));
   EXPECT_TRUE(reserve(a, 5, 40000).is_ok());
 }

@@ -14,7 +14,7 @@ using service::Step;
 TEST_F(DaemonTest, StepsDriveARequestThroughItsLifeWithoutWaitingForReplies) {
   auto c = client();
   ASSERT_TRUE(c);
-  ASSERT_EQ(c->hello().version, 2u);
+  ASSERT_EQ(c->hello().version, service::kProtocolVersion);
   auto m = put_objects(*c, 900, 2);
   const RequestInfo r{1, 2048, 512, 2 * kObject, 16};
   ASSERT_TRUE(c->step(Step{.queued = {r}, .waiting = {1}}).is_ok());

@@ -227,10 +227,11 @@ TEST_F(DaemonTest, BadMessagesGetTypedErrorsAndOthersKeepBeingServed) {
   expect_error(raw.ask(request(5, service::Hello{{1}, "again"})), StatusCode::kFailedPrecondition,
                "already said hello");
   expect_error(raw.ask(request(6, service::Admitted{77})), StatusCode::kNotFound, "77");
+  // This peer speaks version 1: no writes (they need the runtime's own region, version 3).
   expect_error(raw.ask(request(7, service::Put{Key{1, 1}, {0, 1}, 4096, 10})),
-               StatusCode::kInvalidArgument, "not a write reservation");
+               StatusCode::kInvalidArgument, "needs protocol version 3");
   expect_error(raw.ask(request(8, service::ReserveWrite{1ULL << 40})),
-               StatusCode::kInvalidArgument, "largest object");
+               StatusCode::kInvalidArgument, "needs protocol version 3");
   auto ok = raw.ask(request(9, service::Heartbeat{}));
   ASSERT_TRUE(ok.is_ok() && std::holds_alternative<service::Reply>(*ok));
   ASSERT_TRUE(good->heartbeat().is_ok());
@@ -239,9 +240,9 @@ TEST_F(DaemonTest, BadMessagesGetTypedErrorsAndOthersKeepBeingServed) {
 
 TEST_F(DaemonTest, WriteReservationsCanBeGivenBackAndOnlyOnce) {
   RawPeer raw(daemon_->endpoint());
-  auto hi = raw.ask(request(1, service::Hello{{1}, "raw"}));
+  auto hi = raw.ask(request(1, service::Hello{{3}, "raw"}));
   ASSERT_TRUE(hi.is_ok() && std::holds_alternative<service::Reply>(*hi));
-  auto reserved = raw.ask(request(2, service::ReserveWrite{10000}));
+  auto reserved = raw.ask(request(2, service::ReserveWrite{10000}, 3));
   ASSERT_TRUE(reserved.is_ok());
   const auto* r = std::get_if<service::Reply>(&*reserved);
   ASSERT_TRUE(r && r->offset);
@@ -249,9 +250,9 @@ TEST_F(DaemonTest, WriteReservationsCanBeGivenBackAndOnlyOnce) {
   auto c = client();
   ASSERT_TRUE(c);
   EXPECT_EQ(stat_of(*c, "write_region_used_bytes"), 12288);
-  auto back = raw.ask(request(3, service::AbortWrite{*r->offset}));
+  auto back = raw.ask(request(3, service::AbortWrite{*r->offset}, 3));
   ASSERT_TRUE(back.is_ok() && std::holds_alternative<service::Reply>(*back));
-  expect_error(raw.ask(request(4, service::AbortWrite{*r->offset})), StatusCode::kInvalidArgument,
+  expect_error(raw.ask(request(4, service::AbortWrite{*r->offset}, 3)), StatusCode::kInvalidArgument,
                "not a write reservation");
   EXPECT_EQ(stat_of(*c, "write_region_used_bytes"), 0);
 }

@@ -98,8 +98,14 @@ TEST_F(TrustTest, TheSocketAndSharedFilesBelongToTheConfiguredGroup) {
   ASSERT_TRUE(d.start());
   auto c = d.connect();
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
-  for (const std::string& path :
-       {dir_ + "/data/tempokvd.sock", (*c)->hello().tier_path, (*c)->hello().write_path}) {
+  ASSERT_TRUE((*c)->put(Key{1, 1}, {0, 16}, std::vector<std::byte>(4096, std::byte{7})).is_ok());
+  const std::string region = (*c)->write_region_path();
+  // Its members may enter the regions' directory, never list it.
+  struct stat dir {};
+  ASSERT_EQ(::stat(std::filesystem::path(region).parent_path().c_str(), &dir), 0);
+  EXPECT_EQ(dir.st_mode & 0777, 0710u);
+  EXPECT_EQ(dir.st_gid, getgid());
+  for (const std::string& path : {dir_ + "/data/tempokvd.sock", (*c)->hello().tier_path, region}) {
     struct stat st {};
     ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
     EXPECT_EQ(st.st_mode & 0777, 0660u) << path;

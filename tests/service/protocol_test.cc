@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <functional>
 #include <string>
 
@@ -38,7 +40,7 @@ std::vector<Request> one_of_every_op() {
       Bye{},
       Lookup{{Key{1, 2}, Key{3, UINT64_MAX}}},
       ReserveWrite{1 << 20},
-      Put{Key{5, 6}, TokenRange{256, 512}, 4096, 1000},
+      Put{Key{5, 6}, TokenRange{256, 512}, 4096, 1000, UINT64_MAX, 3},
       AbortWrite{8192},
       GetStats{},
       Step{.seq = 9,
@@ -104,7 +106,30 @@ TEST(ProtocolTest, DecodedFieldsKeepTheirValues) {
   EXPECT_EQ(put.tokens.end, 512u);
   EXPECT_EQ(put.offset, 4096u);
   EXPECT_EQ(put.bytes, 1000u);
+  EXPECT_EQ(put.checksum_low, UINT64_MAX);
+  EXPECT_EQ(put.checksum_high, 3u);
   EXPECT_EQ(std::get<AbortWrite>(decoded(19)).offset, 8192u);
+}
+
+// Writes need version 3 (the runtime's own region, a declared checksum): an older client's
+// reserve_write and put are refused by name, and a v3 put without its checksum too.
+TEST(ProtocolTest, WritesNeedVersion3AndAPutItsChecksum) {
+  for (const Op& op : {Op{ReserveWrite{4096}}, Op{Put{Key{1, 1}, TokenRange{0, 5}, 0, 4096}}}) {
+    Result<Request> old = decode_request(encode_request(Request{2, 1, op}));
+    ASSERT_FALSE(old.is_ok());
+    EXPECT_THAT(old.status().message(), HasSubstr("needs protocol version 3"));
+  }
+  std::vector<std::byte> put = encode_request(
+      Request{kProtocolVersion, 1, Put{Key{1, 1}, TokenRange{0, 5}, 0, 4096, 1, 2}});
+  // The checksum's name in the message, renamed so the decoder cannot find it.
+  const std::string name = "checksum";
+  auto at = std::search(put.begin(), put.end(), name.begin(), name.end(),
+                        [](std::byte b, char c) { return b == std::byte(c); });
+  ASSERT_NE(at, put.end());
+  *at = std::byte{'x'};
+  Result<Request> missing = decode_request(put);
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("xhecksum"));
 }
 
 TEST(ProtocolTest, PutWithEndBeforeFirstTokenIsRefused) {
@@ -281,8 +306,9 @@ TEST(ProtocolTest, OversizedMessagesAndListsAreRefused) {
 
 TEST(ProtocolTest, PickVersionTakesTheHighestCommonVersion) {
   EXPECT_EQ(pick_version(std::vector<uint32_t>{0, 1, 7}), 1u);
-  EXPECT_EQ(pick_version(std::vector<uint32_t>{2, 3}), 2u);
-  EXPECT_EQ(pick_version(std::vector<uint32_t>{3, 4}), std::nullopt);
+  EXPECT_EQ(pick_version(std::vector<uint32_t>{2, 3}), 3u);
+  EXPECT_EQ(pick_version(std::vector<uint32_t>{1, 2}), 2u);
+  EXPECT_EQ(pick_version(std::vector<uint32_t>{4, 5}), std::nullopt);
 }
 
 TEST(ProtocolTest, RepliesErrorsAndNotificationsDecodeOnTheClient) {
@@ -316,7 +342,10 @@ TEST(ProtocolTest, RepliesErrorsAndNotificationsDecodeOnTheClient) {
       std::get<Reply>(decode(encode_retrieval_reply(5, RetrievalAnswer::kReady, spans)));
   EXPECT_EQ(ready_now.answer, RetrievalAnswer::kReady);
   EXPECT_EQ(ready_now.objects, spans);
-  EXPECT_EQ(std::get<Reply>(decode(encode_offset_reply(6, 8192))).offset, 8192u);
+  const auto reserved = std::get<Reply>(decode(encode_offset_reply(6, 8192, "/dev/shm/w/rt-1", 4096)));
+  EXPECT_EQ(reserved.offset, 8192u);
+  EXPECT_EQ(reserved.write_path, "/dev/shm/w/rt-1");
+  EXPECT_EQ(reserved.write_bytes, 4096u);
   const std::vector<uint64_t> sizes = {0, 4096, 7};
   EXPECT_EQ(std::get<Reply>(decode(encode_lookup_reply(6, sizes))).bytes, sizes);
   const StatList stats = {{"claims", 3}, {"protected_gib_s", 0.25}};

@@ -193,11 +193,12 @@ AttackResult write_hoarding(const AttackTarget& t) {
   AttackResult r{"write_hoarding"};
   while (running(t)) {
     RawDealer peer(t.endpoint);
-    if (!peer.ask(1, service::Hello{{1}, "hostile-writes"})) continue;
+    const uint32_t v = service::kOwnWritesVersion;
+    if (!peer.ask(1, service::Hello{{v}, "hostile-writes"})) continue;
     // Reservations of the largest object, never put, until the session's quota refuses one.
     bool refused = false;
     for (uint64_t id = 2; id < 2000 && running(t) && !refused; ++id) {
-      auto m = peer.ask(id, service::ReserveWrite{t.max_object_bytes});
+      auto m = peer.ask(id, service::ReserveWrite{t.max_object_bytes}, v);
       ++r.actions;
       const auto* e = error_of(m);
       refused = e != nullptr;

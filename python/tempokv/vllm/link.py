@@ -35,7 +35,7 @@ class Link:
                          put_timeout_s=put_timeout_s, **(settings or {}))
         self.endpoint, self.retry_s = endpoint, retry_s
         self.client = None
-        self._tier = self._write = None
+        self._tier = self._write = self._write_src = None
         self._mapped_at = None  # the client's recoveries count when the tensors were made
         self._down_until = 0.0
         self.on_connect = None  # (link): after the daemon's files are mapped
@@ -49,12 +49,18 @@ class Link:
     @property
     def write(self):
         self._remap_if_recovered()
+        c = self.client
+        # The runtime's write region is mapped at the client's first reserve_write.
+        if c is not None and c.write_region is not None and self._write_src is not c.write_region:
+            self._write_src = c.write_region
+            self._write = buffer_tensor(c.write_region)
         return self._write
 
     def _map(self):
         self._unmap()
         c = self.client
         self._tier = buffer_tensor(c.tier) if c.tier else None
+        self._write_src = c.write_region
         self._write = buffer_tensor(c.write_region) if c.write_region else None
         self._mapped_at = c.recoveries
         if self.on_connect:
