@@ -33,8 +33,16 @@ class TokenTest(fx.DaemonTestCase):
         a.heartbeat()
 
     def test_an_unlisted_runtime_needs_no_token(self):
-        self.client(runtime="other").heartbeat()
-        self.client().heartbeat()
+        # Two sessions of an unlisted runtime join it without a token: one runtime.
+        other = self.client(runtime="other")
+        rank = self.client(runtime="other")
+        self.assertEqual(other.runtime_id, rank.runtime_id)
+        other.heartbeat()
+        # A listed runtime and an unnamed session are runtimes of their own.
+        a = self.client(runtime="engine-a", token="s3cret-a")
+        anon = self.client()
+        self.assertEqual(len({other.runtime_id, a.runtime_id, anon.runtime_id}), 3)
+        anon.heartbeat()
 
 
 if __name__ == "__main__":
