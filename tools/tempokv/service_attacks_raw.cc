@@ -6,6 +6,7 @@
 #include <zmq.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <optional>
 #include <random>
@@ -94,9 +95,14 @@ AttackResult idle_connections(const AttackTarget& t) {
   const std::string path = t.endpoint.substr(std::string("ipc://").size());
   // Past the connection budget, so the daemon must refuse some at accept.
   const uint32_t burst = t.connection_budget + 128;
+  // The other attacks connect first: once the bursts hold every slot, attacks that connect
+  // anew get in only between bursts (on a loaded machine a burst's connects take seconds).
+  pause(t, milliseconds(1000));
   while (running(t)) {
     std::vector<int> fds;
-    for (uint32_t i = 0; i < burst && running(t); ++i) {
+    const auto burst_end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (uint32_t i = 0; i < burst && running(t) && std::chrono::steady_clock::now() < burst_end;
+         ++i) {
       const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
       if (fd < 0) break;  // this process's own limit: hold what there is
       // A blocking connect waits while the listener's backlog is full (up to a second).

@@ -206,7 +206,7 @@ class TempoKVConnector(KVConnectorBase_V1):
             from .streams import register_host, unregister_host
             load_link.on_connect = lambda lk: register_host(lk.tier)
             load_link.on_unmap = lambda tier, write: unregister_host(tier)
-            save_link.on_connect = lambda lk: register_host(lk.write, read_only=False)
+            save_link.on_write_map = lambda write: register_host(write, read_only=False)
             save_link.on_unmap = lambda tier, write: unregister_host(write)
         self.loader = Loader(load_link, self.layout, identity, self.load_timeout_s, digests,
                              delay_s=self.test_load_delay_s,

@@ -38,7 +38,10 @@ class Link:
         self._tier = self._write = self._write_src = None
         self._mapped_at = None  # the client's recoveries count when the tensors were made
         self._down_until = 0.0
-        self.on_connect = None  # (link): after the daemon's files are mapped
+        self.on_connect = None  # (link): after the daemon's tier is mapped
+        # (write): after the runtime's write region is mapped (at the client's first
+        # reserve_write, not at the hello: the daemon makes the region then)
+        self.on_write_map = None
         self.on_unmap = None  # (tier, write): the old tensors, before they are let go
 
     @property
@@ -52,16 +55,19 @@ class Link:
         c = self.client
         # The runtime's write region is mapped at the client's first reserve_write.
         if c is not None and c.write_region is not None and self._write_src is not c.write_region:
+            if self._write is not None and self.on_unmap:
+                self.on_unmap(None, self._write)
             self._write_src = c.write_region
             self._write = buffer_tensor(c.write_region)
+            if self.on_write_map:
+                self.on_write_map(self._write)
         return self._write
 
     def _map(self):
         self._unmap()
         c = self.client
         self._tier = buffer_tensor(c.tier) if c.tier else None
-        self._write_src = c.write_region
-        self._write = buffer_tensor(c.write_region) if c.write_region else None
+        self._write_src = self._write = None  # mapped on first use (the write property)
         self._mapped_at = c.recoveries
         if self.on_connect:
             self.on_connect(self)

@@ -32,12 +32,16 @@ def test_on_the_cpu_the_copy_streams_are_no_ops_around_the_same_copy():
 def test_a_links_mappings_are_let_go_before_a_new_daemons_are_mapped(daemon):
     events = []
     link = Link(daemon.endpoint, "streams", "save", 2.0, retry_s=0.1)
-    link.on_connect = lambda lk: events.append(("map", lk.tier.data_ptr(),
-                                                lk.write.data_ptr()))
-    link.on_unmap = lambda tier, write: events.append(("unmap", tier.data_ptr(),
-                                                       write.data_ptr()))
+    ptr = lambda t: None if t is None else t.data_ptr()  # noqa: E731
+    link.on_connect = lambda lk: events.append(("map", ptr(lk.tier)))
+    link.on_write_map = lambda write: events.append(("map_write", ptr(write)))
+    link.on_unmap = lambda tier, write: events.append(("unmap", ptr(tier), ptr(write)))
     first = link.reach()
     assert first is not None and [e[0] for e in events] == ["map"]
+    # The write region comes with the first reservation (the runtime's own, made then).
+    link.client.abort_write(link.client.reserve_write(4096))
+    assert link.write is not None
+    assert [e[0] for e in events] == ["map", "map_write"]
     daemon.restart()
     with TempoKVClient(daemon.endpoint, name="probe", map_shared_memory=False) as probe:
         new = probe.instance
@@ -46,7 +50,7 @@ def test_a_links_mappings_are_let_go_before_a_new_daemons_are_mapped(daemon):
         time.sleep(0.1)
     link.tier  # noqa: B018  (the link remaps on its next use)
     kinds = [e[0] for e in events]
-    assert kinds[:2] == ["map", "unmap"] and kinds[-1] == "map", events
-    assert events[1][1:] == events[0][1:], "the old mappings are the ones let go"
+    assert kinds[:3] == ["map", "map_write", "unmap"] and kinds[-1] == "map", events
+    assert events[2][1:] == (events[0][1], events[1][1]), "the old mappings are the ones let go"
     link.drop()
     assert events[-1][0] == "unmap"
