@@ -1,5 +1,7 @@
 #include "service_chaos.h"
 
+#include "json_text.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -472,16 +474,9 @@ std::string chaos_report_json(const ChaosReport& r) {
     << ", \"killed_mid_put\": " << r.killed_mid_put
     << ", \"killed_mid_transfer\": " << r.killed_mid_transfer
     << ", \"client_errors\": " << r.client_errors << ", \"seconds\": " << r.seconds
-    << ", \"problems\": [";
-  for (size_t i = 0; i < r.problems.size(); ++i) {
-    s << (i ? ", " : "") << '"';
-    for (char ch : r.problems[i]) {
-      if (ch == '"' || ch == '\\') s << '\\';
-      if (static_cast<unsigned char>(ch) >= 0x20) s << ch;
-    }
-    s << '"';
-  }
-  s << "]}\n";
+    << ", \"problems\": ";
+  write_json_strings(s, r.problems);
+  s << "}\n";
   return s.str();
 }
 

@@ -1,5 +1,7 @@
 #include "service_hostile.h"
 
+#include "json_text.h"
+
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -351,16 +353,9 @@ std::string hostile_report_json(const HostileReport& r) {
     s << (first ? "" : ", ") << '"' << name << "\": " << v;
     first = false;
   }
-  s << "}, \"seconds\": " << r.seconds << ", \"problems\": [";
-  for (size_t i = 0; i < r.problems.size(); ++i) {
-    s << (i ? ", " : "") << '"';
-    for (char ch : r.problems[i]) {
-      if (ch == '"' || ch == '\\') s << '\\';
-      if (static_cast<unsigned char>(ch) >= 0x20) s << ch;
-    }
-    s << '"';
-  }
-  s << "]}\n";
+  s << "}, \"seconds\": " << r.seconds << ", \"problems\": ";
+  write_json_strings(s, r.problems);
+  s << "}\n";
   return s.str();
 }
 
