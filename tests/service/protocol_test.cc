@@ -237,6 +237,26 @@ TEST(ProtocolTest, WrongTypeIsNamed) {
                             pk.pack(2);
                           }),
                  "field 'manifest'[0] must be an array [model, hash, bytes], got an array of 2");
+  // A bad element of an id list is named with its index; the good ones before it do not hide it.
+  expect_invalid(envelope("update_order",
+                          [](wire::Packer& pk) {
+                            pk.pack_map(1);
+                            wire::pack_str(pk, "waiting");
+                            pk.pack_array(3);
+                            pk.pack(uint64_t{4});
+                            pk.pack(uint64_t{5});
+                            wire::pack_str(pk, "6");
+                          }),
+                 "field 'waiting'[2] must be an unsigned integer, got string");
+  expect_invalid(envelope("update_order",
+                          [](wire::Packer& pk) {
+                            pk.pack_map(1);
+                            wire::pack_str(pk, "waiting");
+                            pk.pack_array(2);
+                            pk.pack(int64_t{-3});
+                            pk.pack(uint64_t{5});
+                          }),
+                 "field 'waiting'[0]");
   expect_invalid(envelope("object_transferred",
                           [](wire::Packer& pk) {
                             pk.pack_map(2);
