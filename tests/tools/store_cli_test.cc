@@ -106,6 +106,20 @@ TEST_F(StoreCliTest, InspectingAStoreALiveWriterHoldsIsRefusedByName) {
   EXPECT_EQ(segment_file_count(dir_.path()), 6u);
 }
 
+TEST_F(StoreCliTest, WritersAreRefusedAStoreALiveWriterHolds) {
+  // h_ holds the store open for writing, as tempokvd holds its store: no CLI writer may open it.
+  for (const std::string cmd :
+       {"store put --key 00000000000000000000000000000001 --file /dev/null",
+        "store bench --objects 1 --object-bytes 64KiB",
+        "restore-bench --paths posix --sessions 1 --session-bytes 1MiB --chunk-tokens 4 "
+        "--model llama-3.1-8b"}) {
+    CliRun r = tempokv(cmd + dir());
+    EXPECT_NE(r.exit_code, 0) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find("LOCK is held"), std::string::npos) << cmd << ": " << r.output;
+  }
+  EXPECT_EQ(segment_file_count(dir_.path()), 6u);
+}
+
 TEST_F(StoreCliTest, CapacityThatOverflowsIsRefusedNamingTheText) {
   ASSERT_TRUE(h_.close().is_ok());
   CliRun r = tempokv(
@@ -218,6 +232,29 @@ TEST(BenchCli, RestoreBenchReuseOfAMissingDirectoryCreatesNothing) {
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("does not exist"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(missing)) << "--reuse created the directory it reads";
+}
+
+TEST(BenchCli, RestoreBenchIntoAnExistingStoreKeepsItsCapacity) {
+  TempDir dir;
+  if (!dir.supports_direct()) GTEST_SKIP() << "O_DIRECT is refused in " << dir.path();
+  const std::string store = dir.path() + "/s";
+  const std::string file = dir.path() + "/payload";
+  std::ofstream(file) << std::string(5000, 'x');
+  CliRun put = tempokv("store put --key 00000000000000000000000000000001 --segment-bytes 4MiB "
+                       "--capacity 8MiB --file " + file + " --dir " + store);
+  ASSERT_EQ(put.exit_code, 0) << put.output;
+  // 8 MiB of sessions in 1 MiB chunks do not fit beside what the 8 MiB store holds: refused, not
+  // written into a store grown to the bench's own 64 GiB default.
+  CliRun r = tempokv("restore-bench --paths posix --sessions 1 --session-bytes 8MiB "
+                     "--chunk-tokens 8 --model llama-3.1-8b --dir " + store);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("holds a store of capacity " + std::to_string(8 * kMiB)),
+            std::string::npos) << r.output;
+  CliRun stats = tempokv("store stats --dir " + store);
+  ASSERT_EQ(stats.exit_code, 0) << stats.output;
+  EXPECT_NE(stats.output.find("recorded_capacity    " + std::to_string(8 * kMiB)),
+            std::string::npos) << stats.output;
+  EXPECT_NE(stats.output.find("objects              1\n"), std::string::npos) << stats.output;
 }
 
 TEST(BenchCli, StoreBenchComparesEachRoundWithFiosBestBesideIt) {
