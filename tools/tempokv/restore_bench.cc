@@ -339,6 +339,7 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
         pairs.add(disk_gbps(samples.back()), *ceiling);
         std::string& note = run.row.path == "direct" ? fio_direct_note : fio_other_note;
         if (note.empty()) note = ceiling->command + "; first pair: " + ceiling->rates;
+        if (run.row.fio_first_runs.empty()) run.row.fio_first_runs = ceiling->runs;
       }
     }
     bar.finish();
