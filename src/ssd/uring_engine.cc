@@ -1,5 +1,6 @@
 #include "ssd/uring_engine.h"
 
+#include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -64,8 +65,7 @@ Result<std::unique_ptr<UringEngine>> UringEngine::create(Executor& executor,
   }
   engine->ring_ready_ = true;
   engine->cq_entries_ = engine->ring_.cq.ring_entries;
-  // Without EXT_ARG, io_uring_wait_cqe_timeout would queue a timeout SQE itself: not safe beside
-  // callers' threads filling the SQ, so then a refused submit is retried by the caller (sleeping).
+  // Without EXT_ARG the completion thread waits by polling the ring's descriptor instead.
   engine->wait_timeout_ok_ = (engine->ring_.features & IORING_FEAT_EXT_ARG) != 0;
   engine->submit_fn_ = [](io_uring* ring) { return io_uring_submit(ring); };
   rc = io_uring_register_files_sparse(&engine->ring_, kFixedFileSlots);
@@ -192,7 +192,7 @@ void UringEngine::fail_early(IoOp op, Status status, IoCallback cb) {
   executor_.post([cb = std::move(cb), status = std::move(status)] { cb(status); });
 }
 
-void UringEngine::flush_locked(std::unique_lock<std::mutex>& lock) {
+void UringEngine::flush_locked(std::unique_lock<std::mutex>& /*holds mu_*/) {
   // Keeping at most cq_entries_ in the kernel means the CQ can never overflow.
   while (!overflow_.empty() && in_kernel_ < cq_entries_) {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
@@ -202,21 +202,16 @@ void UringEngine::flush_locked(std::unique_lock<std::mutex>& lock) {
     ++in_kernel_;
   }
   submit_pending_ = false;
-  for (int attempt = 0; io_uring_sq_ready(&ring_) > 0; ++attempt) {
+  while (io_uring_sq_ready(&ring_) > 0) {
     int rc = submit_fn_(&ring_);
     if (rc >= 0 || rc == -EINTR) continue;
-    if ((rc == -EAGAIN || rc == -EBUSY) && wait_timeout_ok_) {
+    if (rc == -EAGAIN || rc == -EBUSY) {
       // The kernel is short of memory (or CQ room) for a moment: the SQEs stay in the ring and
-      // the completion thread submits them after a short wait. Sleeping here would stall the
-      // caller (the control loop) with mu_ held.
+      // the completion thread submits them after a short wait. Waiting here would stall the
+      // caller (the control loop), and the completion thread's own wait is where reaping makes
+      // room.
       submit_pending_ = true;
       return;
-    }
-    if ((rc == -EAGAIN || rc == -EBUSY) && attempt < 10000) {
-      lock.unlock();  // the completion thread may be reaping what makes room
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-      lock.lock();
-      continue;
     }
     notice_once(g_submit_notice, std::string("io_uring_submit: ") + std::strerror(-rc));
     break;
@@ -265,22 +260,32 @@ void UringEngine::completion_loop() {
   std::vector<Request*> retry, done;
   for (;;) {
     io_uring_cqe* cqe = nullptr;
+    bool retry_submit;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (submit_pending_) flush_locked(lock);
+      retry_submit = submit_pending_;
+    }
+    // A refused submit is retried every 50 us. Otherwise the wait is bounded too (100 ms), in
+    // case a caller's submit was refused just after the check above with nothing in the kernel
+    // to wake this thread.
+    const long wait_ns = retry_submit ? 50'000 : 100'000'000;
     int rc;
     if (wait_timeout_ok_) {
-      bool retry_submit;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        if (submit_pending_) flush_locked(lock);
-        retry_submit = submit_pending_;
-      }
-      // A refused submit is retried every 50 us. Otherwise the wait is bounded too (100 ms), in
-      // case a caller's submit was refused just after the check above with nothing in the kernel
-      // to wake this thread.
-      __kernel_timespec ts{0, retry_submit ? 50'000 : 100'000'000};
+      __kernel_timespec ts{0, wait_ns};
       rc = io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
       if (rc == -ETIME) continue;
     } else {
-      rc = io_uring_wait_cqe(&ring_, &cqe);
+      // Without EXT_ARG, io_uring_wait_cqe_timeout would queue a timeout SQE beside callers'
+      // threads filling the SQ; polling the ring's descriptor waits for a CQE without touching
+      // the SQ.
+      rc = io_uring_peek_cqe(&ring_, &cqe);
+      if (rc == -EAGAIN) {
+        pollfd pfd{ring_.ring_fd, POLLIN, 0};
+        timespec ts{0, wait_ns};
+        ppoll(&pfd, 1, &ts, nullptr);
+        continue;
+      }
     }
     if (rc < 0) {
       if (rc != -EINTR && rc != -EAGAIN) {

@@ -66,8 +66,8 @@ class UringEngine final : public SsdEngine {
   bool buffers_registered() const { return buffers_.enabled(); }
   // Replaces io_uring_submit (tests: a kernel that answers EAGAIN for a while).
   void set_submit_for_testing(std::function<int(io_uring*)> submit);
-  // Behaves as on a kernel without IORING_FEAT_EXT_ARG (tests): a refused submit is retried by
-  // the submitting thread, which waits between tries without holding the engine's lock.
+  // Behaves as on a kernel without IORING_FEAT_EXT_ARG (tests): the completion thread waits by
+  // polling the ring's descriptor instead of io_uring_wait_cqe_timeout.
   void disable_ext_arg_for_testing();
 
  private:
@@ -78,10 +78,9 @@ class UringEngine final : public SsdEngine {
               IoThreadHook hook);
   void fail_early(IoOp op, Status status, IoCallback cb);
   // Moves overflow_ into the SQ and submits (`lock` holds mu_). When the kernel answers EAGAIN or
-  // EBUSY the SQEs stay in the ring: with EXT_ARG, submit_pending_ is set and the completion
-  // thread retries after a short wait (off the caller's thread, which is usually the control
-  // loop); without it the caller retries, waiting 50 us between tries with `lock` released, so
-  // that the completion thread and other submitters are never held up by the wait.
+  // EBUSY the SQEs stay in the ring, submit_pending_ is set and the completion thread retries
+  // after a short wait, off the caller's thread (usually the control loop), with or without
+  // IORING_FEAT_EXT_ARG: nothing ever sleeps in here.
   void flush_locked(std::unique_lock<std::mutex>& lock);
   void prep(io_uring_sqe* sqe, Request* req);
   void completion_loop();

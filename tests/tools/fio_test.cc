@@ -74,6 +74,62 @@ TEST(FioJobForExtents, ChunksLargerThanTheRequestAreOneStridedStreamAtTheDepth) 
   EXPECT_EQ(job->ranges[0].size_bytes, 3 * record - 4096);
 }
 
+TEST(FioJobForExtents, ChunksNotAMultipleOfTheRequestAreOneStreamOfEqualRequests) {
+  // Three 3 MiB records read as 2 + 1 MiB (a 24 MiB chunk at a 16 MiB --max-request, a session's
+  // last gds chunk), then a 1 MiB final record: one strided stream of 1.5 MiB requests at the
+  // depth, and the short record a job of its own. Unequal pieces made every piece a job of its
+  // own, run one after another at one request each.
+  const uint64_t mib = 1 << 20, record = 3 * mib + 4096;
+  std::vector<FioReadExtent> reads;
+  for (uint64_t r = 0; r < 3; ++r) {
+    reads.push_back({"a", 4096 + r * record, 2 * mib});
+    reads.push_back({"a", 4096 + r * record + 2 * mib, mib});
+  }
+  reads.push_back({"a", 4096 + 3 * record, mib});
+  auto job = fio_job_for_extents(reads, 4096, 8);
+  ASSERT_TRUE(job.is_ok()) << job.status().to_string();
+  EXPECT_EQ(job->iodepth, 8u);
+  EXPECT_EQ(job->block_bytes, 3 * mib / 2);
+  ASSERT_EQ(job->ranges.size(), 2u);
+  EXPECT_EQ(job->ranges[0].zone_bytes, 3 * mib);
+  EXPECT_EQ(job->ranges[0].io_bytes, 9 * mib);
+  EXPECT_EQ(job->ranges[0].block_bytes, 0u);
+  EXPECT_EQ(job->ranges[1].offset_bytes, 4096 + 3 * record);
+  EXPECT_EQ(job->ranges[1].size_bytes, mib);
+  EXPECT_EQ(job->ranges[1].block_bytes, mib);
+  EXPECT_EQ(job->ranges[1].zone_bytes, 0u);
+  // A record no equal requests of whole blocks can split (5 blocks in 2 or 3 requests... 5 is
+  // prime and 4 requests is over twice the path's 2).
+  std::vector<FioReadExtent> odd{{"a", 4096, 4 * 4096}, {"a", 5 * 4096, 4096}};
+  EXPECT_EQ(fio_job_for_extents(odd, 4096, 8).status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(FioJobForExtents, FioKeepsTheDepthWhenChunksAreLargerThanTheRequest) {
+  if (std::system("fio --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "fio is not installed";
+  // 64 records of 96 KiB, each read as 64 + 32 KiB: fio's own count of I/Os in flight at
+  // submission says most went at depth 8.
+  const uint64_t kib = 1024, record = 96 * kib + 4096;
+  const std::string file = ::testing::TempDir() + "tkv-fio-depth-" + std::to_string(getpid());
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << std::string(64 * record, 'x');
+  }
+  std::vector<FioReadExtent> reads;
+  for (uint64_t r = 0; r < 64; ++r) {
+    reads.push_back({file, 4096 + r * record, 64 * kib});
+    reads.push_back({file, 4096 + r * record + 64 * kib, 32 * kib});
+  }
+  auto job = fio_job_for_extents(reads, 4096, 8);
+  ASSERT_TRUE(job.is_ok()) << job.status().to_string();
+  job->huge_pages = false;
+  auto r = run_fio(*job);
+  std::remove(file.c_str());
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->read_bytes, 64 * 96 * kib) << r->command;
+  EXPECT_EQ(r->read_ios, 128u) << r->command;
+  EXPECT_GT(r->share_at_depth(8), 0.5) << r->command;
+}
+
 TEST(FioJobForExtents, FioReadsExactlyTheStridedPiecesAtTheDepth) {
   if (std::system("fio --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "fio is not installed";
   const uint64_t mib = 1 << 20, record = 2 * mib + 4096;
@@ -106,16 +162,28 @@ TEST(FioJobForExtents, FioReadsExactlyTheStridedPiecesAtTheDepth) {
 constexpr const char* kTwoJobs = R"(fio-3.33 note
 {"jobs": [
   {"read": {"io_bytes": 1000000000, "total_ios": 10, "bw_bytes": 2000000000, "runtime": 500},
-   "write": {"io_bytes": 0, "bw_bytes": 0}},
-  {"read": {"io_bytes": 1000000000, "total_ios": 10, "bw_bytes": 2000000000, "runtime": 500},
-   "write": {"io_bytes": 0, "bw_bytes": 0}}]})";
+   "write": {"io_bytes": 0, "bw_bytes": 0},
+   "iodepth_level": {"1": 100.0, "2": 0.0, "4": 0.0, "8": 0.0, ">=64": 0.0}},
+  {"read": {"io_bytes": 1000000000, "total_ios": 30, "bw_bytes": 2000000000, "runtime": 500},
+   "write": {"io_bytes": 0, "bw_bytes": 0},
+   "iodepth_level": {"1": 0.0, "2": 0.0, "4": 50.0, "8": 50.0, ">=64": 0.0}}]})";
 
 TEST(ParseFioOutput, SequentialJobsRateIsBytesOverSummedRuntime) {
   auto r = parse_fio_output(kTwoJobs, /*sequential_jobs=*/true);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_EQ(r->read_bytes, 2'000'000'000u);
+  EXPECT_EQ(r->read_ios, 40u);
   EXPECT_DOUBLE_EQ(r->read_runtime_s, 1.0);
   EXPECT_DOUBLE_EQ(r->read_bytes_per_s, 2e9);  // not the 4e9 their bandwidths sum to
+}
+
+TEST(ParseFioOutput, DepthSharesAreWeightedByEachJobsIos) {
+  auto r = parse_fio_output(kTwoJobs, /*sequential_jobs=*/true);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_DOUBLE_EQ(r->share_at_depth(1), 1.0);
+  EXPECT_DOUBLE_EQ(r->share_at_depth(4), 0.75);   // 30 of 40 I/Os at 4 or more
+  EXPECT_DOUBLE_EQ(r->share_at_depth(12), 0.375);  // depth 12 is in the 8 bucket
+  EXPECT_DOUBLE_EQ(r->share_at_depth(64), 0.0);
 }
 
 TEST(ParseFioOutput, ConcurrentJobsBandwidthsAddUp) {

@@ -149,8 +149,18 @@ Result<FioResult> parse_fio_output(const std::string& text, bool sequential_jobs
                                                : result.read_runtime_s + runtime_s;
     result.write_bytes += w.value("io_bytes", uint64_t{0});
     result.write_bytes_per_s += w.value("bw_bytes", 0.0);
+    const double ios = r.value("total_ios", 0.0);
+    if (j.contains("iodepth_level")) {
+      for (const auto& [bucket, pct] : j["iodepth_level"].items()) {
+        const uint32_t low = bucket == ">=64" ? 64 : static_cast<uint32_t>(std::stoul(bucket));
+        result.depth_shares[low] += pct.get<double>() / 100 * ios;
+      }
+    }
     if (first && r.contains("clat_ns")) result.read_lat_mean_us = r["clat_ns"].value("mean", 0.0) / 1e3;
     first = false;
+  }
+  if (result.read_ios > 0) {
+    for (auto& [low, share] : result.depth_shares) share /= static_cast<double>(result.read_ios);
   }
   // Jobs of FioJob::ranges run one after another (stonewall): their bandwidths do not add up; the
   // rate is all bytes over all runtime. Concurrent jobs' bandwidths do add up.
@@ -158,6 +168,16 @@ Result<FioResult> parse_fio_output(const std::string& text, bool sequential_jobs
     result.read_bytes_per_s = static_cast<double>(result.read_bytes) / result.read_runtime_s;
   }
   return result;
+}
+
+double FioResult::share_at_depth(uint32_t depth) const {
+  uint32_t bucket = 1;
+  while (bucket * 2 <= std::min<uint32_t>(depth, 64)) bucket *= 2;
+  double share = 0;
+  for (const auto& [low, s] : depth_shares) {
+    if (low >= bucket) share += s;
+  }
+  return share;
 }
 
 Status write_fio_read_log(const std::string& log_path, const std::vector<FioReadExtent>& reads) {
@@ -180,26 +200,40 @@ Status write_fio_read_log(const std::string& log_path, const std::vector<FioRead
 
 namespace {
 
-// Reads back to back in one file, as one record: its payload and the size of its pieces.
+// Reads back to back in one file, as one record: its payload and how many requests read it.
 struct Record {
   std::string path;
   uint64_t offset = 0;
   uint64_t bytes = 0;
-  uint64_t piece_bytes = 0;
-  bool equal_pieces = true;  // every piece piece_bytes long
+  uint64_t pieces = 0;
+  uint64_t end() const { return offset + bytes; }
 };
 
 std::vector<Record> records_of(const std::vector<FioReadExtent>& sorted) {
   std::vector<Record> out;
   for (const FioReadExtent& r : sorted) {
-    if (!out.empty() && out.back().path == r.path && out.back().offset + out.back().bytes == r.offset) {
-      out.back().equal_pieces = out.back().equal_pieces && r.bytes == out.back().piece_bytes;
+    if (!out.empty() && out.back().path == r.path && out.back().end() == r.offset) {
       out.back().bytes += r.bytes;
+      ++out.back().pieces;
       continue;
     }
-    out.push_back({r.path, r.offset, r.bytes, r.bytes, true});
+    out.push_back({r.path, r.offset, r.bytes, 1});
   }
   return out;
+}
+
+// fio's request size for a record read in `pieces` requests: the record in equal requests of
+// whole 4 KiB blocks, as few as that allows, no more than twice as many as the path made (a
+// 24 MiB chunk read as 16 + 8 MiB is two 12 MiB requests to fio). 0 when the record's size
+// allows no such split.
+uint64_t equal_piece_bytes(const Record& r) {
+  constexpr uint64_t kBlock = 4096;
+  if (r.bytes % kBlock != 0) return r.pieces == 1 ? r.bytes : 0;
+  const uint64_t blocks = r.bytes / kBlock;
+  for (uint64_t n = r.pieces; n <= 2 * r.pieces && n <= blocks; ++n) {
+    if (blocks % n == 0) return r.bytes / n;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -210,54 +244,44 @@ Result<FioJob> fio_job_for_extents(std::vector<FioReadExtent> reads, uint64_t ga
   std::sort(reads.begin(), reads.end(), [](const FioReadExtent& a, const FioReadExtent& b) {
     return a.path != b.path ? a.path < b.path : a.offset < b.offset;
   });
-  const uint64_t bytes = reads.front().bytes;
+  const std::vector<Record> records = records_of(reads);
   FioJob job;
   job.name = "same-extents";
   job.rw = gap_bytes ? "read:" + std::to_string(gap_bytes) : "read";
-  job.block_bytes = bytes;
   job.iodepth = depth;
   job.extra_args = {"--fixedbufs", "--registerfiles"};
-  const std::vector<Record> records = records_of(reads);
-  // Records of several equal pieces: one strided stream per run of equal records.
-  const bool pieces = std::any_of(records.begin(), records.end(),
-                                  [](const Record& r) { return r.bytes != r.piece_bytes; });
-  const bool strided = pieces && gap_bytes > 0 &&
-                       std::all_of(records.begin(), records.end(), [&](const Record& r) {
-                         return r.equal_pieces && r.bytes % r.piece_bytes == 0;
-                       });
-  auto add_range = [&](FioJob::Range range) -> Status {
-    if (job.ranges.size() == 256) {
-      return Status::failed_precondition("fio: the reads are scattered over more than 256 runs");
+  // A run: records of one size and request size, each gap_bytes after the last. It is one fio
+  // job (a range) at `depth`: one request per record goes as read:<gap>; several per record as
+  // a strided stream (a zone per record, the gap skipped), so depth is kept across the pieces of
+  // a record as across records. Runs are jobs one after another.
+  uint64_t run_piece = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const Record& r = records[i];
+    const uint64_t piece = equal_piece_bytes(r);
+    if (piece == 0) {
+      return Status::failed_precondition("fio: a record of " + std::to_string(r.bytes) +
+                                         " bytes at " + r.path + ":" + std::to_string(r.offset) +
+                                         " splits into no equal requests of whole blocks");
     }
-    job.ranges.push_back(std::move(range));
-    return Status::ok();
-  };
-  if (strided) {
-    for (size_t i = 0; i < records.size(); ++i) {
-      const Record& r = records[i];
-      const Record* prev = i > 0 ? &records[i - 1] : nullptr;
-      const bool continues = prev != nullptr && prev->path == r.path && prev->bytes == r.bytes &&
-                             prev->piece_bytes == r.piece_bytes &&
-                             r.offset == prev->offset + prev->bytes + gap_bytes;
-      if (!continues) {
-        TEMPOKV_RETURN_IF_ERROR(add_range({r.path, r.offset, 0,
-                                           r.piece_bytes == bytes ? 0 : r.piece_bytes, r.bytes,
-                                           gap_bytes, 0}));
-      }
-      FioJob::Range& range = job.ranges.back();
-      range.size_bytes = r.offset + r.bytes - range.offset_bytes;
-      range.io_bytes += r.bytes;
-    }
-    return job;
-  }
-  for (size_t i = 0; i < reads.size(); ++i) {
-    const FioReadExtent& r = reads[i];
-    bool continues = i > 0 && reads[i - 1].path == r.path && r.bytes == reads[i - 1].bytes &&
-                     r.offset == reads[i - 1].offset + r.bytes + gap_bytes;
+    if (i == 0) job.block_bytes = piece;
+    const Record* prev = i > 0 ? &records[i - 1] : nullptr;
+    const bool continues = prev != nullptr && prev->path == r.path && prev->bytes == r.bytes &&
+                           run_piece == piece && r.offset == prev->end() + gap_bytes;
     if (!continues) {
-      TEMPOKV_RETURN_IF_ERROR(add_range({r.path, r.offset, 0, r.bytes == bytes ? 0 : r.bytes}));
+      if (job.ranges.size() == 256) {
+        return Status::failed_precondition("fio: the reads are scattered over more than 256 runs");
+      }
+      FioJob::Range range{r.path, r.offset, 0, piece == job.block_bytes ? 0 : piece};
+      if (piece != r.bytes) {
+        range.zone_bytes = r.bytes;
+        range.zone_skip_bytes = gap_bytes;
+      }
+      job.ranges.push_back(range);
+      run_piece = piece;
     }
-    job.ranges.back().size_bytes = r.offset + r.bytes - job.ranges.back().offset_bytes;
+    FioJob::Range& range = job.ranges.back();
+    range.size_bytes = r.end() - range.offset_bytes;
+    if (range.zone_bytes != 0) range.io_bytes += r.bytes;
   }
   return job;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,11 @@ struct FioResult {
   double read_bytes_per_s = 0;
   double read_runtime_s = 0;    // the longest job's read runtime (the sum for FioJob::ranges)
   double read_lat_mean_us = 0;  // completion latency mean of the first job
+  // fio's iodepth_level: the share (0 to 1) of I/Os submitted with a bucket's count in flight,
+  // by the bucket's lower bound (1, 2, 4, 8, 16, 32, 64), weighted by I/Os over the jobs.
+  std::map<uint32_t, double> depth_shares;
+  // The share of I/Os submitted with at least `depth` in flight (fio's bucket holding it).
+  double share_at_depth(uint32_t depth) const;
   uint64_t write_bytes = 0;
   double write_bytes_per_s = 0;
   std::string command;  // the command line, for reports
@@ -75,15 +81,17 @@ struct FioReadExtent {
   uint64_t offset = 0;
   uint64_t bytes = 0;
 };
-// A fio job that reads exactly `reads` as sequential streams: one job (range) per run of
-// equal-size reads in one file spaced `gap_bytes` apart, fio's read:<gap> pattern skipping what
-// lies between them (a store record's header), at `depth` with registered buffers and files as
-// the benches' own reads use. Reads are taken in file and offset order; a read of another size
-// (a session's short final chunk) starts a range with its own --bs, so mixed sizes need no
-// replay. Reads back to back in one file (the pieces of a record read in several requests) are
-// one record: records of several equal pieces become one strided stream per run (Range::
-// zone_bytes), so fio keeps `depth` requests in flight across pieces and records alike.
-// FailedPrecondition when the reads would need more than 256 jobs.
+// A fio job that reads exactly `reads` as sequential streams at `depth`, with registered buffers
+// and files as the benches' own reads use. Reads back to back in one file (the pieces of a record
+// read in several requests: a chunk larger than the request size) are one record, which fio
+// reads in as few equal requests of whole 4 KiB blocks as it can, no more than twice the path's
+// count (16 + 8 MiB become 2 x 12 MiB). Records of one size, each `gap_bytes` after the last (a
+// store record's header between them), make one run, read by one fio job at `depth`: with
+// read:<gap> when one request reads a record, else as a strided stream (a zone per record), so
+// the depth holds across the pieces of a record as across records. Runs (another file, size or
+// spacing, such as a session's short final chunk) are jobs run one after another.
+// FailedPrecondition when the reads would need more than 256 jobs, or a record splits into no
+// equal requests.
 Result<FioJob> fio_job_for_extents(std::vector<FioReadExtent> reads, uint64_t gap_bytes,
                                    uint32_t depth);
 

@@ -49,7 +49,8 @@ Result<FioDepthRun> run_same_reads(const std::vector<FioReadExtent>& reads, uint
     return Status::internal("fio read " + std::to_string(r->read_bytes) + " bytes, not the " +
                             std::to_string(expected) + " of the compared reads: " + r->command);
   }
-  return FioDepthRun{job->iodepth, r->read_bytes_per_s / 1e9, r->read_bytes, r->command};
+  return FioDepthRun{job->iodepth, r->read_bytes_per_s / 1e9, r->read_bytes, r->command,
+                     r->share_at_depth(job->iodepth)};
 }
 
 }  // namespace
@@ -76,6 +77,17 @@ Result<FioCeiling> run_fio_ceiling(const std::vector<FioReadExtent>& reads, uint
     }
   }
   return fio_ceiling_of(std::move(runs));
+}
+
+nlohmann::json fio_runs_json(const std::vector<FioDepthRun>& runs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const FioDepthRun& r : runs) {
+    out.push_back({{"depth", r.depth},
+                   {"gbps", r.gbps},
+                   {"read_bytes", r.read_bytes},
+                   {"depth_share", r.depth_share}});
+  }
+  return out;
 }
 
 FioCeiling fio_ceiling_of(std::vector<FioDepthRun> runs) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "fio.h"
 #include "tempokv/status.h"
 
@@ -34,7 +36,9 @@ struct FioDepthRun {
   double gbps = 0;          // fio's read rate, 1e9 bytes per second
   uint64_t read_bytes = 0;  // what fio says it read: the compared reads' bytes
   std::string command;      // its command line
+  double depth_share = 0;   // share of fio's I/Os submitted with `depth` in flight (its bucket)
 };
+nlohmann::json fio_runs_json(const std::vector<FioDepthRun>& runs);
 
 struct FioCeiling {
   double equal_depth_gbps = 0;  // at the path's depth

@@ -249,10 +249,28 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
   StoreOptions sopt;
   sopt.dir = config.dir;
   sopt.segment_bytes = std::max<uint64_t>(1ULL << 30, round_up(max_chunk_bytes, kMiB) + kMiB);
-  sopt.max_object_bytes = std::max<uint64_t>(max_chunk_bytes, kMiB);
+  sopt.max_object_bytes = std::max<uint64_t>(round_up(max_chunk_bytes, kBlockBytes), kBlockBytes);
   sopt.capacity_bytes = std::max<uint64_t>(needed * 2 + 4 * sopt.segment_bytes, 64ULL << 30);
+  // A store already in --dir (an earlier run's, or a stopped daemon's) keeps the sizes it was
+  // made with: the bench never grows it past them nor reclaims what it holds to make room.
+  TEMPOKV_ASSIGN_OR_RETURN(const RecordedSizes recorded, recorded_store_sizes(config.dir));
+  if (recorded.capacity_bytes != 0) {
+    sopt.segment_bytes = recorded.segment_bytes;
+    sopt.capacity_bytes = recorded.capacity_bytes;
+  }
   sopt.read_only = config.reuse;  // inspection of an earlier run's store: never reclaims
   TEMPOKV_ASSIGN_OR_RETURN(auto store, Store::open(executor, *store_engine, sopt));
+  if (!config.reuse) {
+    const StoreStats t = store->stats();
+    const uint64_t used = t.disk_bytes + t.spare_bytes;
+    if (used + needed > sopt.capacity_bytes) {
+      return Status::failed_precondition(
+          config.dir + " holds a store of capacity " + std::to_string(sopt.capacity_bytes) +
+          " bytes with " + std::to_string(used) + " in use; the sessions need up to " +
+          std::to_string(needed) + " more, and writing them could reclaim what it holds: use " +
+          "another --dir, fewer --sessions, or --reuse");
+    }
+  }
 
   std::map<uint32_t, std::vector<BenchSession>> sessions;
   {
@@ -321,6 +339,7 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
         pairs.add(disk_gbps(samples.back()), *ceiling);
         std::string& note = run.row.path == "direct" ? fio_direct_note : fio_other_note;
         if (note.empty()) note = ceiling->command + "; first pair: " + ceiling->rates;
+        if (run.row.fio_first_runs.empty()) run.row.fio_first_runs = ceiling->runs;
       }
     }
     bar.finish();

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fio_ceiling.h"
 #include "tempokv/status.h"
 
 namespace tempokv::cli {
@@ -65,6 +66,7 @@ struct RestoreBenchRow {
   std::optional<double> fio_gbps, fio_equal_depth_gbps;
   uint32_t fio_best_depth = 0;
   uint32_t fio_pairs = 0;
+  std::vector<FioDepthRun> fio_first_runs;  // the first pair's fio runs, the path's depth first
   uint64_t peak_rss_bytes = 0;
   bool verified = false;
   std::string error;                                 // first failure, if any restore failed

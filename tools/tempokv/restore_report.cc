@@ -72,6 +72,7 @@ nlohmann::json restore_result_json(const RestoreBenchConfig& c, const RestoreBen
                                      : nlohmann::json(nullptr)},
         {"fio_best_depth", row.fio_best_depth},
         {"fio_pairs", row.fio_pairs},
+        {"fio_first_runs", fio_runs_json(row.fio_first_runs)},
         {"restore_ms_median", row.restore_ms_median},
         {"restore_ms_p95", row.restore_ms_p95},
         {"disk_read_gbps", row.disk_read_gbps},

@@ -183,6 +183,7 @@ int run_bench(const BenchConfig& cfg) {
   // extents, order and size, at the same depth and at 8, 16 and 32. Ratios are taken per round.
   std::set<size_t> bad_objects;  // failed verification in any round
   std::string first_error, fio_note;
+  std::vector<FioDepthRun> fio_first_runs;
   const double total = double(bytes) * double(cfg.objects);
   std::vector<double> store_rates, cpu_rates;
   FioPairs pairs;
@@ -216,6 +217,7 @@ int run_bench(const BenchConfig& cfg) {
     if (round % 2 == 0) ceiling = fio_ceiling_same_extents(s.store(), infos, cfg.queue_depth, cfg.small_pages);
     if (!ceiling.is_ok()) return fail(ceiling.status());
     pairs.add(store_rates.back(), *ceiling);
+    if (fio_first_runs.empty()) fio_first_runs = ceiling->runs;
     fio_note += (fio_note.empty() ? ceiling->command + "; round 1: " : "; round " +
                  std::to_string(round + 1) + ": ") + ceiling->rates;
   }
@@ -267,6 +269,7 @@ int run_bench(const BenchConfig& cfg) {
                         {"fio_best_gbps_rounds", pairs.best},
                         {"fio_best_gbps", fio_best_gbps},
                         {"fio_best_depth", fio_best_depth},
+                        {"fio_first_runs", fio_runs_json(fio_first_runs)},
                         {"ratio_vs_best", ratio_vs_best},
                         {"checksums_verified", !cfg.no_verify},
                         {"hook_threads", cfg.store.hook_threads}};
