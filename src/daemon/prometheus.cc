@@ -36,13 +36,16 @@ std::string_view type_name(MetricType type) {
   return "untyped";
 }
 
-// HELP text escapes only backslash and newline (quotes stay as they are).
-std::string escape_help(std::string_view help) {
+// Backslash and newline escaped; a double quote too where `quotes` (label values: HELP text
+// keeps its quotes as they are).
+std::string escaped(std::string_view text, bool quotes) {
   std::string out;
-  out.reserve(help.size());
-  for (char c : help) {
+  out.reserve(text.size());
+  for (char c : text) {
     if (c == '\\') {
       out += "\\\\";
+    } else if (quotes && c == '"') {
+      out += "\\\"";
     } else if (c == '\n') {
       out += "\\n";
     } else {
@@ -66,22 +69,7 @@ std::string format_metric_value(double v) {
   return std::string(buf, end);
 }
 
-std::string escape_label_value(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string escape_label_value(std::string_view v) { return escaped(v, true); }
 
 Histogram::Histogram(std::vector<double> upper_bounds) : bounds_(std::move(upper_bounds)) {
   std::erase_if(bounds_, [](double b) { return !std::isfinite(b); });
@@ -113,7 +101,7 @@ void PrometheusWriter::family(std::string_view name, std::string_view help, Metr
   out_ += "# HELP ";
   out_ += name;
   out_ += ' ';
-  out_ += escape_help(help);
+  out_ += escaped(help, false);
   out_ += "\n# TYPE ";
   out_ += name;
   out_ += ' ';

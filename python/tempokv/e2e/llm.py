@@ -6,10 +6,23 @@ process, and the connector's two sides found in it.
 Imports vLLM lazily: callers set VLLM_ENABLE_V1_MULTIPROCESSING / VLLM_CPU_KVCACHE_SPACE first.
 """
 
+import argparse
 import gc
 import glob
+import json
 import os
 import time
+
+
+def read_spec(argv=None):
+    """An engine process's command line: ``--spec``, the JSON file its driver wrote, and
+    ``--out``, where the process writes its results. Returns (spec, out path)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--spec", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    with open(a.spec) as f:
+        return json.load(f), a.out
 
 
 def build_llm(spec, connector_extra=None, scheduler_cls="tempokv.vllm.TempoKVAsyncScheduler",

@@ -14,7 +14,6 @@ connector's load counters. ``tp`` > 1 runs that many tensor-parallel workers in 
 their own (the engine core stays in this process).
 """
 
-import argparse
 import json
 import os
 import signal
@@ -28,7 +27,7 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB
 
 from .daemon import live_claims  # noqa: E402
 from .llm import (agent, build_llm, close_llm, connector_counters, drive,  # noqa: E402
-                  worker_connector)
+                  read_spec, worker_connector)
 from .reference import ReferenceKV  # noqa: E402
 
 
@@ -184,12 +183,7 @@ def run(spec):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--spec", required=True)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
-    with open(a.spec) as f:
-        spec = json.load(f)
+    spec, out_path = read_spec(argv)
     if spec.get("multiprocess"):
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1"
         # The KV reference (reference.py) sends a function to the engine core's process, which
@@ -210,7 +204,7 @@ def main(argv=None):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import vllm
     out = {"vllm_version": vllm.__version__, "runs": run(spec)}
-    with open(a.out, "w") as f:
+    with open(out_path, "w") as f:
         json.dump(out, f)
     return 0
 

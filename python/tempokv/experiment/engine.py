@@ -16,7 +16,6 @@ share no prefix) and emptied after each run, every block is free after each run
 that run (``cached_equals_loaded``).
 """
 
-import argparse
 import contextlib
 import json
 import os
@@ -30,7 +29,7 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 from ..e2e.daemon import live_claims  # noqa: E402
 from ..e2e.llm import (agent, build_llm, close_llm, connector_counters, drive,  # noqa: E402
-                       scheduler, worker_connector)
+                       read_spec, scheduler, worker_connector)
 from . import daemon as daemon_mod  # noqa: E402
 from . import machine  # noqa: E402
 
@@ -326,16 +325,11 @@ def run(spec, out_path=None):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--spec", required=True)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
-    with open(a.spec) as f:
-        spec = json.load(f)
+    spec, out_path = read_spec(argv)
     import vllm
-    out = run(spec, a.out)
+    out = run(spec, out_path)
     out["vllm_version"] = vllm.__version__
-    with open(a.out, "w") as f:
+    with open(out_path, "w") as f:
         json.dump(out, f)
     return 0
 
