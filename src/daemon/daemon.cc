@@ -22,15 +22,7 @@ namespace tempokv::service {
 
 Result<std::map<std::string, std::string>> read_tokens_file(const std::string& path) {
   const std::string field = "server.tokens_file " + path;
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return Status::from_errno(errno, field);
-  if (!S_ISREG(st.st_mode)) return Status::invalid_argument(field + " is not a regular file");
-  if ((st.st_mode & 0077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return Status::invalid_argument(field + " is accessible to users other than its owner (mode " +
-                                    mode + "); chmod 600 it");
-  }
+  TEMPOKV_RETURN_IF_ERROR(check_owner_only_file(field, path));
   std::ifstream in(path);
   if (!in) return Status::io_error("read " + field);
   std::map<std::string, std::string> tokens;
@@ -89,6 +81,7 @@ Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profi
   if (!c.server.tokens_file.empty()) {
     TEMPOKV_ASSIGN_OR_RETURN(o.runtime_tokens, read_tokens_file(c.server.tokens_file));
   }
+  TEMPOKV_ASSIGN_OR_RETURN(o.remote, remote_tier_options(c.remote));
   o.write_bytes = c.writes.region_bytes;
   o.policy = c.controller.policy;
   o.tick = std::chrono::milliseconds(c.controller.tick_ms);

@@ -76,6 +76,21 @@ Status set_from_node(const Field& f, DaemonConfig& c, const toml::node& n) {
         return config::set_number(f, c, static_cast<double>(i->get()));
       }
       break;
+    case FieldType::kStrings:
+      if (const auto* array = n.as_array()) {
+        std::vector<std::string> items;
+        for (size_t i = 0; i < array->size(); ++i) {
+          const auto* s = (*array)[i].as_string();
+          if (s == nullptr) {
+            return Status::invalid_argument(f.name() + "[" + std::to_string(i) +
+                                            "] must be a string (got " +
+                                            std::string(toml_type_name((*array)[i])) + ")");
+          }
+          items.push_back(s->get());
+        }
+        return config::set_strings(f, c, std::move(items));
+      }
+      break;
   }
   return Status::invalid_argument(f.name() + " must be " + std::string(config::expected(f.type)) +
                                   " (got " + std::string(toml_type_name(n)) + ")");
@@ -114,6 +129,8 @@ std::string type_column(FieldType type) {
       return "bytes";
     case FieldType::kNumber:
       return "number";
+    case FieldType::kStrings:
+      return "strings";
   }
   return "";
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "controller/error_feedback.h"
 #include "store/store.h"
@@ -73,12 +74,26 @@ struct DaemonConfig {
     uint32_t prior_output_tokens = 128;   // output length assumed before one is predicted
   };
 
+  // The shared KV tier on Redis Cluster (docs/cluster.md): off while seeds is empty.
+  struct Remote {
+    std::vector<std::string> seeds;  // "host:port" of any cluster nodes
+    std::string user;                // ACL user; "" = requirepass (or no AUTH)
+    std::string password_file;       // the password, read at start; never in the TOML or a log
+    uint64_t connect_timeout_ms = 200;
+    uint64_t io_timeout_ms = 1000;                 // deadline of one call, the whole value
+    uint64_t write_behind_bytes = 1ULL << 30;      // published, not yet sent; beyond: dropped
+    double node_rate_gib_s = 2.0;                  // per-node fetch rate before one is measured
+    uint64_t max_value_bytes = 256ULL << 20;       // largest object published or fetched
+    bool enabled() const { return !seeds.empty(); }
+  };
+
   std::string data_dir = "./tempokvd-data";  // the daemon's directory: socket, store, state
   Server server;
   Store store;
   Tier tier;
   Writes writes;
   Controller controller;
+  Remote remote;
 
   // server.endpoint, or the ipc socket in data_dir when it is empty.
   std::string resolved_endpoint() const;

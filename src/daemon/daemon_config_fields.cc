@@ -14,8 +14,8 @@ namespace {
 // One accessor per member; captureless lambdas decay to the Field::ref function pointer.
 #define TEMPOKV_FIELD_REF(member) [](DaemonConfig& c) -> FieldRef { return &c.member; }
 
-constexpr std::array<std::string_view, 5> kTables = {"server", "store", "tier", "writes",
-                                                     "controller"};
+constexpr std::array<std::string_view, 6> kTables = {"server", "store", "tier", "writes",
+                                                     "controller", "remote"};
 
 const Field kFields[] = {
     {"", "data_dir", FieldType::kString, TEMPOKV_FIELD_REF(data_dir),
@@ -143,6 +143,34 @@ const Field kFields[] = {
     {"controller", "prior_output_tokens", FieldType::kInteger,
      TEMPOKV_FIELD_REF(controller.prior_output_tokens),
      "Output length assumed for a request before one is predicted."},
+
+    {"remote", "seeds", FieldType::kStrings, TEMPOKV_FIELD_REF(remote.seeds),
+     "HOST:PORT of Redis Cluster nodes the slot map is asked of (docs/cluster.md); [] (the "
+     "default) runs without the shared remote tier."},
+    {"remote", "user", FieldType::kString, TEMPOKV_FIELD_REF(remote.user),
+     "ACL user the daemon authenticates as; \"\" means requirepass (AUTH with the password "
+     "alone), or no AUTH when password_file is \"\" too."},
+    {"remote", "password_file", FieldType::kString, TEMPOKV_FIELD_REF(remote.password_file),
+     "File holding the cluster's password on its first line (readable and writable by its owner "
+     "alone), read at start; the password is never taken from the TOML or a flag and never "
+     "logged. \"\" means no password."},
+    {"remote", "connect_timeout_ms", FieldType::kInteger,
+     TEMPOKV_FIELD_REF(remote.connect_timeout_ms),
+     "Bound on opening a connection to one node, 1 to 60000."},
+    {"remote", "io_timeout_ms", FieldType::kInteger, TEMPOKV_FIELD_REF(remote.io_timeout_ms),
+     "Deadline of one call to the cluster, the whole value included, 1 to 600000: a node that "
+     "stops answering fails the call within it."},
+    {"remote", "write_behind_bytes", FieldType::kBytes,
+     TEMPOKV_FIELD_REF(remote.write_behind_bytes),
+     "Bytes of puts waiting to be published to the cluster; a put beyond it is stored locally "
+     "and its publish dropped and counted (the engine never waits); at least "
+     "store.max_object_bytes."},
+    {"remote", "node_rate_gib_s", FieldType::kNumber, TEMPOKV_FIELD_REF(remote.node_rate_gib_s),
+     "Fetch rate from one node, GiB/s, a remote claim's TTR assumes until fetches from that "
+     "node are measured; positive and finite."},
+    {"remote", "max_value_bytes", FieldType::kBytes, TEMPOKV_FIELD_REF(remote.max_value_bytes),
+     "Largest object published to or fetched from the cluster; at least "
+     "store.max_object_bytes."},
 };
 
 #undef TEMPOKV_FIELD_REF
@@ -182,6 +210,8 @@ std::string_view expected(FieldType type) {
       return "a byte size (an integer or a string such as \"1GiB\")";
     case FieldType::kNumber:
       return "a number";
+    case FieldType::kStrings:
+      return "an array of strings";
   }
   return "a value";
 }
@@ -221,6 +251,15 @@ Status set_number(const Field& f, DaemonConfig& c, double value) {
   FieldRef ref = f.ref(c);
   if (!std::holds_alternative<double*>(ref)) return bad(f, "is not a number");
   *std::get<double*>(ref) = value;
+  return Status::ok();
+}
+
+Status set_strings(const Field& f, DaemonConfig& c, std::vector<std::string> value) {
+  FieldRef ref = f.ref(c);
+  if (!std::holds_alternative<std::vector<std::string>*>(ref)) {
+    return bad(f, "is not a list of strings");
+  }
+  *std::get<std::vector<std::string>*>(ref) = std::move(value);
   return Status::ok();
 }
 
@@ -266,6 +305,16 @@ Status set_from_text(const Field& f, DaemonConfig& c, std::string_view text) {
       if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return expect();
       return set_number(f, c, v);
     }
+    case FieldType::kStrings: {
+      // Comma-separated; the empty text is the empty list.
+      std::vector<std::string> items;
+      for (size_t at = 0; !text.empty() && at <= text.size();) {
+        const size_t comma = std::min(text.find(',', at), text.size());
+        items.emplace_back(text.substr(at, comma - at));
+        at = comma + 1;
+      }
+      return set_strings(f, c, std::move(items));
+    }
   }
   return expect();
 }
@@ -310,6 +359,11 @@ std::string toml_value(const Field& f, const DaemonConfig& c) {
   if (auto* b = std::get_if<bool*>(&ref)) return **b ? "true" : "false";
   if (auto* u32 = std::get_if<uint32_t*>(&ref)) return std::to_string(**u32);
   if (auto* u64 = std::get_if<uint64_t*>(&ref)) return std::to_string(**u64);
+  if (auto* list = std::get_if<std::vector<std::string>*>(&ref)) {
+    std::string out = "[";
+    for (const std::string& item : **list) out += (out.size() > 1 ? ", " : "") + toml_quote(item);
+    return out + "]";
+  }
   double d = *std::get<double*>(ref);
   if (std::isnan(d)) return "nan";
   if (std::isinf(d)) return d > 0 ? "inf" : "-inf";

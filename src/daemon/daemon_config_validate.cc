@@ -225,6 +225,48 @@ Status validate_controller(const DaemonConfig::Controller& c) {
   return in_range("controller.prior_output_tokens", c.prior_output_tokens, 1, 1'000'000);
 }
 
+// The [remote] table: checked whether or not seeds is empty, so a typo shows before it is used.
+Status validate_remote(const DaemonConfig::Remote& r, const DaemonConfig::Store& store) {
+  for (size_t i = 0; i < r.seeds.size(); ++i) {
+    const std::string& seed = r.seeds[i];
+    Result<HostPort> hp = parse_host_port(seed);
+    if (!hp.is_ok() || hp->port == 0 || hp->host.empty()) {
+      return bad("remote.seeds", "'" + seed + "' must be HOST:PORT ([V6]:PORT) with PORT in "
+                                              "[1, 65535]");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (r.seeds[j] == seed) return bad("remote.seeds", "lists '" + seed + "' twice");
+    }
+  }
+  if (!r.user.empty() && r.password_file.empty()) {
+    return bad("remote.user", "is set ('" + r.user + "') but remote.password_file is \"\": an "
+                              "ACL user needs a password");
+  }
+  if (!r.password_file.empty() && r.password_file[0] != '/') {
+    return bad("remote.password_file",
+               "must be an absolute path (got '" + r.password_file + "')");
+  }
+  TEMPOKV_RETURN_IF_ERROR(in_range("remote.connect_timeout_ms", r.connect_timeout_ms, 1, 60'000));
+  TEMPOKV_RETURN_IF_ERROR(in_range("remote.io_timeout_ms", r.io_timeout_ms, 1, 600'000));
+  if (r.write_behind_bytes < store.max_object_bytes) {
+    return bad("remote.write_behind_bytes",
+               "must be at least store.max_object_bytes (" +
+                   std::to_string(store.max_object_bytes) + "), so any put can be published (got " +
+                   std::to_string(r.write_behind_bytes) + ")");
+  }
+  if (r.max_value_bytes < store.max_object_bytes) {
+    return bad("remote.max_value_bytes",
+               "must be at least store.max_object_bytes (" +
+                   std::to_string(store.max_object_bytes) + ") (got " +
+                   std::to_string(r.max_value_bytes) + ")");
+  }
+  if (!std::isfinite(r.node_rate_gib_s) || r.node_rate_gib_s <= 0) {
+    return bad("remote.node_rate_gib_s",
+               "must be a positive, finite rate (got " + std::to_string(r.node_rate_gib_s) + ")");
+  }
+  return Status::ok();
+}
+
 // dir/name without a doubled slash ("/data/" and "/data" give "/data/name").
 std::string in_data_dir(std::string dir, std::string_view name) {
   while (dir.size() > 1 && dir.ends_with('/')) dir.pop_back();
@@ -269,7 +311,8 @@ Status DaemonConfig::validate() const {
   TEMPOKV_RETURN_IF_ERROR(validate_store(store));
   TEMPOKV_RETURN_IF_ERROR(validate_tier(tier));
   TEMPOKV_RETURN_IF_ERROR(nonzero_block_multiple("writes.region_bytes", writes.region_bytes));
-  return validate_controller(controller);
+  TEMPOKV_RETURN_IF_ERROR(validate_controller(controller));
+  return validate_remote(remote, store);
 }
 
 }  // namespace tempokv::service

@@ -82,4 +82,15 @@ Result<int> lock_data_dir(const std::string& dir) {
   return fd;
 }
 
+Status check_owner_only_file(const std::string& what, const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return Status::from_errno(errno, what);
+  if (!S_ISREG(st.st_mode)) return Status::invalid_argument(what + " is not a regular file");
+  if ((st.st_mode & 0077) != 0) {
+    return Status::invalid_argument(what + " is accessible to users other than its owner (mode " +
+                                    mode_string(st.st_mode) + "); chmod 600 it");
+  }
+  return Status::ok();
+}
+
 }  // namespace tempokv::service

@@ -26,5 +26,8 @@ Status prepare_data_dir(const std::string& dir, std::optional<uint32_t> group);
 // the kernel even on SIGKILL) and writes the daemon's pid in it: the descriptor to keep open.
 // FailedPrecondition naming the other daemon's pid when it is held.
 Result<int> lock_data_dir(const std::string& dir);
+// A file holding a secret (tokens, a password): a regular file that users other than its owner
+// may neither read nor write. InvalidArgument starting with `what` otherwise.
+Status check_owner_only_file(const std::string& what, const std::string& path);
 
 }  // namespace tempokv::service

@@ -34,6 +34,7 @@
 #include "common/job_threads.h"
 #include "adapter/runtime_adapter.h"
 #include "controller/controller.h"
+#include "daemon/remote_tier_config.h"
 #include "daemon/write_region.h"
 #include "fasttier/fast_tier.h"
 #include "provider/staging_provider.h"
@@ -97,6 +98,8 @@ struct CoreOptions {
   uint32_t max_sessions_per_runtime = 64;  // sessions joined to one runtime at once
   // Runtimes that need a token to be joined (server.tokens_file): name -> token.
   std::map<std::string, std::string> runtime_tokens;
+  // The shared remote tier ([remote], docs/cluster.md); off when its seeds are empty.
+  RemoteTierOptions remote;
 };
 
 class ServiceCore {
