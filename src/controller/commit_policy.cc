@@ -1,5 +1,6 @@
 #include "controller/commit_policy.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace tempokv {
@@ -14,8 +15,8 @@ Duration CommitPolicy::laxity_given(Duration ttu, uint32_t waiting_rank, Duratio
 Result<std::unique_ptr<CommitPolicy>> make_commit_policy(std::string_view name) {
   if (name == "demand") return make_demand_policy();
   if (name == "immediate") return make_immediate_policy();
-  if (name == "tempokv-static") return make_tempokv_static_policy();
-  if (name == "tempokv") return make_tempokv_policy();
+  if (name == "tempokv") return make_tempokv_policy(true);
+  if (name == "tempokv-no-state-ttr") return make_tempokv_policy(false);
   if (name.starts_with("queue-")) {
     uint32_t k = 0;
     auto digits = name.substr(6);
@@ -26,7 +27,45 @@ Result<std::unique_ptr<CommitPolicy>> make_commit_policy(std::string_view name) 
   }
   return Status::invalid_argument(
       "unknown commit policy '" + std::string(name) +
-      "' (expected demand, immediate, queue-K with K >= 1, tempokv-static or tempokv)");
+      "' (expected demand, immediate, queue-K with K >= 1, tempokv or tempokv-no-state-ttr)");
+}
+
+namespace {
+
+constexpr TempoKvSwitches kAllOn{};
+
+constexpr TempoKvSwitches without(bool TempoKvSwitches::*mechanism) {
+  TempoKvSwitches s;
+  s.*mechanism = false;
+  return s;
+}
+
+const TempoKvConfiguration kConfigurations[] = {
+    {"tempokv", "", kAllOn},
+    {"tempokv-static", "error feedback", without(&TempoKvSwitches::error_feedback)},
+    {"tempokv-no-wait", "commit wait", without(&TempoKvSwitches::commit_wait)},
+    {"tempokv-no-chain", "chained deadlines", without(&TempoKvSwitches::chained_deadlines)},
+    {"tempokv-no-order-stats", "order statistics", without(&TempoKvSwitches::order_statistics)},
+    {"tempokv-no-state-ttr", "state-aware TTR", without(&TempoKvSwitches::state_aware_ttr)},
+    {"tempokv-progressive", "", {.progressive_release = true}},
+};
+
+}  // namespace
+
+std::span<const TempoKvConfiguration> tempokv_configurations() { return kConfigurations; }
+
+const TempoKvConfiguration* find_tempokv_configuration(std::string_view name) {
+  auto it = std::find_if(std::begin(kConfigurations), std::end(kConfigurations),
+                         [name](const TempoKvConfiguration& c) { return c.name == name; });
+  return it == std::end(kConfigurations) ? nullptr : &*it;
+}
+
+std::vector<std::string> tempokv_ablations() {
+  std::vector<std::string> names;
+  for (const TempoKvConfiguration& c : kConfigurations) {
+    if (!c.without.empty()) names.emplace_back(c.name);
+  }
+  return names;
 }
 
 }  // namespace tempokv

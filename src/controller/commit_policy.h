@@ -8,13 +8,17 @@
 // ttr_bound() for timed ones. Both are bounds, never decisions: eligible() stays the authority.
 //
 // One file per policy; make_commit_policy() builds one from its name. Stateless and const.
+// TempoKV's variants (tempokv_configurations()) are its policy with some controller and adapter
+// options switched off.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tempokv/executor.h"
 #include "tempokv/status.h"
@@ -51,8 +55,9 @@ class CommitPolicy {
   // True when eligibility depends on TTU and TTR: laxity() then tells how long until it may become
   // eligible if nothing else changes, so the controller can wake exactly then.
   virtual bool timed() const { return false; }
-  // Its laxity uses the provider's state-aware TTR (the reads ahead of a claim): the controller
-  // then also lets a commit wait while those reads drain (ControllerOptions::wait_for_reads_ahead).
+  // TempoKV's rule (either TTR): the controller also applies the mechanisms that look at the
+  // reads queued ahead of a claim, each switched by its ControllerOptions: the commit wait
+  // (wait_for_reads_ahead) and chained deadlines (chain_deadlines).
   virtual bool state_aware() const { return false; }
   // Estimated laxity TTU − TTR (timed policies only). Nonincreasing in ttr and static_ttr: given
   // upper bounds of both it gives a lower bound (how the controller skips claims cheaply).
@@ -74,9 +79,42 @@ class CommitPolicy {
 std::unique_ptr<CommitPolicy> make_demand_policy();
 std::unique_ptr<CommitPolicy> make_immediate_policy();
 std::unique_ptr<CommitPolicy> make_queue_policy(uint32_t k);
-std::unique_ptr<CommitPolicy> make_tempokv_static_policy();
-std::unique_ptr<CommitPolicy> make_tempokv_policy();
-// "demand", "immediate", "queue-K" (K ≥ 1), "tempokv-static", "tempokv".
+// TempoKV's rule with the provider's state-aware TTR, or (false) with non-resident bytes over a
+// fixed rate: "tempokv-no-state-ttr".
+std::unique_ptr<CommitPolicy> make_tempokv_policy(bool state_aware_ttr = true);
+// "demand", "immediate", "queue-K" (K ≥ 1), "tempokv", "tempokv-no-state-ttr".
 Result<std::unique_ptr<CommitPolicy>> make_commit_policy(std::string_view name);
+
+// TempoKV's mechanisms, each of which a configuration switches on or off alone ("tempokv" has
+// every one on; make_controller() applies them).
+struct TempoKvSwitches {
+  bool error_feedback = true;     // recent timing error folded into the laxity (ErrorFeedback)
+  bool commit_wait = true;        // ControllerOptions::wait_for_reads_ahead
+  bool chained_deadlines = true;  // ControllerOptions::chain_deadlines
+  // The runtimes project the queue wait with the expected order statistics of the decoders'
+  // completions, not their conditional means (AdapterOptions::wait_order_statistics).
+  bool order_statistics = true;
+  // The laxity's TTR is the provider's projection of the staging state; off: the claim's
+  // non-resident bytes over a fixed rate (make_tempokv_policy(false)).
+  bool state_aware_ttr = true;
+  bool progressive_release = false;  // ControllerOptions::progressive_release (not an ablation)
+  bool operator==(const TempoKvSwitches&) const = default;
+};
+
+struct TempoKvConfiguration {
+  std::string_view name;
+  std::string_view without;  // the mechanism it switches off ("" for tempokv, -progressive)
+  TempoKvSwitches switches;
+};
+
+// "tempokv" and its variants: the ablations, each TempoKV with exactly one mechanism off
+// ("tempokv-static": without error feedback; "tempokv-no-wait", "tempokv-no-chain",
+// "tempokv-no-order-stats", "tempokv-no-state-ttr"), and "tempokv-progressive". The one list:
+// make_controller(), the eval and tempokvd read it.
+std::span<const TempoKvConfiguration> tempokv_configurations();
+// The entry of that name; nullptr for any other name.
+const TempoKvConfiguration* find_tempokv_configuration(std::string_view name);
+// The names of the ablations above, in table order.
+std::vector<std::string> tempokv_ablations();
 
 }  // namespace tempokv

@@ -325,29 +325,38 @@ void Controller::schedule_tick() {
 Result<std::unique_ptr<Controller>> make_controller(Executor& executor, StagingProvider& provider,
                                                     std::string_view configuration,
                                                     ControllerOptions options) {
-  const bool progressive = configuration == "tempokv-progressive";
-  const bool eager = configuration == "tempokv-eager";
-  const bool unchained = configuration == "tempokv-unchained";
-  TEMPOKV_ASSIGN_OR_RETURN(
-      auto policy,
-      make_commit_policy(is_tempokv_variant(configuration) ? "tempokv" : configuration));
-  options.progressive_release = progressive;
-  if (eager) options.wait_for_reads_ahead = false;
-  if (unchained) options.chain_deadlines = false;
-  return std::make_unique<Controller>(executor, provider, std::move(policy), options);
+  const TempoKvConfiguration* tempokv = find_tempokv_configuration(configuration);
+  if (!tempokv) {
+    TEMPOKV_ASSIGN_OR_RETURN(auto policy, make_commit_policy(configuration));
+    options.progressive_release = false;
+    return std::make_unique<Controller>(executor, provider, std::move(policy), options);
+  }
+  const TempoKvSwitches& s = tempokv->switches;
+  options.progressive_release = s.progressive_release;
+  options.error_feedback = options.error_feedback && s.error_feedback;
+  options.wait_for_reads_ahead = options.wait_for_reads_ahead && s.commit_wait;
+  options.chain_deadlines = options.chain_deadlines && s.chained_deadlines;
+  return std::make_unique<Controller>(executor, provider, make_tempokv_policy(s.state_aware_ttr),
+                                      options);
 }
 
 bool is_tempokv_variant(std::string_view configuration) {
-  return configuration == "tempokv-progressive" || configuration == "tempokv-eager" ||
-         configuration == "tempokv-unchained";
+  return configuration != "tempokv" && find_tempokv_configuration(configuration) != nullptr;
 }
 
 bool is_controller_configuration(std::string_view configuration) {
-  return is_tempokv_variant(configuration) || make_commit_policy(configuration).is_ok();
+  return find_tempokv_configuration(configuration) || make_commit_policy(configuration).is_ok();
+}
+
+std::string controller_configuration_names() {
+  std::string names = "demand, immediate, queue-K (K >= 1)";
+  for (const TempoKvConfiguration& c : tempokv_configurations()) names += ", " + std::string(c.name);
+  return names;
 }
 
 bool projects_order_statistics(std::string_view configuration) {
-  return configuration == "tempokv" || is_tempokv_variant(configuration);
+  const TempoKvConfiguration* c = find_tempokv_configuration(configuration);
+  return c && c->switches.order_statistics;
 }
 
 }  // namespace tempokv

@@ -26,7 +26,7 @@
 //    end if it committed now (StagingProvider::commit_wait; ControllerOptions::
 //    wait_for_reads_ahead): it is ready no later and holds nothing meanwhile. It wakes when they
 //    should have drained and decides again; its timing error is judged from where it first waited.
-//    "tempokv-eager" (make_controller) commits at once, without the wait.
+//    "tempokv-no-wait" (make_controller) commits at once, without the wait.
 //  * Every state change goes through transition(), which aborts on an illegal one.
 //
 // Cost of an evaluation: controller_eval.cc explains how the index bounds the work.
@@ -45,6 +45,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -401,34 +402,28 @@ class Controller {
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
-// A controller for a commit configuration by name: a policy of make_commit_policy(),
-// "tempokv-progressive" (TempoKV's eligibility, each object released after its own copy:
-// options.progressive_release is set from the name), "tempokv-eager" (TempoKV committing every
-// eligible claim at once: options.wait_for_reads_ahead is cleared, the ablation of the wait) or
-// "tempokv-unchained" (each claim timed alone: options.chain_deadlines is cleared).
-// InvalidArgument for an unknown name.
+// A controller for a commit configuration by name: a policy of make_commit_policy() (demand,
+// immediate, queue-K, and TempoKV's rule with either TTR), or one of tempokv_configurations():
+// TempoKV's policy with options.error_feedback, wait_for_reads_ahead and chain_deadlines cleared
+// where its switches turn them off (never set: a caller's off stays off) and
+// options.progressive_release set from them. InvalidArgument for an unknown name.
 Result<std::unique_ptr<Controller>> make_controller(Executor& executor, StagingProvider& provider,
                                                     std::string_view configuration,
                                                     ControllerOptions options = {});
 
-// The configurations make_controller() builds on TempoKV's commit policy with other controller
-// options: "tempokv-progressive", "tempokv-eager", "tempokv-unchained" (not "tempokv" itself,
-// which make_commit_policy() knows). The one list of them: the eval and tempokvd validate names
-// with it.
+// A configuration of tempokv_configurations() other than "tempokv" itself.
 bool is_tempokv_variant(std::string_view configuration);
 
-// Whether make_controller() builds `configuration`: a commit policy's name (make_commit_policy:
-// demand, immediate, queue-K with K >= 1, tempokv-static, tempokv) or a TempoKV variant above.
-// What the eval's --policies and tempokvd's controller.policy are checked against.
+// Whether make_controller() builds `configuration`. What the eval's --policies and tempokvd's
+// controller.policy are checked against; controller_configuration_names() lists them for errors.
 bool is_controller_configuration(std::string_view configuration);
+std::string controller_configuration_names();
 
 // Whether the runtimes of a commit configuration project the queue wait with the expected order
 // statistics of the decoders' completions (AdapterOptions::wait_order_statistics): TempoKV's
-// configurations do ("tempokv" and its -progressive, -eager and -unchained variants); the paper's
-// "tempokv-static" keeps the conditional means of §3.1, and the policies that time nothing
-// (demand, immediate, queue-K) have no use for either. With the chain and the commit wait, the
-// order statistics moved the trace's p95 closer to Immediate's on every seed and no fig4 row
-// worse (docs/evaluation.md, "Policies").
+// configurations do unless their switches turn it off ("tempokv-no-order-stats" keeps the
+// conditional means of the paper's §3.1); the policies that time nothing (demand, immediate,
+// queue-K) have no use for either.
 bool projects_order_statistics(std::string_view configuration);
 
 }  // namespace tempokv

@@ -22,7 +22,7 @@ struct ControllerOptions {
   // end of the whole transfer (the tempokv-progressive variant; needs object_transferred calls).
   bool progressive_release = false;
   // Fold the recent timing error of timed commits into the laxity of policies that use it
-  // (TempoKV; error_feedback.h). Off: the plain rule, the before/after comparison.
+  // (TempoKV; error_feedback.h). Off: the plain rule ("tempokv-static").
   bool error_feedback = true;
   // ttu_horizon(): the adapter projects exactly only as far as the commit window can reach and
   // reports a lower bound beyond (cheaper per step with long queues). It had raised fig4's C at
@@ -31,18 +31,18 @@ struct ControllerOptions {
   // commit (update()'s lower_bound, set_reviser) and fig4 over ten seeds is the same with it on.
   // On by default: the whole suite passes with it.
   bool ttu_horizon = true;
-  // A claim a state-aware policy (TempoKV) finds eligible waits while the reads ahead of it
-  // drain, when its own reads started after them would end when they would end if committed now
+  // A claim TempoKV's rule (CommitPolicy::state_aware) finds eligible waits while the reads
+  // ahead of it drain, when its own reads started after them would end when they would end if committed now
   // (StagingProvider::commit_wait: no read ahead outlasts it). It is then ready no later and holds
   // nothing meanwhile. Claims used at one instant (vLLM starts every waiting load at the first
   // free slot) commit one after another rather than together. Off: every eligible claim commits
-  // at once ("tempokv-eager").
+  // at once ("tempokv-no-wait").
   bool wait_for_reads_ahead = true;
-  // A state-aware policy's claim must be ready early enough for the planned claims used after it
+  // Under TempoKV's rule a claim must be ready early enough for the planned claims used after it
   // to be read after it (controller_chain.cc): reads go in use order, so claims used at one
   // instant are read one after another, and each must be ready by the time the next must start.
   // Its laxity then counts from that deadline instead of its use. Off: each claim is timed as if
-  // nothing else were planned ("tempokv-unchained").
+  // nothing else were planned ("tempokv-no-chain").
   bool chain_deadlines = true;
   // How many of the planned claims used soonest the chain spans (Controller::chain_deadlines):
   // one batch of the paper's testbed and of the vLLM protocol (4 sequences). vLLM starts the

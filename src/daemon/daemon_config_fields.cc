@@ -115,10 +115,11 @@ const Field kFields[] = {
      "Size of the shared write region clients stage new KV in before a put; a multiple of 4 KiB."},
 
     {"controller", "policy", FieldType::kString, TEMPOKV_FIELD_REF(controller.policy),
-     "Commit policy: demand, immediate, queue-K (K >= 1, e.g. queue-4), tempokv-static, "
-     "tempokv, tempokv-progressive (each object released after its own copy), tempokv-eager "
-     "(every eligible claim committed at once, without waiting for the reads ahead of it) or "
-     "tempokv-unchained (each claim timed alone, not ready early for the claims used after it)."},
+     "Commit policy: demand, immediate, queue-K (K >= 1, e.g. queue-4), tempokv, "
+     "tempokv-progressive (each object released after its own copy), or TempoKV with one "
+     "mechanism off: tempokv-static (error feedback), tempokv-no-wait (commit wait), "
+     "tempokv-no-chain (chained deadlines), tempokv-no-order-stats (order statistics) or "
+     "tempokv-no-state-ttr (a fixed-rate TTR)."},
     {"controller", "tick_ms", FieldType::kInteger, TEMPOKV_FIELD_REF(controller.tick_ms),
      "Period of the controller's re-evaluation of pending claims."},
     {"controller", "max_reads_in_flight", FieldType::kInteger,

@@ -65,9 +65,7 @@ Status check_endpoint(const std::string& endpoint, bool allow_remote) {
 Status check_policy(const std::string& policy) {
   if (is_controller_configuration(policy)) return Status::ok();
   return bad("controller.policy",
-             "'" + policy +
-                 "' is not one of demand, immediate, queue-K (K >= 1), tempokv-static, tempokv, "
-                 "tempokv-progressive, tempokv-eager, tempokv-unchained");
+             "'" + policy + "' is not one of " + controller_configuration_names());
 }
 
 Status check_profile(const std::string& profile) {

@@ -73,7 +73,7 @@ struct CoreOptions {
   std::string write_dir;
   uint64_t write_bytes = 1ULL << 30;
   // Controller and adapters.
-  std::string policy = "tempokv";  // a commit policy name, "tempokv-progressive", "tempokv-eager" or "tempokv-unchained"
+  std::string policy = "tempokv";  // a name make_controller() builds
   Duration tick = std::chrono::milliseconds(50);
   uint32_t max_reads_in_flight = 16;
   double prior_read_bytes_per_s = 2e9;

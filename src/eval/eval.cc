@@ -49,11 +49,6 @@ Status validate_service_options(const EvalOptions& o) {
 
 }  // namespace
 
-bool is_eval_ablation(const std::string& policy) {
-  return std::find(std::begin(kEvalAblations), std::end(kEvalAblations), policy) !=
-         std::end(kEvalAblations);
-}
-
 Status validate_eval_options(const EvalOptions& o) {
   auto names = eval_scenarios();
   if (std::find(names.begin(), names.end(), o.scenario) == names.end()) {
@@ -62,12 +57,9 @@ Status validate_eval_options(const EvalOptions& o) {
     return Status::invalid_argument("--scenario '" + o.scenario + "' is not one of " + all);
   }
   for (const std::string& p : o.policies) {
-    if (p != "lmcache-dax" && !is_eval_ablation(p) && !is_controller_configuration(p)) {
-      return Status::invalid_argument(
-          "--policies: '" + p +
-          "' is not one of demand, immediate, queue-K, tempokv-static, tempokv, "
-          "tempokv-progressive, tempokv-eager, tempokv-unchained, tempokv-no-feedback, "
-          "tempokv-means, lmcache-dax");
+    if (p != "lmcache-dax" && !is_controller_configuration(p)) {
+      return Status::invalid_argument("--policies: '" + p + "' is not one of " +
+                                      controller_configuration_names() + ", lmcache-dax");
     }
   }
   for (double r : o.ratios) {

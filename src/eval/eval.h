@@ -4,8 +4,9 @@
 // docs/evaluation.md describes every scenario and field.
 //
 // Scenarios: fig4-policies, fig5-capacity, fig6-rate, trace, fig1-lead, fig2-rank.
-// Policies: demand, immediate, queue-K, tempokv-static, tempokv, and lmcache-dax (baseline
-// engines: plain LRU fast tier, no claims).
+// Policies: demand, immediate, queue-K, tempokv and its variants (tempokv_configurations(): the
+// ablations, each TempoKV with one mechanism off, and tempokv-progressive), and lmcache-dax
+// (baseline engines: plain LRU fast tier, no claims).
 //
 // Threading: run_eval() runs every simulation (and real-mode run) on the calling thread.
 #pragma once
@@ -26,13 +27,6 @@ namespace tempokv {
 
 inline constexpr const char* kAllPolicies[] = {"demand",         "immediate", "queue-1",
                                                "queue-4",        "tempokv-static", "tempokv"};
-
-// TempoKV with one mechanism off, run by the eval as configurations of "tempokv" (the controller
-// has the others: tempokv-eager without the commit wait, tempokv-unchained without chained
-// deadlines): without error feedback, and projecting the queue wait with the decoders' mean
-// completions instead of their order statistics.
-inline constexpr const char* kEvalAblations[] = {"tempokv-no-feedback", "tempokv-means"};
-bool is_eval_ablation(const std::string& policy);
 
 struct EvalOptions {
   EvalMode mode = EvalMode::kSim;
@@ -57,14 +51,14 @@ struct EvalOptions {
   // SSD the provider's prior describes, uniform outputs with a prior from the same generator).
   std::string truth = "hidden";
   // The adapter's profile perturbed by shape (CostProfile::perturbed) and the provider's prior
-  // and TempoKV-Static's rate × (1 + estimator_error): an error calibration does not cancel.
+  // and the fixed TTR rate × (1 + estimator_error): an error calibration does not cancel.
   double estimator_error = 0;
   // AdapterOptions::wait_order_statistics for every in-process adapter (sim and real modes; not
   // the daemon-backed stacks, whose adapter the daemon configures). Unset: by configuration
-  // (projects_order_statistics: on for TempoKV's, off for TempoKV-Static and the rest).
+  // (projects_order_statistics: on for TempoKV's but tempokv-no-order-stats, off for the rest).
   std::optional<bool> wait_order_statistics;
   // The controller folds recent estimation error into TempoKV's laxity (DESIGN.md §4); off:
-  // the plain rule, for the before/after comparison.
+  // the plain rule for every TempoKV configuration (tempokv-static has it off regardless).
   bool error_feedback = true;
   // ErrorFeedbackOptions::quantile for every controller (unset: its default).
   std::optional<double> feedback_quantile;

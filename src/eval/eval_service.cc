@@ -103,8 +103,8 @@ Result<std::vector<std::string>> daemon_args(const StorageConfig& storage, const
   }
   if (stack.static_read_bytes_per_s != stack.prior_read_bytes_per_s) {
     return Status::invalid_argument(
-        "tempokvd's TempoKV-Static rate is its TTR prior: StackConfig.static_read_bytes_per_s "
-        "must equal prior_read_bytes_per_s");
+        "tempokvd's fixed TTR rate (tempokv-no-state-ttr) is its TTR prior: "
+        "StackConfig.static_read_bytes_per_s must equal prior_read_bytes_per_s");
   }
   // As EvalStorage::open and EvalStack::create size the in-process store and tier.
   const uint64_t chunk = storage.chunk_bytes;

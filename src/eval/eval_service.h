@@ -48,8 +48,8 @@ Result<ControlCounters> service_counters(const service::StatList& stats);
 
 // tempokvd's flags (after --data-dir, --endpoint and --metrics) for a run of `stack` on a storage
 // of `storage`'s geometry, the cost profile read from profile_path. InvalidArgument for a stack
-// the daemon cannot reproduce (lmcache-dax, a tick not in whole ms, a TempoKV-Static rate other
-// than the TTR prior).
+// the daemon cannot reproduce (lmcache-dax, a tick not in whole ms, a fixed TTR rate other than
+// the TTR prior).
 Result<std::vector<std::string>> daemon_args(const StorageConfig& storage, const StackConfig& stack,
                                              const std::string& profile_path);
 

@@ -234,6 +234,10 @@ Result<Runner::Outcome> Runner::run_once(RunSpec spec) {
     row.extra.emplace_back("service_ms_per_claim", 1e3 * calls.seconds / claims);
     row.extra.emplace_back("service_late_errors", double(calls.late_errors));
   }
+  // Hidden truth: decoders the engines preempted and recomputed under KV pressure.
+  if (sim() && options_.truth == "hidden") {
+    row.extra.emplace_back("preemptions", double(stack->engine_stats().preemptions));
+  }
   if (spec.after_run) spec.after_run(*stack, start, row);
   // Timing quality (docs/evaluation.md): how late stage-ready came, and the estimators' errors.
   row.extra.emplace_back("timed_claims", double(m.timed_claims));

@@ -61,8 +61,8 @@ class Runner {
   // store and removes its directory (unless keep). Idempotent.
   Status finish();
 
-  // Real-mode scale of this machine: chunk bytes, the SSD rate the TTR prior and TempoKV-Static
-  // assume, and the store's capacity.
+  // Real-mode scale of this machine: chunk bytes, the SSD rate the TTR prior and the fixed-rate
+  // TTR assume, and the store's capacity.
   static constexpr double kRealSsdBytesPerS = 2.0 * double(1ULL << 30);
   static constexpr uint64_t kRealStoreCapacityBytes = 24ULL << 30;
 

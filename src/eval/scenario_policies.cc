@@ -37,13 +37,7 @@ StackConfig base_stack(const Runner& runner, const CostProfile& profile, const s
   c.estimator_bias = runner.options().estimator_bias;
   c.wait_order_statistics =
       runner.options().wait_order_statistics.value_or(projects_order_statistics(policy));
-  c.error_feedback = runner.options().error_feedback;
-  if (is_eval_ablation(policy)) {  // TempoKV with one mechanism off
-    c.policy = "tempokv";
-    c.wait_order_statistics =
-        runner.options().wait_order_statistics.value_or(policy != "tempokv-means");
-    if (policy == "tempokv-no-feedback") c.error_feedback = false;
-  }
+  c.error_feedback = runner.options().error_feedback;  // make_controller() clears it by policy
   c.feedback_quantile = runner.options().feedback_quantile;
   c.ttu_horizon = runner.options().ttu_horizon;
   if (runner.options().jitter_sigma) c.jitter_sigma = *runner.options().jitter_sigma;
@@ -51,7 +45,8 @@ StackConfig base_stack(const Runner& runner, const CostProfile& profile, const s
   if (hidden_truth(runner)) {
     c.truth.hidden = true;
     // The provider is told the paper's testbed (11 GiB/s, 16 reads) and writes as dear as reads;
-    // the device is another (Runner::storage_for): its rate it learns from completions.
+    // the device is another (Runner::storage_for): its rate it learns from completions (the
+    // fixed rate of tempokv-no-state-ttr stays the told one).
     c.write_cost = 1.0;
   }
   const double e = runner.options().estimator_error;

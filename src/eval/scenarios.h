@@ -18,7 +18,7 @@ Status run_fig1_lead(Runner& runner);
 Status run_fig2_rank(Runner& runner);
 
 // Shared by the scenarios: the mode's defaults on a stack (real mode: this machine's SSD rate
-// for the TTR prior and TempoKV-Static, verified bytes) and the scaled fast tier.
+// for the TTR prior and the fixed-rate TTR, verified bytes) and the scaled fast tier.
 struct ModeScale {
   std::vector<std::pair<std::string, std::string>> models;  // (model, profile name)
   double fast_tier_gib = 100;  // the paper's default tier (budget: half)

@@ -77,7 +77,7 @@ Result<EvalResult> run_eval_seeds(const EvalOptions& options) {
                                   "c_gib_s_per_req", "throughput_tok_s", "lateness_p50_s",
                                   "lateness_p95_s",  "late_claims",      "ttu_err_p50_s",
                                   "ttu_err_p95_s",   "ttr_err_p50_s",    "ttr_err_p95_s",
-                                  "ttr_rel_err_p95"};
+                                  "ttr_rel_err_p95", "preemptions"};
   for (size_t i = 0; i < folded.rows.size(); ++i) {
     EvalRow& row = folded.rows[i];
     for (const auto& rows : per_seed) {

@@ -122,7 +122,7 @@ struct StackConfig {
   Duration tick = std::chrono::milliseconds(50);
   uint32_t max_reads_in_flight = 16;        // provider reads at once (= the SSD's concurrency)
   double prior_read_bytes_per_s = 11.0 * double(1ULL << 30);   // provider's rate before samples
-  double static_read_bytes_per_s = 11.0 * double(1ULL << 30);  // TempoKV-Static's fixed rate
+  double static_read_bytes_per_s = 11.0 * double(1ULL << 30);  // tempokv-no-state-ttr's fixed rate
   // ProviderOptions::write_cost. Unset in sim: the simulated device's own read/write rate ratio
   // (the oracle); the hidden truth sets the provider's default, which knows nothing of it.
   std::optional<double> write_cost;

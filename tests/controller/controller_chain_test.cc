@@ -78,7 +78,7 @@ TEST(ControllerChain, TheUnchainedConfigurationTimesEachClaimAlone) {
   testing::SimStack stack(SimStackOptions{.max_reads_in_flight = 2});
   ControllerOptions co;
   co.error_feedback = false;
-  auto c = make_controller(stack.ex, *stack.provider, "tempokv-unchained", co);
+  auto c = make_controller(stack.ex, *stack.provider, "tempokv-no-chain", co);
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   EXPECT_EQ((*c)->policy_name(), "tempokv");
   for (ClaimId id = 1; id <= 2; ++id) {

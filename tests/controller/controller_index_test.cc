@@ -204,8 +204,8 @@ TEST(ControllerIndex, TempoKvCommitsAsTheFullScanDoes) {
   expect_same_over_seeds_with_resting("tempokv");
 }
 
-TEST(ControllerIndex, TempoKvStaticCommitsAsTheFullScanDoes) {
-  expect_same_over_seeds_with_resting("tempokv-static");
+TEST(ControllerIndex, TheFixedRateTtrRuleCommitsAsTheFullScanDoes) {
+  expect_same_over_seeds_with_resting("tempokv-no-state-ttr");
 }
 
 // Uses on a 250 ms grid: many claims share a use instant (a runtime admitting several at one
@@ -214,7 +214,7 @@ TEST(ControllerIndex, TempoKvStaticCommitsAsTheFullScanDoes) {
 TEST(ControllerIndex, ClaimsUsedAtTheSameInstantCommitAsTheFullScanDoes) {
   Shape ties;
   ties.grid = milliseconds(250);
-  for (const char* policy : {"tempokv", "tempokv-static"}) {
+  for (const char* policy : {"tempokv", "tempokv-no-state-ttr"}) {
     for (uint64_t seed = 1; seed <= 20; ++seed) expect_same(policy, seed, ties);
   }
 }

@@ -68,16 +68,16 @@ constexpr double kGiBTol = 1e-12;
 // The one list of names make_controller() builds, which tempokvd's controller.policy and the
 // eval's --policies are checked against: a commit policy's name or a TempoKV variant.
 TEST(PolicyScenario, TheControllerConfigurationsAreThePoliciesAndTempoKvsVariants) {
-  for (const char* name : {"demand", "immediate", "queue-1", "queue-16", "tempokv-static",
-                           "tempokv", "tempokv-progressive", "tempokv-eager",
-                           "tempokv-unchained"}) {
+  for (const char* name : {"demand", "immediate", "queue-1", "queue-16", "tempokv",
+                           "tempokv-progressive", "tempokv-static", "tempokv-no-wait",
+                           "tempokv-no-chain", "tempokv-no-order-stats", "tempokv-no-state-ttr"}) {
     EXPECT_TRUE(is_controller_configuration(name)) << name;
   }
   for (const char* name : {"", "fancy", "queue-", "queue-0", "queue-2x", "tempokv-", "TempoKV",
                            "lmcache-dax"}) {
     EXPECT_FALSE(is_controller_configuration(name)) << name;
   }
-  EXPECT_TRUE(is_tempokv_variant("tempokv-eager"));
+  EXPECT_TRUE(is_tempokv_variant("tempokv-no-wait"));
   EXPECT_FALSE(is_tempokv_variant("tempokv"));
 }
 
@@ -114,11 +114,16 @@ TEST(PolicyScenario, Queue4StagesAllThreeAtTheFirstOrder) {
   EXPECT_NEAR(o.gib_s, 0.15 + 0.0875 + 0.1375, kGiBTol);
 }
 
-TEST(PolicyScenario, TempoKvStaticIgnoresTheBacklogAhead) {
-  // Static TTR = non-resident bytes / 1 GiB/s: A 250 ms -> commits 250, pairs 250-375-500, ready
+TEST(PolicyScenario, TheFixedRateTtrIgnoresTheBacklogAhead) {
+  // TempoKV's rule alone (no feedback, wait or chain) with the fixed-rate TTR = non-resident
+  // bytes / 1 GiB/s: A 250 ms -> commits 250, pairs 250-375-500, ready
   // 500. B 125 ms -> commits 475, queues behind A's second pair: 500-625 (late by 25). C 125 ms
   // -> commits 875, ready 1000. Releases: A 600, B 725, C 1100.
-  Outcome o = run_three_claims("tempokv-static");
+  ControllerOptions plain;
+  plain.error_feedback = false;
+  plain.wait_for_reads_ahead = false;
+  plain.chain_deadlines = false;
+  Outcome o = run_three_claims("tempokv-no-state-ttr", plain);
   expect_times(o, {250, 475, 875}, {500, 625, 1000});
   // 0.25 x 0.35 + 0.125 x 0.25 + 0.125 x 0.225
   EXPECT_NEAR(o.gib_s, 0.0875 + 0.03125 + 0.028125, kGiBTol);

@@ -146,21 +146,23 @@ TEST(ClaimState, OnlyTheDesignedTransitionsAreAllowed) {
 }
 
 TEST(CommitPolicy, NamesParseAndUnknownNamesAreErrors) {
-  for (const char* name : {"demand", "immediate", "queue-1", "queue-4", "tempokv-static",
-                           "tempokv"}) {
+  for (const char* name : {"demand", "immediate", "queue-1", "queue-4", "tempokv",
+                           "tempokv-no-state-ttr"}) {
     auto p = make_commit_policy(name);
     ASSERT_TRUE(p.is_ok()) << name;
     EXPECT_EQ((*p)->name(), name);
   }
   EXPECT_FALSE(make_commit_policy("queue-0").is_ok());
   EXPECT_FALSE(make_commit_policy("lru").is_ok());
+  // TempoKV's other variants are its policy with controller options off (make_controller).
+  EXPECT_FALSE(make_commit_policy("tempokv-static").is_ok());
 }
 
 TEST(CommitPolicy, LaxityGivenEqualsLaxityThroughTheInputsFunctions) {
   // The window walk asks laxity_given() for bounds of the TTRs; it must be laxity() exactly.
   std::mt19937_64 rng(7);
   auto any = [&] { return Duration(static_cast<int64_t>(rng() % 20'000'000'000) - 5'000'000'000); };
-  for (const char* name : {"demand", "immediate", "queue-4", "tempokv-static", "tempokv"}) {
+  for (const char* name : {"demand", "immediate", "queue-4", "tempokv", "tempokv-no-state-ttr"}) {
     auto p = make_commit_policy(name);
     ASSERT_TRUE(p.is_ok()) << name;
     for (int i = 0; i < 1000; ++i) {

@@ -224,14 +224,14 @@ TEST(EvalScenario, EstimatorBiasChangesTheAdaptersCostsNotTheEngines) {
 }
 
 // TempoKV's configurations project the queue wait with the expected order statistics of the
-// decoders' completions; TempoKV-Static keeps the paper's conditional means (by default, without
-// --wait-order-statistics). Seed 1, Llama at 100 %: both policies' runs differ between the two
+// decoders' completions; tempokv-no-order-stats keeps the paper's conditional means (by default,
+// without --wait-order-statistics). Seed 1, Llama at 100 %: both policies' runs differ between the two
 // projections, so each default row must equal the run of its own projection.
-TEST(EvalScenario, TempoKvProjectsTheWaitWithOrderStatisticsStaticWithTheMeans) {
+TEST(EvalScenario, TempoKvProjectsTheWaitWithOrderStatisticsNoOrderStatsWithTheMeans) {
   EvalOptions o = sim_options("fig4-policies");
   o.models = {"llama-3.1-8b"};
   o.ratios = {1.0};
-  o.policies = {"tempokv-static", "tempokv"};
+  o.policies = {"tempokv-no-order-stats", "tempokv"};
   auto by_default = run_eval(o);
   o.wait_order_statistics = true;
   auto all_on = run_eval(o);
@@ -249,10 +249,12 @@ TEST(EvalScenario, TempoKvProjectsTheWaitWithOrderStatisticsStaticWithTheMeans) 
     EXPECT_EQ(def.c_gib_s_per_req, expected.c_gib_s_per_req) << def.policy;
     EXPECT_EQ(def.p95_ttft_s, expected.p95_ttft_s) << def.policy;
   }
-  EXPECT_TRUE(projects_order_statistics("tempokv-unchained"));
-  EXPECT_TRUE(projects_order_statistics("tempokv-eager"));
+  EXPECT_TRUE(projects_order_statistics("tempokv-no-chain"));
+  EXPECT_TRUE(projects_order_statistics("tempokv-no-wait"));
   EXPECT_TRUE(projects_order_statistics("tempokv-progressive"));
-  EXPECT_FALSE(projects_order_statistics("tempokv-static"));
+  EXPECT_TRUE(projects_order_statistics("tempokv-static"));
+  EXPECT_TRUE(projects_order_statistics("tempokv-no-state-ttr"));
+  EXPECT_FALSE(projects_order_statistics("tempokv-no-order-stats"));
   EXPECT_FALSE(projects_order_statistics("queue-4"));
   EXPECT_FALSE(projects_order_statistics("demand"));
 }

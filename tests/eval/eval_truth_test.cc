@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "eval/eval.h"
@@ -58,6 +59,9 @@ TEST(EvalTruth, EveryTableNamesItsTruth) {
   EXPECT_EQ(hidden->rows.at(0).truth, "hidden");
   EXPECT_NE(format_eval_table(*hidden).find("hidden"), std::string::npos);
   EXPECT_NE(format_eval_table(*oracle).find("oracle"), std::string::npos);
+  // Only the hidden truth preempts; its rows count the preemptions.
+  EXPECT_GE(hidden->rows.at(0).get("preemptions"), 0.0);
+  EXPECT_TRUE(std::isnan(oracle->rows.at(0).get("preemptions")));
   o.truth = "exact";
   EXPECT_EQ(run_eval(o).status().code(), StatusCode::kInvalidArgument);
 }

@@ -140,21 +140,21 @@ TEST_F(DaemonTest, AHellosAsyncLoadsReachTheRuntimesAdapter) {
 }
 
 // TempoKV's runtimes project the queue wait with the order statistics of the decoders'
-// completions (the daemon's default policy, "tempokv"); TempoKV-Static's with the means.
+// completions (the daemon's default policy, "tempokv"); tempokv-no-order-stats's with the means.
 TEST_F(DaemonTest, TempoKvsRuntimesProjectTheWaitWithOrderStatistics) {
   auto c = client("engine");
   ASSERT_TRUE(c);
   EXPECT_EQ(runtime_stat(*c, "adapter_wait_order_statistics"), 1);
 }
 
-class DaemonStaticTest : public DaemonTest {
+class DaemonMeansTest : public DaemonTest {
  protected:
   std::vector<std::string> extra_args() const override {
-    return {"--set", "controller.policy=tempokv-static"};
+    return {"--set", "controller.policy=tempokv-no-order-stats"};
   }
 };
 
-TEST_F(DaemonStaticTest, TempoKvStaticsRuntimesProjectTheWaitWithTheMeans) {
+TEST_F(DaemonMeansTest, TheNoOrderStatsRuntimesProjectTheWaitWithTheMeans) {
   auto c = client("engine");
   ASSERT_TRUE(c);
   EXPECT_EQ(runtime_stat(*c, "adapter_wait_order_statistics"), 0);

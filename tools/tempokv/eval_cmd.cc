@@ -200,9 +200,11 @@ void add_eval_command(CLI::App& app, int* exit_code) {
                   "fig4-policies, fig5-capacity, fig6-rate, trace, fig1-lead, fig2-rank")
       ->required();
   cmd->add_option("--policies", c->options.policies,
-                  "Comma list of demand, immediate, queue-1, queue-4, tempokv-static, tempokv, "
-                  "tempokv-progressive, tempokv-eager, tempokv-unchained, lmcache-dax (default: the "
-                  "scenario's)")
+                  "Comma list of demand, immediate, queue-K, tempokv, tempokv-progressive, "
+                  "lmcache-dax, and TempoKV with one mechanism off: tempokv-static (error "
+                  "feedback), tempokv-no-wait (commit wait), tempokv-no-chain (chained deadlines), "
+                  "tempokv-no-order-stats (order statistics), tempokv-no-state-ttr (a fixed-rate "
+                  "TTR) (default: the scenario's)")
       ->delimiter(',');
   cmd->add_option("--models", c->options.models, "fig4: llama-3.1-8b, qwen2.5-14b")
       ->delimiter(',');
@@ -232,7 +234,7 @@ void add_eval_command(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--estimator-error", c->options.estimator_error,
                   "Estimators wrong by shape: the adapter's profile terms x (1 +/- E) alternately "
-                  "(CostProfile::perturbed), the provider's prior and TempoKV-Static's rate x "
+                  "(CostProfile::perturbed), the provider's prior and tempokv-no-state-ttr's rate x "
                   "(1 + E); e.g. 0.3")
       ->capture_default_str();
   cmd->add_option("--truth", c->options.truth,
@@ -243,9 +245,9 @@ void add_eval_command(CLI::App& app, int* exit_code) {
                   "on/off for every policy: TTU lets the running requests complete at the expected "
                   "order statistics of their remaining outputs, not at their means "
                   "(AdapterOptions::wait_order_statistics; default: on for TempoKV's "
-                  "configurations, off for tempokv-static)");
+                  "configurations but tempokv-no-order-stats)");
   cmd->add_flag("!--no-error-feedback", c->options.error_feedback,
-                "TempoKV without the controller's error feedback (the before/after comparison)");
+                "Every TempoKV configuration without the controller's error feedback");
   cmd->add_option("--feedback-quantile", c->options.feedback_quantile,
                   "TempoKV's error feedback weighs a late claim q/(1 - q) times an early one "
                   "(ErrorFeedbackOptions::quantile; default: the controller's)")

@@ -51,8 +51,9 @@ def main(argv=None):
     ap.add_argument("--scenario", required=True, choices=["fig4-policies", "fig6-rate"])
     ap.add_argument("--policies", help="comma-separated (default fig4: the six; fig6: "
                                        "recompute,demand); 'recompute' = vLLM with no connector; "
-                                       "'tempokv-eager' = TempoKV without the commit wait, "
-                                       "'tempokv-unchained' = without the deadline chain")
+                                       "'tempokv-static' = TempoKV without error feedback, "
+                                       "'tempokv-no-wait', '-no-chain', '-no-order-stats', "
+                                       "'-no-state-ttr' = without that mechanism")
     ap.add_argument("--seeds", type=int, default=1, help="seeds 1..N")
     ap.add_argument("--seed", type=int, help="one seed (instead of 1..N)")
     ap.add_argument("--json", help="write the rows here")

@@ -11,10 +11,11 @@ from ..e2e.prompts import VOCAB_FIRST
 
 SIX = ["demand", "immediate", "queue-1", "queue-4", "tempokv-static", "tempokv"]
 RECOMPUTE = "recompute"  # vLLM with no connector: every prompt computed
-# Variants tempokvd also runs, measured on request: TempoKV committing every eligible claim at
-# once (no wait for the reads ahead of it), the ablation of the wait; TempoKV timing each claim
-# alone (no deadline chain), the ablation of the chain.
-VARIANTS = ["tempokv-eager", "tempokv-unchained"]
+# Variants tempokvd also runs, measured on request: TempoKV with one mechanism off (the commit
+# wait, the deadline chain, the order statistics, the state-aware TTR; tempokv-static above is
+# TempoKV without error feedback).
+VARIANTS = ["tempokv-no-wait", "tempokv-no-chain", "tempokv-no-order-stats",
+            "tempokv-no-state-ttr"]
 
 # The scaled protocol. "quick" is the ctest's and the demo's tiny version.
 PROTOCOL = {
