@@ -50,6 +50,14 @@ struct RestoreStats {
   uint64_t bytes = 0;             // payload bytes restored
   uint64_t reads = 0;             // read requests issued
   uint64_t staging_bytes = 0;     // host memory the path holds now (0 after release)
+  // Stage times of the staged paths (0 for gds), summed over restores, in ns: restores (first
+  // read issued to the callback posted), reads (issued to their callback on the Executor: the
+  // drive, completion reaping and the hand-off), device copies (issued to their callback), and
+  // the integral of reads in flight over time (over restore_ns: the read depth kept on average).
+  uint64_t restore_ns = 0;
+  uint64_t read_ns = 0;
+  uint64_t copy_ns = 0;
+  uint64_t read_depth_ns = 0;
   CopyCountersSnapshot cpu_copies;  // host-side CPU copies made by the path itself
 };
 

@@ -84,7 +84,7 @@ std::vector<FioReadExtent> session_reads(Store& store, const BenchSession& s,
 }
 
 void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) {
-  std::vector<double> ms, disk, delivery, cpu, cpu_host;
+  std::vector<double> ms, disk, delivery, cpu, cpu_host, depth, read_ms, copy_ms;
   uint64_t payload = 0, host_copy = 0, emulated_copy = 0;
   row.verified = !samples.empty();
   for (const RestoreSample& s : samples) {
@@ -100,6 +100,9 @@ void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) 
     delivery.push_back(double(s.payload_bytes) / sec / 1e9);
     cpu.push_back(s.cpu_s);
     cpu_host.push_back(s.cpu_s - s.emulated_dma_cpu_s);
+    depth.push_back(s.mean_read_depth);
+    read_ms.push_back(s.read_ms_mean);
+    copy_ms.push_back(s.copy_ms_mean);
     payload += s.payload_bytes;
     host_copy += s.host_copy_bytes;
     emulated_copy += s.emulated_copy_bytes;
@@ -111,6 +114,9 @@ void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) 
   row.delivery_gbps = nearest_rank_percentile(delivery, 0.5);
   row.cpu_core_s_per_req = nearest_rank_percentile(cpu, 0.5);
   row.cpu_core_s_per_req_excl_emulated_dma = nearest_rank_percentile(cpu_host, 0.5);
+  row.mean_read_depth = nearest_rank_percentile(depth, 0.5);
+  row.read_ms_mean = nearest_rank_percentile(read_ms, 0.5);
+  row.copy_ms_mean = nearest_rank_percentile(copy_ms, 0.5);
   if (payload > 0) {
     row.cpu_copy_bytes_per_byte = double(host_copy) / double(payload);
     row.emulated_device_copy_bytes_per_byte = double(emulated_copy) / double(payload);

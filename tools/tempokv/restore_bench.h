@@ -68,6 +68,9 @@ struct RestoreBenchRow {
   uint32_t fio_pairs = 0;
   std::vector<FioDepthRun> fio_first_runs;  // the first pair's fio runs, the path's depth first
   uint64_t peak_rss_bytes = 0;
+  // Stages, medians over restores (restore_measure.h): reads in flight on average, and per piece
+  // the mean read and device copy times.
+  double mean_read_depth = 0, read_ms_mean = 0, copy_ms_mean = 0;
   bool verified = false;
   std::string error;                                 // first failure, if any restore failed
   std::string device;                                // "cuda:<name>" or "emulated"

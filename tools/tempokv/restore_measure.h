@@ -23,6 +23,11 @@ struct RestoreSample {
   double emulated_dma_cpu_s = 0;  // the emulated device copy's thread
   uint64_t host_copy_bytes = 0;
   uint64_t emulated_copy_bytes = 0;
+  // Stages (staged paths): reads in flight on average, and per piece the mean read (issue to its
+  // callback on the Executor) and device copy times.
+  double mean_read_depth = 0;
+  double read_ms_mean = 0;
+  double copy_ms_mean = 0;
   bool verified = false;
 };
 

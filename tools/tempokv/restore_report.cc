@@ -48,8 +48,16 @@ std::string format_restore_table(const RestoreBenchResult& r) {
          "device copy, which a GPU's DMA engine does.\nCPU COPY: bytes the CPU copied on the "
          "host side per byte restored (page cache, bounce buffer, driver staging).\n";
   for (const RestoreBenchRow& row : r.rows) {
-    if (row.available) out += fmt::format("  {}: {}, {} per request\n", row.path, row.detail,
-                                          format_bytes(row.request_bytes));
+    if (row.available) {
+      out += fmt::format("  {}: {}, {} per request", row.path, row.detail,
+                         format_bytes(row.request_bytes));
+      if (row.read_ms_mean > 0) {
+        out += fmt::format("; {:.2f} reads in flight on average, a read {:.2f} ms, a device copy "
+                           "{:.2f} ms",
+                           row.mean_read_depth, row.read_ms_mean, row.copy_ms_mean);
+      }
+      out += "\n";
+    }
     if (!row.error.empty()) out += fmt::format("  {} failed: {}\n", row.path, row.error);
   }
   if (!r.fio_note.empty()) out += "  fio: " + r.fio_note + "\n";
@@ -83,6 +91,9 @@ nlohmann::json restore_result_json(const RestoreBenchConfig& c, const RestoreBen
         {"emulated_device_copy_bytes_per_byte", row.emulated_device_copy_bytes_per_byte},
         {"verified", row.verified},
         {"peak_rss_bytes", row.peak_rss_bytes},
+        {"mean_read_depth", row.mean_read_depth},
+        {"read_ms_mean", row.read_ms_mean},
+        {"copy_ms_mean", row.copy_ms_mean},
         {"chunk_tokens", row.chunk_tokens},
         {"session_bytes", row.session_bytes},
         {"request_bytes", row.request_bytes},
