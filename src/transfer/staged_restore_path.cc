@@ -170,6 +170,7 @@ void StagedRestorePath::pump() {
     ++in_flight_;
     count_reads(+1);
     ++stats_.reads;
+    stats_.read_bytes += piece.read_bytes;
     IoThreadHook hook;
     if (config_.bounce) {
       // The seed's O_DIRECT path: the CPU moves every byte from the bounce slot to pinned memory.

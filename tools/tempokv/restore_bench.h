@@ -26,10 +26,11 @@ struct RestoreBenchConfig {
   uint32_t chunk_tokens = 256;      // tokens per stored chunk object (seed: 256 for O_DIRECT)
   uint32_t gds_chunk_tokens = 1024;  // chunk tokens for the gds path (seed: 1024)
   std::vector<std::string> paths = {"posix", "odirect-bounce", "direct", "gds"};
-  uint32_t depth = 4;               // direct/gds: requests in flight
+  uint32_t depth = 0;               // direct/gds: requests in flight; 0: the path's own
   uint32_t baseline_depth = 1;      // posix/odirect-bounce: chunks in flight (naive backend)
   bool equal_depth = false;         // also run posix/odirect-bounce at `depth` ("posix@8" rows)
-  uint64_t max_request_bytes = 64ULL << 20;  // cap on one read request (a staging slot)
+  // Cap on one read request (a staging slot); 0: the path's own (default_restore_options).
+  uint64_t max_request_bytes = 0;
   std::string transfer = "auto";    // transfer engine: auto, emulated, cuda
   int cuda_device = 0;
   uint32_t warmup = 1;              // unmeasured restores per path first (page tables, caches)

@@ -62,6 +62,7 @@ RestoreSample measure_restore(RestoreRig& rig, RestorePath& path, const std::vec
   sample.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   const RestoreStats stages1 = path.stats();
   CopyCountersSnapshot path1 = stages1.cpu_copies;
+  sample.path_read_bytes = stages1.read_bytes - stages0.read_bytes;
   if (const uint64_t reads = stages1.reads - stages0.reads; reads > 0) {
     const double restore_ns = double(stages1.restore_ns - stages0.restore_ns);
     if (restore_ns > 0) {

@@ -41,7 +41,8 @@ std::string format_restore_table(const RestoreBenchResult& r) {
                       : "-",
         format_bytes(row.peak_rss_bytes), row.verified ? "yes" : "NO");
   }
-  out += "vs fio: disk read rate over fio's best over depths {the path's, 8, 16, 32} (in brackets: "
+  out += "vs fio: the path's read rate (its requests' bytes over the restore time; the device's "
+         "counters for gds) over fio's best over depths {the path's, 8, 16, 32} (in brackets: "
          "over fio at the path's depth), fio reading the same session beside each restore; the "
          "median of the pairs' ratios.\n";
   out += "CPU / REQ: core-seconds of all threads per restore; (host) leaves out the emulated "
