@@ -90,7 +90,7 @@ std::vector<FioReadExtent> session_reads(Store& store, const BenchSession& s,
 }
 
 void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) {
-  std::vector<double> ms, disk, delivery, cpu, cpu_host, depth, read_ms, copy_ms;
+  std::vector<double> ms, disk, delivery, cpu, cpu_host, depth, read_ms, copy_ms, path_ms;
   uint64_t payload = 0, host_copy = 0, emulated_copy = 0;
   row.verified = !samples.empty();
   for (const RestoreSample& s : samples) {
@@ -109,6 +109,7 @@ void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) 
     depth.push_back(s.mean_read_depth);
     read_ms.push_back(s.read_ms_mean);
     copy_ms.push_back(s.copy_ms_mean);
+    path_ms.push_back(s.path_ms);
     payload += s.payload_bytes;
     host_copy += s.host_copy_bytes;
     emulated_copy += s.emulated_copy_bytes;
@@ -123,6 +124,7 @@ void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) 
   row.mean_read_depth = nearest_rank_percentile(depth, 0.5);
   row.read_ms_mean = nearest_rank_percentile(read_ms, 0.5);
   row.copy_ms_mean = nearest_rank_percentile(copy_ms, 0.5);
+  row.path_ms_median = nearest_rank_percentile(path_ms, 0.5);
   if (payload > 0) {
     row.cpu_copy_bytes_per_byte = double(host_copy) / double(payload);
     row.emulated_device_copy_bytes_per_byte = double(emulated_copy) / double(payload);

@@ -72,6 +72,7 @@ struct RestoreBenchRow {
   // Stages, medians over restores (restore_measure.h): reads in flight on average, and per piece
   // the mean read and device copy times.
   double mean_read_depth = 0, read_ms_mean = 0, copy_ms_mean = 0;
+  double path_ms_median = 0;  // the path's own window, without resolving and the hand-back
   bool verified = false;
   std::string error;                                 // first failure, if any restore failed
   std::string device;                                // "cuda:<name>" or "emulated"

@@ -65,6 +65,7 @@ RestoreSample measure_restore(RestoreRig& rig, RestorePath& path, const std::vec
   sample.path_read_bytes = stages1.read_bytes - stages0.read_bytes;
   if (const uint64_t reads = stages1.reads - stages0.reads; reads > 0) {
     const double restore_ns = double(stages1.restore_ns - stages0.restore_ns);
+    sample.path_ms = restore_ns / 1e6;
     if (restore_ns > 0) {
       sample.mean_read_depth = double(stages1.read_depth_ns - stages0.read_depth_ns) / restore_ns;
     }

@@ -28,6 +28,7 @@ struct RestoreSample {
   uint64_t emulated_copy_bytes = 0;
   // Stages (staged paths): reads in flight on average, and per piece the mean read (issue to its
   // callback on the Executor) and device copy times.
+  double path_ms = 0;  // the path's own window: restore() (files opened) to the callback posted
   double mean_read_depth = 0;
   double read_ms_mean = 0;
   double copy_ms_mean = 0;
