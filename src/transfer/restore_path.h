@@ -49,7 +49,16 @@ struct RestoreStats {
   uint64_t failures = 0;
   uint64_t bytes = 0;             // payload bytes restored
   uint64_t reads = 0;             // read requests issued
+  uint64_t read_bytes = 0;        // bytes those requests asked for (whole blocks)
   uint64_t staging_bytes = 0;     // host memory the path holds now (0 after release)
+  // Stage times of the staged paths (0 for gds), summed over restores, in ns: restores (first
+  // read issued to the callback posted), reads (issued to their callback on the Executor: the
+  // drive, completion reaping and the hand-off), device copies (issued to their callback), and
+  // the integral of reads in flight over time (over restore_ns: the read depth kept on average).
+  uint64_t restore_ns = 0;
+  uint64_t read_ns = 0;
+  uint64_t copy_ns = 0;
+  uint64_t read_depth_ns = 0;
   CopyCountersSnapshot cpu_copies;  // host-side CPU copies made by the path itself
 };
 
@@ -86,6 +95,14 @@ std::unique_ptr<RestorePath> make_direct_restore_path(Executor& executor, SsdEng
 // gds reads with cuFile itself (no SsdEngine). slot_bytes is capped at 16 MiB per request.
 std::unique_ptr<RestorePath> make_gds_restore_path(Executor& executor, TransferEngine& transfer,
                                                    const RestorePathOptions& options);
+
+// The request size and depth a path runs at when not told otherwise. direct: 4 MiB pieces (the
+// largest request a typical NVMe or virtio queue takes whole, max_sectors_kb) 16 deep, so 64 MiB
+// is in flight and the last piece's copy, which nothing overlaps, is short (fio reads these
+// extents fastest around 16 x 4 MiB; 4 x 24 MiB left the drive idle behind each copy). gds: 4
+// requests of up to 16 MiB. posix and odirect-bounce: whole chunks (up to 64 MiB), one at a
+// time, as a naive backend reads them. A chunk smaller than the piece is read whole.
+RestorePathOptions default_restore_options(std::string_view path, uint64_t chunk_bytes);
 
 // The path names, in the seed's order.
 const std::vector<std::string>& restore_path_names();

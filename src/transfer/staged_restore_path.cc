@@ -36,7 +36,7 @@ std::byte* StagedRestorePath::read_slot(uint32_t slot) {
 }
 
 std::byte* StagedRestorePath::copy_slot(uint32_t slot) {
-  uint64_t base = config_.bounce ? uint64_t(options_.depth) * options_.slot_bytes : 0;
+  uint64_t base = config_.bounce ? uint64_t(slots_) * options_.slot_bytes : 0;
   return staging_.data() + base + uint64_t(slot) * options_.slot_bytes;
 }
 
@@ -48,11 +48,14 @@ Status StagedRestorePath::prepare() {
                                     (config_.o_direct ? "an O_DIRECT" : "a buffered") +
                                     " SSD engine, got '" + std::string(ssd_.name()) + "'");
   }
-  uint64_t slots = uint64_t(options_.depth) * (config_.bounce ? 2 : 1);
+  // `depth` pieces being read, and with spare_copy_slots as many again, at least 2, whose device
+  // copy is in flight: a read is issued as soon as one completes, not once its copy has.
+  slots_ = options_.depth + (config_.spare_copy_slots ? std::max<uint32_t>(2, options_.depth) : 0);
+  uint64_t slots = uint64_t(slots_) * (config_.bounce ? 2 : 1);
   TEMPOKV_ASSIGN_OR_RETURN(staging_, AlignedBuffer::allocate(slots * options_.slot_bytes, true));
   // Fault every page in now, so that no restore takes a page fault on its staging memory.
   std::memset(staging_.data(), 0, staging_.size());
-  uint64_t pinned_bytes = uint64_t(options_.depth) * options_.slot_bytes;
+  uint64_t pinned_bytes = uint64_t(slots_) * options_.slot_bytes;
   if (config_.register_with_ssd) {
     TEMPOKV_RETURN_IF_ERROR(ssd_.register_buffer(read_slot(0), pinned_bytes));
     ssd_registered_ = true;
@@ -61,10 +64,11 @@ Status StagedRestorePath::prepare() {
     TEMPOKV_RETURN_IF_ERROR(transfer_.register_host(copy_slot(0), pinned_bytes));
     device_registered_ = true;
   }
-  slot_piece_.assign(options_.depth, Piece{});
+  slot_piece_.assign(slots_, Piece{});
+  slot_since_.assign(slots_, TimePoint{});
   free_slots_.clear();
-  free_slots_.reserve(options_.depth);
-  for (uint32_t s = options_.depth; s-- > 0;) free_slots_.push_back(s);
+  free_slots_.reserve(slots_);
+  for (uint32_t s = slots_; s-- > 0;) free_slots_.push_back(s);
   stats_.staging_bytes = staging_.size();
   return Status::ok();
 }
@@ -81,8 +85,9 @@ void StagedRestorePath::release() {
 }
 
 std::string StagedRestorePath::detail() const {
-  return std::string(ssd_.name()) + ", " + std::to_string(options_.depth) + " x " +
-         format_bytes(options_.slot_bytes) + " slots" + (config_.bounce ? " + bounce" : "");
+  return std::string(ssd_.name()) + ", " + std::to_string(options_.depth) + " reads in flight, " +
+         std::to_string(slots_) + " x " + format_bytes(options_.slot_bytes) + " slots" +
+         (config_.bounce ? " + bounce" : "");
 }
 
 RestoreStats StagedRestorePath::stats() const {
@@ -131,6 +136,7 @@ void StagedRestorePath::restore(const RestoreSession& session, DeviceBuffer& dst
   next_offset_ = 0;
   restored_bytes_ = 0;
   error_ = Status::ok();
+  started_at_ = reads_counted_at_ = executor_.now();
   if (Status st = open_files(session); !st.is_ok()) fail(std::move(st));
   pump();
   maybe_finish();
@@ -154,14 +160,17 @@ bool StagedRestorePath::next_piece(Piece* piece) {
 }
 
 void StagedRestorePath::pump() {
-  while (error_.is_ok() && !free_slots_.empty()) {
+  while (error_.is_ok() && !free_slots_.empty() && reads_in_flight_ < options_.depth) {
     Piece piece;
     if (!next_piece(&piece)) return;
     uint32_t slot = free_slots_.back();
     free_slots_.pop_back();
     slot_piece_[slot] = piece;
+    slot_since_[slot] = executor_.now();
     ++in_flight_;
+    count_reads(+1);
     ++stats_.reads;
+    stats_.read_bytes += piece.read_bytes;
     IoThreadHook hook;
     if (config_.bounce) {
       // The seed's O_DIRECT path: the CPU moves every byte from the bounce slot to pinned memory.
@@ -182,8 +191,18 @@ void StagedRestorePath::pump() {
   }
 }
 
+void StagedRestorePath::count_reads(int delta) {
+  const TimePoint now = executor_.now();
+  stats_.read_depth_ns += uint64_t(reads_in_flight_) * uint64_t((now - reads_counted_at_).count());
+  reads_counted_at_ = now;
+  reads_in_flight_ = uint32_t(int(reads_in_flight_) + delta);
+}
+
 void StagedRestorePath::on_read(uint32_t slot, Result<size_t> r) {
   const Piece& piece = slot_piece_[slot];
+  count_reads(-1);
+  stats_.read_ns += uint64_t((executor_.now() - slot_since_[slot]).count());
+  slot_since_[slot] = executor_.now();
   Status st = r.status();
   if (st.is_ok() && *r < piece.read_bytes) {
     st = Status::io_error(config_.name + ": short read (" + std::to_string(*r) + " of " +
@@ -200,9 +219,11 @@ void StagedRestorePath::on_read(uint32_t slot, Result<size_t> r) {
   }
   transfer_.copy_to_device(copy_slot(slot), *dst_, piece.device_offset, piece.copy_bytes,
                            [this, slot](Status cst) { on_copy(slot, std::move(cst)); });
+  pump();  // the read finished: with a spare slot the next one goes now, beside the copy
 }
 
 void StagedRestorePath::on_copy(uint32_t slot, Status st) {
+  stats_.copy_ns += uint64_t((executor_.now() - slot_since_[slot]).count());
   if (st.is_ok()) {
     restored_bytes_ += slot_piece_[slot].copy_bytes;
   } else {
@@ -222,6 +243,7 @@ void StagedRestorePath::maybe_finish() {
   if (!active_ || in_flight_ > 0) return;
   if (error_.is_ok() && next_extent_ < session_->extents().size()) return;
   close_files();
+  stats_.restore_ns += uint64_t((executor_.now() - started_at_).count());
   active_ = false;
   session_ = nullptr;
   dst_ = nullptr;

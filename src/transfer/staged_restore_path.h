@@ -2,12 +2,14 @@
 // differ only in how a piece of a chunk reaches a host slot that the device copy reads
 // (StagingConfig); the pipeline is the same:
 //
-//   for each piece (<= slot_bytes) of each chunk, with up to `depth` pieces in flight:
+//   for each piece (<= slot_bytes) of each chunk, with up to `depth` reads in flight:
 //     SsdEngine read into read slot  [-> CPU copy read slot -> pinned slot, on the I/O thread]
 //       -> TransferEngine copy of the pinned slot into the device buffer -> slot free again
 //
-// With depth 1 this is the naive loop (read, copy, read, copy); with depth > 1 reads of later
-// pieces overlap the device copies of earlier ones.
+// Without spare copy slots a slot is held from its read through its copy: with depth 1 this is the
+// naive loop (read, copy, read, copy), and reads of later pieces overlap the copies of earlier
+// ones only as far as slots allow. With them (direct) `depth` reads stay in flight whatever the
+// copies do.
 //
 // Invariants: a slot is owned by exactly one piece from read issue to copy completion; after the
 // first error no new piece is issued, and the callback runs when in_flight_ reaches 0.
@@ -29,6 +31,10 @@ struct StagingConfig {
   bool register_with_ssd = false;  // SsdEngine::register_buffer the read slots (fixed buffers)
   bool pin_for_device = false;     // TransferEngine::register_host the slots copies read from
   bool count_buffered_read = false;  // a buffered read's page cache -> user copy is a CPU copy
+  // Slots beyond `depth` for pieces whose device copy is in flight, so that `depth` reads stay in
+  // flight while copies run (direct). Without them a slot is read into and copied from in turn,
+  // as a naive backend's loop does (the baselines).
+  bool spare_copy_slots = false;
 };
 
 class StagedRestorePath final : public RestorePath {
@@ -62,6 +68,8 @@ class StagedRestorePath final : public RestorePath {
   void on_copy(uint32_t slot, Status st);
   void fail(Status st);
   void maybe_finish();
+  // Moves the reads-in-flight count by `delta`, adding the time at the old count to the stats.
+  void count_reads(int delta);
 
   StagingConfig config_;
   Executor& executor_;
@@ -74,7 +82,9 @@ class StagedRestorePath final : public RestorePath {
   bool ssd_registered_ = false;
   bool device_registered_ = false;
   std::vector<Piece> slot_piece_;     // per slot: the piece it holds
-  std::vector<uint32_t> free_slots_;  // stack, capacity depth
+  std::vector<TimePoint> slot_since_;  // per slot: when its read or its copy was issued
+  uint32_t slots_ = 0;                // depth, plus the spare copy slots
+  std::vector<uint32_t> free_slots_;  // stack, capacity slots_
 
   // The restore in flight.
   bool active_ = false;
@@ -85,7 +95,10 @@ class StagedRestorePath final : public RestorePath {
   std::vector<FileId> file_ids_;
   size_t next_extent_ = 0;
   uint64_t next_offset_ = 0;  // within the next extent
-  uint32_t in_flight_ = 0;
+  uint32_t in_flight_ = 0;        // pieces holding a slot (read or being copied)
+  uint32_t reads_in_flight_ = 0;  // of those, pieces being read
+  TimePoint reads_counted_at_{};  // when reads_in_flight_ last changed
+  TimePoint started_at_{};
   uint64_t restored_bytes_ = 0;
   Status error_;
 

@@ -258,6 +258,25 @@ TEST(BenchCli, RestoreBenchIntoAnExistingStoreKeepsItsCapacity) {
   EXPECT_NE(stats.output.find("objects              1\n"), std::string::npos) << stats.output;
 }
 
+TEST(BenchCli, RestoreBenchPathsChooseTheirOwnRequestSizeAndDepth) {
+  TempDir dir;
+  if (!dir.supports_direct()) GTEST_SKIP() << "O_DIRECT is refused in " << dir.path();
+  const std::string json = dir.path() + "/out.json";
+  // 32 MiB chunks (256 tokens of 128 KiB), no --depth or --max-request: direct reads 4 MiB
+  // pieces 16 deep, the baseline whole chunks one at a time.
+  CliRun r = tempokv("restore-bench --dir " + dir.path() + "/s --paths odirect-bounce,direct "
+                     "--tokens 512 --sessions 1 --warmup 0 --model llama-3.1-8b --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = read_json(json);
+  ASSERT_EQ(j["rows"].size(), 2u) << r.output;
+  EXPECT_EQ(j["rows"][0]["request_bytes"].get<uint64_t>(), 32 * kMiB);
+  EXPECT_EQ(j["rows"][0]["depth"].get<uint32_t>(), 1u);
+  EXPECT_EQ(j["rows"][1]["request_bytes"].get<uint64_t>(), 4 * kMiB);
+  EXPECT_EQ(j["rows"][1]["depth"].get<uint32_t>(), 16u);
+  EXPECT_GT(j["rows"][1]["mean_read_depth"].get<double>(), 1.0) << r.output;
+  EXPECT_TRUE(j["rows"][1]["verified"].get<bool>()) << r.output;
+}
+
 TEST(BenchCli, StoreBenchComparesEachRoundWithFiosBestBesideIt) {
   if (!fio_installed()) GTEST_SKIP() << "fio is not installed";
   TempDir dir;
@@ -300,7 +319,8 @@ TEST(BenchCli, RestoreBenchPairsEveryRestoreWithFio) {
   std::string json = dir.path() + "/out.json";
   // 1.5 MiB chunks read in 1 MiB requests (1 + 0.5 MiB each), a 1 MiB final chunk.
   CliRun r = tempokv("restore-bench --dir " + dir.path() + "/s --paths direct --tokens 512 " +
-                     "--chunk-tokens 12 --max-request 1MiB --sessions 2 --model llama-3.1-8b " +
+                     "--chunk-tokens 12 --max-request 1MiB --depth 4 --sessions 2 " +
+                     "--model llama-3.1-8b " +
                      "--compare-fio --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   nlohmann::json j = read_json(json);

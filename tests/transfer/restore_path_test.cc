@@ -70,6 +70,24 @@ TEST_P(RestorePathTest, RestoresTwiceWithTheSameBuffers) {
   EXPECT_EQ(path->stats().staging_bytes, 0u);
 }
 
+TEST(DefaultRestoreOptions, DirectReadsFourMiBPiecesSixteenDeepTheBaselinesWholeChunksOneByOne) {
+  const uint64_t mib = 1ULL << 20;
+  RestorePathOptions d = default_restore_options("direct", 24 * mib);
+  EXPECT_EQ(d.slot_bytes, 4 * mib);
+  EXPECT_EQ(d.depth, 16u);
+  EXPECT_EQ(default_restore_options("direct", mib + 1).slot_bytes, mib + 4096);  // whole blocks
+  for (const char* baseline : {"posix", "odirect-bounce"}) {
+    RestorePathOptions b = default_restore_options(baseline, 24 * mib);
+    EXPECT_EQ(b.slot_bytes, 24 * mib) << baseline;
+    EXPECT_EQ(b.depth, 1u) << baseline;
+    EXPECT_EQ(default_restore_options(baseline, 96 * mib).slot_bytes, 64 * mib) << baseline;
+  }
+  RestorePathOptions g = default_restore_options("gds", 96 * mib);
+  EXPECT_EQ(g.slot_bytes, 64 * mib);
+  EXPECT_EQ(g.depth, 4u);
+  EXPECT_TRUE(d.validate().is_ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Paths, RestorePathTest,
     ::testing::Values(PathCase{"posix", 64 * 1024, 1}, PathCase{"odirect-bounce", 64 * 1024, 1},

@@ -67,6 +67,12 @@ struct PathRun {
 };
 
 double disk_gbps(const RestoreSample& s) { return double(s.disk_read_bytes) / (s.ms / 1e3) / 1e9; }
+// The rate set against fio's (which reads exactly the path's requests): the path's own read
+// bytes where it counts them, else the device's.
+double read_gbps(const RestoreSample& s) {
+  const uint64_t bytes = s.path_read_bytes ? s.path_read_bytes : s.disk_read_bytes;
+  return double(bytes) / (s.ms / 1e3) / 1e9;
+}
 
 // The reads a path issues for a session, request by request (what fio is to read beside it).
 std::vector<FioReadExtent> session_reads(Store& store, const BenchSession& s,
@@ -84,7 +90,7 @@ std::vector<FioReadExtent> session_reads(Store& store, const BenchSession& s,
 }
 
 void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) {
-  std::vector<double> ms, disk, delivery, cpu, cpu_host;
+  std::vector<double> ms, disk, delivery, cpu, cpu_host, depth, read_ms, copy_ms, path_ms;
   uint64_t payload = 0, host_copy = 0, emulated_copy = 0;
   row.verified = !samples.empty();
   for (const RestoreSample& s : samples) {
@@ -100,6 +106,10 @@ void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) 
     delivery.push_back(double(s.payload_bytes) / sec / 1e9);
     cpu.push_back(s.cpu_s);
     cpu_host.push_back(s.cpu_s - s.emulated_dma_cpu_s);
+    depth.push_back(s.mean_read_depth);
+    read_ms.push_back(s.read_ms_mean);
+    copy_ms.push_back(s.copy_ms_mean);
+    path_ms.push_back(s.path_ms);
     payload += s.payload_bytes;
     host_copy += s.host_copy_bytes;
     emulated_copy += s.emulated_copy_bytes;
@@ -111,6 +121,10 @@ void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) 
   row.delivery_gbps = nearest_rank_percentile(delivery, 0.5);
   row.cpu_core_s_per_req = nearest_rank_percentile(cpu, 0.5);
   row.cpu_core_s_per_req_excl_emulated_dma = nearest_rank_percentile(cpu_host, 0.5);
+  row.mean_read_depth = nearest_rank_percentile(depth, 0.5);
+  row.read_ms_mean = nearest_rank_percentile(read_ms, 0.5);
+  row.copy_ms_mean = nearest_rank_percentile(copy_ms, 0.5);
+  row.path_ms_median = nearest_rank_percentile(path_ms, 0.5);
   if (payload > 0) {
     row.cpu_copy_bytes_per_byte = double(host_copy) / double(payload);
     row.emulated_device_copy_bytes_per_byte = double(emulated_copy) / double(payload);
@@ -139,9 +153,9 @@ Status RestoreBenchConfig::validate() const {
   if (tokens == 0 && session_bytes == 0) {
     return Status::invalid_argument("--tokens or --session-bytes must be positive");
   }
-  if (depth == 0 || baseline_depth == 0) return Status::invalid_argument("--depth must be >= 1");
-  if (max_request_bytes < kBlockBytes || !is_aligned(max_request_bytes, kBlockBytes)) {
-    return Status::invalid_argument("--max-request must be a positive multiple of 4 KiB");
+  if (baseline_depth == 0) return Status::invalid_argument("--baseline-depth must be >= 1");
+  if (!is_aligned(max_request_bytes, kBlockBytes)) {
+    return Status::invalid_argument("--max-request must be a multiple of 4 KiB");
   }
   if (paths.empty()) return Status::invalid_argument("--paths is empty");
   const auto& known = restore_path_names();
@@ -185,26 +199,33 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
   // Paths first: only the available ones need their chunking written.
   // Each path at its depth; with --equal-depth the baselines once more at --depth, so that every
   // path is also compared at the same number of requests in flight.
+  // --depth, or the direct path's own depth (what --equal-depth runs the baselines at).
+  const uint32_t depth_asked =
+      config.depth ? config.depth
+                   : default_restore_options("direct", uint64_t(config.chunk_tokens) *
+                                                           result.bytes_per_token).depth;
+  auto own_depth = [&](const std::string& name, uint64_t chunk_bytes) {
+    if (is_baseline(name)) return config.baseline_depth;
+    return config.depth ? config.depth : default_restore_options(name, chunk_bytes).depth;
+  };
   std::vector<std::pair<std::string, uint32_t>> configurations;
+  for (const std::string& name : config.paths) configurations.emplace_back(name, 0);
   for (const std::string& name : config.paths) {
-    configurations.emplace_back(name, is_baseline(name) ? config.baseline_depth : config.depth);
-  }
-  for (const std::string& name : config.paths) {
-    if (config.equal_depth && is_baseline(name) && config.baseline_depth != config.depth) {
-      configurations.emplace_back(name, config.depth);
+    if (config.equal_depth && is_baseline(name) && config.baseline_depth != depth_asked) {
+      configurations.emplace_back(name, depth_asked);
     }
   }
   std::vector<PathRun> runs;
   for (const auto& [name, depth] : configurations) {
     PathRun run;
-    run.row.path = depth == (is_baseline(name) ? config.baseline_depth : config.depth)
-                       ? name
-                       : name + "@" + std::to_string(depth);
+    run.row.path = depth == 0 ? name : name + "@" + std::to_string(depth);
     run.row.device = transfer->device_description();
     run.row.chunk_tokens = name == "gds" ? config.gds_chunk_tokens : config.chunk_tokens;
-    run.row.depth = depth;
     uint64_t chunk_bytes = round_up(run.row.chunk_tokens * result.bytes_per_token, kBlockBytes);
-    run.options.slot_bytes = std::min(chunk_bytes, config.max_request_bytes);
+    run.row.depth = depth == 0 ? own_depth(name, chunk_bytes) : depth;
+    run.options.slot_bytes = config.max_request_bytes
+                                 ? std::min(chunk_bytes, config.max_request_bytes)
+                                 : default_restore_options(name, chunk_bytes).slot_bytes;
     run.options.depth = run.row.depth;
     run.row.request_bytes = name == "gds" ? std::min<uint64_t>(run.options.slot_bytes, 16ULL << 20)
                                           : run.options.slot_bytes;
@@ -336,7 +357,7 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
       if (compare && i % 2 == 0) fio();
       bar.update(samples.size() + config.warmup);
       if (ceiling && samples.back().status.is_ok()) {
-        pairs.add(disk_gbps(samples.back()), *ceiling);
+        pairs.add(read_gbps(samples.back()), *ceiling);
         std::string& note = run.row.path == "direct" ? fio_direct_note : fio_other_note;
         if (note.empty()) note = ceiling->command + "; first pair: " + ceiling->rates;
         if (run.row.fio_first_runs.empty()) run.row.fio_first_runs = ceiling->runs;

@@ -26,10 +26,11 @@ struct RestoreBenchConfig {
   uint32_t chunk_tokens = 256;      // tokens per stored chunk object (seed: 256 for O_DIRECT)
   uint32_t gds_chunk_tokens = 1024;  // chunk tokens for the gds path (seed: 1024)
   std::vector<std::string> paths = {"posix", "odirect-bounce", "direct", "gds"};
-  uint32_t depth = 4;               // direct/gds: requests in flight
+  uint32_t depth = 0;               // direct/gds: requests in flight; 0: the path's own
   uint32_t baseline_depth = 1;      // posix/odirect-bounce: chunks in flight (naive backend)
   bool equal_depth = false;         // also run posix/odirect-bounce at `depth` ("posix@8" rows)
-  uint64_t max_request_bytes = 64ULL << 20;  // cap on one read request (a staging slot)
+  // Cap on one read request (a staging slot); 0: the path's own (default_restore_options).
+  uint64_t max_request_bytes = 0;
   std::string transfer = "auto";    // transfer engine: auto, emulated, cuda
   int cuda_device = 0;
   uint32_t warmup = 1;              // unmeasured restores per path first (page tables, caches)
@@ -68,6 +69,10 @@ struct RestoreBenchRow {
   uint32_t fio_pairs = 0;
   std::vector<FioDepthRun> fio_first_runs;  // the first pair's fio runs, the path's depth first
   uint64_t peak_rss_bytes = 0;
+  // Stages, medians over restores (restore_measure.h): reads in flight on average, and per piece
+  // the mean read and device copy times.
+  double mean_read_depth = 0, read_ms_mean = 0, copy_ms_mean = 0;
+  double path_ms_median = 0;  // the path's own window, without resolving and the hand-back
   bool verified = false;
   std::string error;                                 // first failure, if any restore failed
   std::string device;                                // "cuda:<name>" or "emulated"

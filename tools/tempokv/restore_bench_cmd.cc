@@ -12,7 +12,7 @@ namespace tempokv::cli {
 void add_restore_bench_command(CLI::App& app, int* exit_code) {
   auto config = std::make_shared<RestoreBenchConfig>();
   auto session_bytes = std::make_shared<std::string>();
-  auto max_request = std::make_shared<std::string>("64MiB");
+  auto max_request = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "restore-bench",
       "Restore evicted sessions from SSD into device memory by each path (seed 000, Table 1)");
@@ -35,16 +35,18 @@ void add_restore_bench_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--paths", config->paths, "Paths to run: posix,odirect-bounce,direct,gds")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--depth", config->depth, "direct and gds: read requests in flight")
-      ->capture_default_str();
+  cmd->add_option("--depth", config->depth,
+                  "direct and gds: read requests in flight. Default: the path's own (direct 16, "
+                  "gds 4)");
   cmd->add_option("--baseline-depth", config->baseline_depth,
                   "posix and odirect-bounce: chunks in flight (1 = a naive backend's loop)")
       ->capture_default_str();
   cmd->add_flag("--equal-depth", config->equal_depth,
                 "Also run posix and odirect-bounce at --depth (rows posix@N, odirect-bounce@N), "
                 "beside their --baseline-depth rows");
-  cmd->add_option("--max-request", *max_request, "Largest single read request")
-      ->capture_default_str();
+  cmd->add_option("--max-request", *max_request,
+                  "Largest single read request. Default: the path's own (direct 4 MiB, the "
+                  "others a whole chunk up to 64 MiB, gds reads of up to 16 MiB)");
   cmd->add_option("--transfer", config->transfer, "Transfer engine: auto, emulated, cuda")
       ->capture_default_str();
   cmd->add_option("--cuda-device", config->cuda_device, "CUDA device ordinal")
@@ -69,13 +71,16 @@ void add_restore_bench_command(CLI::App& app, int* exit_code) {
       }
       config->session_bytes = *b;
     }
-    Result<uint64_t> mr = parse_bytes(*max_request);
-    if (!mr.is_ok()) {
-      std::cerr << "restore-bench: --max-request: " << mr.status().to_string() << "\n";
-      *exit_code = 2;
-      return;
+    if (!max_request->empty()) {
+      Result<uint64_t> mr = parse_bytes(*max_request);
+      if (!mr.is_ok() || *mr == 0) {
+        std::cerr << "restore-bench: --max-request: "
+                  << (mr.is_ok() ? "must be positive" : mr.status().to_string()) << "\n";
+        *exit_code = 2;
+        return;
+      }
+      config->max_request_bytes = *mr;
     }
-    config->max_request_bytes = *mr;
     Result<RestoreBenchResult> r = run_restore_bench(*config);
     if (!r.is_ok()) {
       std::cerr << "restore-bench: " << r.status().to_string() << "\n";

@@ -34,7 +34,8 @@ RestoreSample measure_restore(RestoreRig& rig, RestorePath& path, const std::vec
       return sample;
     }
   }
-  CopyCountersSnapshot path0 = path.stats().cpu_copies;
+  const RestoreStats stages0 = path.stats();
+  CopyCountersSnapshot path0 = stages0.cpu_copies;
   CopyCountersSnapshot engine0 = rig.transfer.stats().cpu_copies;
   uint64_t disk0 = disk_read_bytes(rig.block_device);
   double dma0 = rig.transfer.emulated_dma_cpu_seconds();
@@ -59,7 +60,18 @@ RestoreSample measure_restore(RestoreRig& rig, RestorePath& path, const std::vec
   sample.emulated_dma_cpu_s = rig.transfer.emulated_dma_cpu_seconds() - dma0;
   sample.disk_read_bytes = disk_read_bytes(rig.block_device) - disk0;
   sample.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  CopyCountersSnapshot path1 = path.stats().cpu_copies;
+  const RestoreStats stages1 = path.stats();
+  CopyCountersSnapshot path1 = stages1.cpu_copies;
+  sample.path_read_bytes = stages1.read_bytes - stages0.read_bytes;
+  if (const uint64_t reads = stages1.reads - stages0.reads; reads > 0) {
+    const double restore_ns = double(stages1.restore_ns - stages0.restore_ns);
+    sample.path_ms = restore_ns / 1e6;
+    if (restore_ns > 0) {
+      sample.mean_read_depth = double(stages1.read_depth_ns - stages0.read_depth_ns) / restore_ns;
+    }
+    sample.read_ms_mean = double(stages1.read_ns - stages0.read_ns) / double(reads) / 1e6;
+    sample.copy_ms_mean = double(stages1.copy_ns - stages0.copy_ns) / double(reads) / 1e6;
+  }
   CopyCountersSnapshot engine1 = rig.transfer.stats().cpu_copies;
   sample.host_copy_bytes = (path1.host_copy_bytes - path0.host_copy_bytes) +
                            (engine1.host_copy_bytes - engine0.host_copy_bytes);

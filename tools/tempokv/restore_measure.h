@@ -19,10 +19,19 @@ struct RestoreSample {
   double ms = 0;
   uint64_t payload_bytes = 0;
   uint64_t disk_read_bytes = 0;   // from the block device's counters (0 when unknown)
+  // What the path itself asked the drive for (RestoreStats::read_bytes; 0 for gds): unlike the
+  // device's counters, not swollen by other processes reading the same drive.
+  uint64_t path_read_bytes = 0;
   double cpu_s = 0;               // all threads
   double emulated_dma_cpu_s = 0;  // the emulated device copy's thread
   uint64_t host_copy_bytes = 0;
   uint64_t emulated_copy_bytes = 0;
+  // Stages (staged paths): reads in flight on average, and per piece the mean read (issue to its
+  // callback on the Executor) and device copy times.
+  double path_ms = 0;  // the path's own window: restore() (files opened) to the callback posted
+  double mean_read_depth = 0;
+  double read_ms_mean = 0;
+  double copy_ms_mean = 0;
   bool verified = false;
 };
 

@@ -41,15 +41,25 @@ std::string format_restore_table(const RestoreBenchResult& r) {
                       : "-",
         format_bytes(row.peak_rss_bytes), row.verified ? "yes" : "NO");
   }
-  out += "vs fio: disk read rate over fio's best over depths {the path's, 8, 16, 32} (in brackets: "
+  out += "vs fio: the path's read rate (its requests' bytes over the restore time; the device's "
+         "counters for gds) over fio's best over depths {the path's, 8, 16, 32} (in brackets: "
          "over fio at the path's depth), fio reading the same session beside each restore; the "
          "median of the pairs' ratios.\n";
   out += "CPU / REQ: core-seconds of all threads per restore; (host) leaves out the emulated "
          "device copy, which a GPU's DMA engine does.\nCPU COPY: bytes the CPU copied on the "
          "host side per byte restored (page cache, bounce buffer, driver staging).\n";
   for (const RestoreBenchRow& row : r.rows) {
-    if (row.available) out += fmt::format("  {}: {}, {} per request\n", row.path, row.detail,
-                                          format_bytes(row.request_bytes));
+    if (row.available) {
+      out += fmt::format("  {}: {}, {} per request", row.path, row.detail,
+                         format_bytes(row.request_bytes));
+      if (row.read_ms_mean > 0) {
+        out += fmt::format("; {:.2f} reads in flight on average, a read {:.2f} ms, a device copy "
+                           "{:.2f} ms, {:.0f} ms from restore() to its callback",
+                           row.mean_read_depth, row.read_ms_mean, row.copy_ms_mean,
+                           row.path_ms_median);
+      }
+      out += "\n";
+    }
     if (!row.error.empty()) out += fmt::format("  {} failed: {}\n", row.path, row.error);
   }
   if (!r.fio_note.empty()) out += "  fio: " + r.fio_note + "\n";
@@ -83,6 +93,10 @@ nlohmann::json restore_result_json(const RestoreBenchConfig& c, const RestoreBen
         {"emulated_device_copy_bytes_per_byte", row.emulated_device_copy_bytes_per_byte},
         {"verified", row.verified},
         {"peak_rss_bytes", row.peak_rss_bytes},
+        {"mean_read_depth", row.mean_read_depth},
+        {"read_ms_mean", row.read_ms_mean},
+        {"copy_ms_mean", row.copy_ms_mean},
+        {"path_ms_median", row.path_ms_median},
         {"chunk_tokens", row.chunk_tokens},
         {"session_bytes", row.session_bytes},
         {"request_bytes", row.request_bytes},
