@@ -1,0 +1,269 @@
+// RemoteTier over src/remote (docs/cluster.md): the write-behind publisher and two worker
+// threads, each with its own RemoteClient (probes apart from fetches, so a lookup's probe never
+// waits behind a large fetch).
+#include "daemon/remote_tier.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "daemon/service_metrics.h"
+#include "remote/publisher.h"
+#include "remote/remote_client.h"
+
+namespace tempokv::service {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A probe stops asking after this long (the rest count as absent): a lookup's client waits at
+// most its lookup_timeout (250 ms by default) before it recomputes anyway.
+constexpr std::chrono::milliseconds kProbeBudget{200};
+
+remote::RemoteConfig client_config(const RemoteTierOptions& o) {
+  remote::RemoteConfig c;
+  c.seeds = o.seeds;
+  c.user = o.user;
+  c.password = o.password;
+  c.connect_timeout = o.connect_timeout;
+  c.io_timeout = o.io_timeout;
+  c.max_value_bytes = o.max_value_bytes;
+  return c;
+}
+
+// One thread with its own RemoteClient, running jobs in order; a snapshot of the client's
+// counters after each job, for the metrics (read on the Executor's thread).
+class Worker {
+ public:
+  using Job = std::function<void(remote::RemoteClient&)>;
+  struct Snapshot {
+    remote::RemoteStats stats;
+    std::vector<remote::NodeStats> nodes;
+  };
+
+  explicit Worker(remote::RemoteConfig config) : client_(std::move(config)) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Worker() {  // jobs still queued are dropped: their callbacks never run
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void run_job(Job job) {
+    {
+      std::lock_guard lock(mu_);
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_all();
+  }
+  Snapshot snapshot() const {
+    std::lock_guard lock(mu_);
+    return snapshot_;
+  }
+
+ private:
+  void run() {
+    bool connected = false;
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+        if (stop_) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      // The slot map is asked for lazily; a call refreshes it again after a failure.
+      if (!connected) connected = client_.connect().is_ok();
+      job(client_);
+      std::lock_guard lock(mu_);
+      snapshot_ = {client_.stats(), client_.node_stats()};
+    }
+  }
+
+  remote::RemoteClient client_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  bool stop_ = false;
+  Snapshot snapshot_;
+  std::thread thread_;
+};
+
+class ClusterTier final : public RemoteTier {
+ public:
+  ClusterTier(Executor& executor, const RemoteTierOptions& options)
+      : executor_(executor),
+        options_(options),
+        publisher_(client_config(options), options.write_behind_bytes),
+        probes_(client_config(options)),
+        fetches_(client_config(options)) {
+    publisher_.start();
+  }
+
+  bool admit(uint64_t bytes) override {
+    if (bytes <= options_.max_value_bytes &&
+        publisher_.stats().queued_bytes + bytes <= options_.write_behind_bytes) {
+      return true;
+    }
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+
+  void publish(const Key& key, TokenRange tokens, uint64_t generation, Hash128 checksum,
+               std::shared_ptr<const std::vector<unsigned char>> bytes) override {
+    remote::RemoteIdentity id;
+    id.key = key;
+    id.tokens = tokens;
+    id.generation = generation;
+    id.payload_bytes = bytes->size();
+    id.checksum = checksum;
+    const std::span<const unsigned char> payload(*bytes);
+    publisher_.publish(id, payload, std::move(bytes));
+  }
+
+  void probe(std::vector<Key> keys, ProbeDone done) override {
+    probes_.run_job([this, keys = std::move(keys),
+                     done = std::move(done)](remote::RemoteClient& client) mutable {
+      std::vector<std::optional<Found>> found(keys.size());
+      const Clock::time_point give_up = Clock::now() + kProbeBudget;
+      for (size_t i = 0; i < keys.size() && Clock::now() < give_up; ++i) {
+        remote::FetchResult r = client.probe(keys[i]);
+        if (!r.hit()) break;
+        found[i] = Found{r.identity.payload_bytes, r.identity.generation};
+      }
+      executor_.post(
+          [found = std::move(found), done = std::move(done)]() mutable { done(std::move(found)); });
+    });
+  }
+
+  void fetch(const Key& key, uint64_t payload_bytes, uint64_t generation, FetchDone done) override {
+    fetches_.run_job([this, key, payload_bytes, generation,
+                      done = std::move(done)](remote::RemoteClient& client) mutable {
+      Result<Fetched> out = fetch_now(client, key, payload_bytes, generation);
+      executor_.post(
+          [out = std::move(out), done = std::move(done)]() mutable { done(std::move(out)); });
+    });
+  }
+
+  bool flush_publishes(std::chrono::milliseconds timeout) override {
+    return publisher_.flush(timeout);
+  }
+
+  void add_metrics(std::vector<Metric>& m) const override;
+
+ private:
+  static Result<Fetched> fetch_now(remote::RemoteClient& client, const Key& key,
+                                   uint64_t payload_bytes, uint64_t generation) {
+    const std::string what = "remote fetch of " + key.to_string() + ": ";
+    Result<AlignedBuffer> buffer = AlignedBuffer::allocate(std::max<uint64_t>(payload_bytes, 1));
+    if (!buffer) return Status(buffer.status().code(), what + buffer.status().message());
+    auto held = std::make_shared<AlignedBuffer>(std::move(buffer).value());
+    std::span<unsigned char> dst(reinterpret_cast<unsigned char*>(held->data()), payload_bytes);
+    remote::FetchResult r = client.fetch({key, generation, 0}, dst);
+    if (!r.hit()) {
+      return Status::not_found(what + "a miss (" +
+                               std::string(remote::fetch_outcome_name(r.outcome)) +
+                               (r.detail.empty() ? "" : ": " + r.detail) + ")");
+    }
+    if (r.identity.payload_bytes != payload_bytes) {
+      return Status::not_found(what + "a miss (length: the cluster's object has " +
+                               std::to_string(r.identity.payload_bytes) + " bytes, " +
+                               std::to_string(payload_bytes) + " were expected)");
+    }
+    return Fetched{std::move(held), payload_bytes, r.identity.checksum, r.identity.tokens};
+  }
+
+  Executor& executor_;
+  const RemoteTierOptions options_;
+  remote::WriteBehindPublisher publisher_;
+  std::atomic<uint64_t> dropped_{0};  // publishes admit() refused
+  Worker probes_;
+  Worker fetches_;
+};
+
+void ClusterTier::add_metrics(std::vector<Metric>& m) const {
+  auto add = [&](std::string name, std::string help, MetricType type, double value,
+                 Labels labels = {}) {
+    m.push_back(Metric{std::move(name), std::move(help), type, std::move(labels), value});
+  };
+  constexpr auto kC = MetricType::kCounter;
+  constexpr auto kG = MetricType::kGauge;
+  const remote::PublisherStats ps = publisher_.stats();
+  add("remote_published_total", "Objects published to the cluster (write-behind)", kC,
+      double(ps.published));
+  add("remote_published_bytes_total", "Payload bytes published to the cluster", kC,
+      double(ps.published_bytes));
+  add("remote_publish_dropped_total",
+      "Publishes dropped because remote.write_behind_bytes were queued (backpressure)", kC,
+      double(ps.dropped_full + dropped_.load(std::memory_order_relaxed)));
+  add("remote_publish_failed_total", "Publishes the cluster refused or did not answer in time", kC,
+      double(ps.failed));
+  add("remote_publish_queued_bytes", "Payload bytes queued for publishing", kG,
+      double(ps.queued_bytes));
+  const Worker::Snapshot probe = probes_.snapshot();
+  const Worker::Snapshot fetch = fetches_.snapshot();
+  for (size_t o = 0; o < static_cast<size_t>(remote::FetchOutcome::kCount); ++o) {
+    const std::string outcome(remote::fetch_outcome_name(static_cast<remote::FetchOutcome>(o)));
+    add("remote_probes_total", "Lookup probes of the cluster, by outcome", kC,
+        double(probe.stats.probes[o]), {{"outcome", outcome}});
+  }
+  for (size_t o = 0; o < static_cast<size_t>(remote::FetchOutcome::kCount); ++o) {
+    const std::string outcome(remote::fetch_outcome_name(static_cast<remote::FetchOutcome>(o)));
+    add("remote_fetches_total", "Fetches from the cluster, by outcome (only hit is KV)", kC,
+        double(fetch.stats.fetches[o]), {{"outcome", outcome}});
+  }
+  add("remote_redirects_total", "MOVED and ASK replies followed", kC,
+      double(probe.stats.moved + probe.stats.ask + fetch.stats.moved + fetch.stats.ask));
+  add("remote_slot_refreshes_total", "Slot maps asked of the cluster", kC,
+      double(probe.stats.slot_refreshes + fetch.stats.slot_refreshes));
+  // Per node: the probe's and the fetch's client together.
+  std::map<std::string, remote::NodeStats> nodes;
+  for (const auto* snapshot : {&probe, &fetch}) {
+    for (const remote::NodeStats& n : snapshot->nodes) {
+      auto [it, fresh] = nodes.try_emplace(n.address, n);
+      if (fresh) continue;
+      remote::NodeStats& sum = it->second;
+      sum.healthy = sum.healthy && n.healthy;
+      sum.fetches += n.fetches;
+      sum.fetch_bytes += n.fetch_bytes;
+      sum.failures += n.failures;
+      sum.fetch_seconds += n.fetch_seconds;
+    }
+  }
+  for (const auto& [address, n] : nodes) {
+    const Labels node = {{"node", address}};
+    add("remote_node_healthy", "1 while the node's last call succeeded", kG, n.healthy ? 1 : 0,
+        node);
+    add("remote_node_fetches_total", "Fetches the node served", kC, double(n.fetches), node);
+    add("remote_node_fetch_bytes_total", "Payload bytes fetched from the node", kC,
+        double(n.fetch_bytes), node);
+    add("remote_node_failures_total", "Calls to the node that failed or timed out", kC,
+        double(n.failures), node);
+    add("remote_node_rate_bytes_per_second",
+        "Measured fetch rate from the node (remote.node_rate_gib_s until one is measured)", kG,
+        n.fetch_seconds > 0 ? double(n.fetch_bytes) / n.fetch_seconds
+                            : options_.node_rate_bytes_per_s,
+        node);
+  }
+}
+
+}  // namespace
+
+Result<std::shared_ptr<RemoteTier>> RemoteTier::open(Executor& executor,
+                                                     const RemoteTierOptions& options) {
+  // The configuration is checked now (a bad seed fails the start); the cluster is not reached.
+  TEMPOKV_RETURN_IF_ERROR(client_config(options).validate());
+  return std::shared_ptr<RemoteTier>(std::make_shared<ClusterTier>(executor, options));
+}
+
+}  // namespace tempokv::service
