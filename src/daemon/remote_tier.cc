@@ -35,16 +35,21 @@ remote::RemoteConfig client_config(const RemoteTierOptions& o) {
 }
 
 // One thread with its own RemoteClient, running jobs in order; a snapshot of the client's
-// counters after each job, for the metrics (read on the Executor's thread).
+// counters after each job, for the metrics (read on the Executor's thread). With
+// poll_evictions, it also reads the cluster's eviction count (INFO stats of every master) when
+// it has been idle for kEvictionPoll and the count is older than that.
 class Worker {
  public:
   using Job = std::function<void(remote::RemoteClient&)>;
   struct Snapshot {
     remote::RemoteStats stats;
     std::vector<remote::NodeStats> nodes;
+    std::optional<uint64_t> evicted_keys;  // the cluster's evictions (allkeys-lru), when read
   };
+  static constexpr std::chrono::seconds kEvictionPoll{1};
 
-  explicit Worker(remote::RemoteConfig config) : client_(std::move(config)) {
+  Worker(remote::RemoteConfig config, bool poll_evictions)
+      : client_(std::move(config)), poll_evictions_(poll_evictions) {
     thread_ = std::thread([this] { run(); });
   }
   ~Worker() {  // jobs still queued are dropped: their callbacks never run
@@ -73,24 +78,37 @@ class Worker {
  private:
   void run() {
     bool connected = false;
+    std::optional<uint64_t> evicted;
+    Clock::time_point polled{};
     for (;;) {
       Job job;
       {
         std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+        const bool woken =
+            cv_.wait_for(lock, kEvictionPoll, [&] { return stop_ || !jobs_.empty(); });
         if (stop_) return;
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
+        if (woken) {
+          job = std::move(jobs_.front());
+          jobs_.pop_front();
+        }
       }
+      const bool poll = !job && poll_evictions_ && Clock::now() - polled >= kEvictionPoll;
+      if (!job && !poll) continue;
       // The slot map is asked for lazily; a call refreshes it again after a failure.
       if (!connected) connected = client_.connect().is_ok();
-      job(client_);
+      if (job) {
+        job(client_);
+      } else {
+        polled = Clock::now();
+        if (Result<uint64_t> n = client_.evicted_keys(); n.is_ok()) evicted = *n;
+      }
       std::lock_guard lock(mu_);
-      snapshot_ = {client_.stats(), client_.node_stats()};
+      snapshot_ = {client_.stats(), client_.node_stats(), evicted};
     }
   }
 
   remote::RemoteClient client_;
+  const bool poll_evictions_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> jobs_;
@@ -105,8 +123,8 @@ class ClusterTier final : public RemoteTier {
       : executor_(executor),
         options_(options),
         publisher_(client_config(options), options.write_behind_bytes),
-        probes_(client_config(options)),
-        fetches_(client_config(options)) {
+        probes_(client_config(options), /*poll_evictions=*/false),
+        fetches_(client_config(options), /*poll_evictions=*/true) {
     publisher_.start();
   }
 
@@ -221,6 +239,11 @@ void ClusterTier::add_metrics(std::vector<Metric>& m) const {
     const std::string outcome(remote::fetch_outcome_name(static_cast<remote::FetchOutcome>(o)));
     add("remote_fetches_total", "Fetches from the cluster, by outcome (only hit is KV)", kC,
         double(fetch.stats.fetches[o]), {{"outcome", outcome}});
+  }
+  if (fetch.evicted_keys) {  // polled by the fetch thread: a probe never waits behind it
+    add("remote_cluster_evicted_keys",
+        "Objects the cluster's masters evicted (allkeys-lru: a full cluster, never an error)", kG,
+        double(*fetch.evicted_keys));
   }
   add("remote_redirects_total", "MOVED and ASK replies followed", kC,
       double(probe.stats.moved + probe.stats.ask + fetch.stats.moved + fetch.stats.ask));

@@ -10,7 +10,8 @@
 //   into a 4 KiB-aligned buffer, verified (key, generation, checksum, length; anything else is a
 //   miss, never bytes), for the core to put in its local store.
 //
-// Per-node metrics come from the probe and fetch clients. Built where hiredis is found
+// Per-node metrics come from the probe and fetch clients; the fetch thread also reads the
+// cluster's eviction count when idle (at most once a second). Built where hiredis is found
 // (TEMPOKV_HAVE_REMOTE); elsewhere open() fails naming libhiredis-dev.
 //
 // Threading: publish() and admit() from any thread; the rest on the Executor's thread.
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 

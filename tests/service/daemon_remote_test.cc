@@ -91,6 +91,31 @@ class RemoteDaemons : public DaemonTest {
     return sum;
   }
 
+  // Claims `entries` as request id on c: the report_hit's status; when it is OK the claim is
+  // staged, its bytes checked against what was put, copied and the request finished.
+  static Status claim_and_check(ServiceClient& c, uint64_t id,
+                                const std::vector<ManifestEntry>& entries) {
+    EXPECT_TRUE(c.add_request({id, 2048, 1024, entries.size() * kObject, 16}).is_ok());
+    Status hit = c.report_hit(id, entries);
+    if (hit.is_ok()) {
+      await_ready(c, id);
+      expect_bytes(c, id, entries);
+      EXPECT_TRUE(c.begin_transfer(id).is_ok());
+      EXPECT_TRUE(c.end_transfer(id).is_ok());
+    }
+    EXPECT_TRUE(c.finished(id, 16).is_ok());
+    return hit;
+  }
+  // The entries of m whose objects the cluster keeps on `master`.
+  static std::vector<ManifestEntry> owned_by(remote::RemoteClient& rc, const std::string& master,
+                                             const std::vector<ManifestEntry>& m) {
+    std::vector<ManifestEntry> out;
+    for (const auto& e : m) {
+      if (rc.owner_of(remote::object_key(e.key)) == master) out.push_back(e);
+    }
+    return out;
+  }
+
   std::string base_;
   std::vector<std::unique_ptr<DaemonProcess>> daemons_;
 };
@@ -191,6 +216,115 @@ TEST_F(RemoteBackpressure, PublishesBeyondTheBoundAreDroppedAndPutsNeverWait) {
             48);
   EXPECT_GT(DaemonTest::stat_of(*a, "remote_published_total"), 0);
   EXPECT_EQ(DaemonTest::stat_of(*a, "store_objects"), 48);
+}
+
+// A stopped master (SIGSTOP): the claim's fetch fails at its deadline (remote.io_timeout_ms 500,
+// a slot-map refresh that may ask the stopped node included), the node is marked unhealthy, and
+// once it runs again the same object is fetched and staged.
+TEST_F(RemoteDaemons, AStoppedNodeFailsTheClaimWithinItsDeadline) {
+  auto a = client(0);
+  auto b = client(1);
+  ASSERT_TRUE(a && b);
+  remote::RemoteClient rc(remote::cluster().config());
+  ASSERT_TRUE(rc.connect().is_ok());
+  const std::string master = rc.masters()[0];
+  const auto on_master = owned_by(rc, master, put_published(*a, 4000, 12));
+  ASSERT_FALSE(on_master.empty());
+  const int pid = remote::cluster().pid_of(master);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+  const Clock::time_point start = Clock::now();
+  Status hit = claim_and_check(*b, 31, {on_master[0]});
+  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  ::kill(pid, SIGCONT);  // well within cluster-node-timeout: no failover
+  EXPECT_EQ(hit.code(), StatusCode::kNotFound) << hit.to_string();
+  EXPECT_NE(hit.message().find("unavailable"), std::string::npos) << hit.to_string();
+  EXPECT_LT(took, 3 * (0.2 + 0.5));
+  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_node_healthy_" + master), 0);
+  EXPECT_EQ(DaemonTest::stat_of(*b, "tier_protected_bytes"), 0);
+
+  EXPECT_TRUE(claim_and_check(*b, 32, {on_master[0]}).is_ok());
+  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_node_healthy_" + master), 1);
+}
+
+// Puts well beyond the cluster's memory (3 masters of 64 MiB): the cluster evicts by its own
+// policy (allkeys-lru), every put and publish succeeds, the evictions are counted, and an
+// evicted object is a plain miss for another daemon's lookup.
+TEST_F(RemoteDaemons, AFullClusterEvictsAndCountsItNeverAnError) {
+  auto a = client(0);
+  auto b = client(1);
+  ASSERT_TRUE(a && b);
+  const int n = 240;
+  const auto m = put(*a, 5000, n);
+  for (int i = 0; i < 1000 && DaemonTest::stat_of(*a, "remote_publish_queued_bytes") > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(DaemonTest::stat_of(*a, "remote_publish_failed_total"), 0);
+  EXPECT_EQ(DaemonTest::stat_of(*a, "remote_published_total") +
+                DaemonTest::stat_of(*a, "remote_publish_dropped_total"),
+            n);
+  EXPECT_EQ(DaemonTest::stat_of(*a, "store_objects"), n);
+  ASSERT_TRUE(wait_stat(*a, "remote_cluster_evicted_keys", 1));
+  // The first objects published are the least recently used: evicted, a miss for B.
+  auto sizes = b->lookup(std::vector<Key>{m[0].key});
+  ASSERT_TRUE(sizes.is_ok()) << sizes.status().to_string();
+  EXPECT_EQ((*sizes)[0], 0u);
+  EXPECT_GE(DaemonTest::stat_of(*b, "remote_probes_total_absent"), 1);
+  // The last ones are still there, and served.
+  EXPECT_TRUE(claim_and_check(*b, 41, {m[n - 1]}).is_ok());
+}
+
+// A master killed (kill -9) while B claims objects it held: claims fail (NotFound, never other
+// bytes) until the cluster promotes its replica, which then serves the same bytes; every claim
+// ends and no protection is left. Runs last: the node is restarted and rejoins as a replica.
+TEST_F(RemoteDaemons, AKilledMasterFailsOverWithNoWrongBytesAndNothingHeld) {
+  auto a = client(0);
+  auto b = client(1);
+  ASSERT_TRUE(a && b);
+  remote::RemoteClient rc(remote::cluster().config());
+  ASSERT_TRUE(rc.connect().is_ok());
+  const std::string master = rc.masters()[1];
+  const auto on_master = owned_by(rc, master, put_published(*a, 6000, 48));
+  ASSERT_GE(on_master.size(), 6u);
+  // The replica has every write before its master dies (its offset caught up).
+  for (int i = 0; i < 200; ++i) {
+    auto info = rc.command_at(master, {"INFO", "replication"});
+    ASSERT_TRUE(info.is_ok());
+    const std::string& t = info->text;
+    const size_t at = t.find("master_repl_offset:");
+    const size_t slave = t.find("offset=");
+    if (at != std::string::npos && slave != std::string::npos &&
+        std::stoull(t.substr(at + 19)) == std::stoull(t.substr(slave + 7))) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const int pid = remote::cluster().pid_of(master);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  size_t next = 0, failed = 0, served = 0;
+  uint64_t id = 100;
+  const Clock::time_point start = Clock::now();
+  while (next < on_master.size() && served < 3 && Clock::now() - start < std::chrono::seconds(30)) {
+    Status hit = claim_and_check(*b, ++id, {on_master[next]});  // checks the bytes when OK
+    if (hit.is_ok()) {
+      ++served;
+      ++next;  // in B's store now: the next claim needs another object
+    } else {
+      EXPECT_EQ(hit.code(), StatusCode::kNotFound) << hit.to_string();
+      ++failed;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  EXPECT_GT(failed, 0u);
+  EXPECT_EQ(served, 3u) << "the replica never served the killed master's objects";
+  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_objects_stored_total"), double(served));
+  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_claim_misses_total"), double(failed));
+  EXPECT_EQ(DaemonTest::stat_of(*b, "tier_protected_bytes"), 0);
+  EXPECT_EQ(DaemonTest::stat_of(*b, "tier_reserved_bytes"), 0);
+  EXPECT_EQ(DaemonTest::stat_of(*b, "claims_staging"), 0);
+  EXPECT_GE(DaemonTest::stat_of(*b, "remote_node_failures_total_" + master), 1);
+  remote::cluster().restart(master);
 }
 
 }  // namespace
