@@ -13,6 +13,7 @@
 #include "daemon/service_metrics.h"
 #include "remote/publisher.h"
 #include "remote/remote_client.h"
+#include "remote/remote_ttr.h"
 
 namespace tempokv::service {
 namespace {
@@ -34,13 +35,25 @@ remote::RemoteConfig client_config(const RemoteTierOptions& o) {
   return c;
 }
 
+remote::RemoteTtrOptions ttr_options(const RemoteTierOptions& o) {
+  remote::RemoteTtrOptions t;
+  t.prior_bytes_per_s = o.node_rate_bytes_per_s;
+  // A failed node is tried again after two deadlines: long enough that the claims meanwhile
+  // recompute at once, short enough to notice it back (or its replica promoted) soon.
+  t.unhealthy_hold = 2 * o.io_timeout;
+  return t;
+}
+
 // One thread with its own RemoteClient, running jobs in order; a snapshot of the client's
 // counters after each job, for the metrics (read on the Executor's thread). With
 // poll_evictions, it also reads the cluster's eviction count (INFO stats of every master) when
 // it has been idle for kEvictionPoll and the count is older than that.
 class Worker {
  public:
-  using Job = std::function<void(remote::RemoteClient&)>;
+  // A job's work on the worker; what it returns runs on the Executor's thread once the counters'
+  // snapshot includes the job (so a reply never runs ahead of the metrics it changed).
+  using Task = Executor::Task;
+  using Job = std::function<Task(remote::RemoteClient&)>;
   struct Snapshot {
     remote::RemoteStats stats;
     std::vector<remote::NodeStats> nodes;
@@ -48,8 +61,8 @@ class Worker {
   };
   static constexpr std::chrono::seconds kEvictionPoll{1};
 
-  Worker(remote::RemoteConfig config, bool poll_evictions)
-      : client_(std::move(config)), poll_evictions_(poll_evictions) {
+  Worker(Executor& executor, remote::RemoteConfig config, bool poll_evictions)
+      : executor_(executor), client_(std::move(config)), poll_evictions_(poll_evictions) {
     thread_ = std::thread([this] { run(); });
   }
   ~Worker() {  // jobs still queued are dropped: their callbacks never run
@@ -96,17 +109,22 @@ class Worker {
       if (!job && !poll) continue;
       // The slot map is asked for lazily; a call refreshes it again after a failure.
       if (!connected) connected = client_.connect().is_ok();
+      Task then;
       if (job) {
-        job(client_);
+        then = job(client_);
       } else {
         polled = Clock::now();
         if (Result<uint64_t> n = client_.evicted_keys(); n.is_ok()) evicted = *n;
       }
-      std::lock_guard lock(mu_);
-      snapshot_ = {client_.stats(), client_.node_stats(), evicted};
+      {
+        std::lock_guard lock(mu_);
+        snapshot_ = {client_.stats(), client_.node_stats(), evicted};
+      }
+      if (then) executor_.post(std::move(then));
     }
   }
 
+  Executor& executor_;
   remote::RemoteClient client_;
   const bool poll_evictions_;
   mutable std::mutex mu_;
@@ -123,8 +141,9 @@ class ClusterTier final : public RemoteTier {
       : executor_(executor),
         options_(options),
         publisher_(client_config(options), options.write_behind_bytes),
-        probes_(client_config(options), /*poll_evictions=*/false),
-        fetches_(client_config(options), /*poll_evictions=*/true) {
+        ttr_(ttr_options(options)),
+        probes_(executor, client_config(options), /*poll_evictions=*/false),
+        fetches_(executor, client_config(options), /*poll_evictions=*/true) {
     publisher_.start();
   }
 
@@ -157,20 +176,38 @@ class ClusterTier final : public RemoteTier {
       for (size_t i = 0; i < keys.size() && Clock::now() < give_up; ++i) {
         remote::FetchResult r = client.probe(keys[i]);
         if (!r.hit()) break;
-        found[i] = Found{r.identity.payload_bytes, r.identity.generation};
+        found[i] = Found{r.identity.payload_bytes, r.identity.generation,
+                         client.owner_of(remote::object_key(keys[i]))};
       }
-      executor_.post(
-          [found = std::move(found), done = std::move(done)]() mutable { done(std::move(found)); });
+      return
+          [found = std::move(found), done = std::move(done)]() mutable { done(std::move(found)); };
     });
   }
 
-  void fetch(const Key& key, uint64_t payload_bytes, uint64_t generation, FetchDone done) override {
-    fetches_.run_job([this, key, payload_bytes, generation,
+  void fetch(const Key& key, const std::string& node, uint64_t payload_bytes, uint64_t generation,
+             FetchDone done) override {
+    ttr_.started(node, payload_bytes);
+    fetches_.run_job([this, key, node, payload_bytes, generation,
                       done = std::move(done)](remote::RemoteClient& client) mutable {
-      Result<Fetched> out = fetch_now(client, key, payload_bytes, generation);
-      executor_.post(
-          [out = std::move(out), done = std::move(done)]() mutable { done(std::move(out)); });
+      const Clock::time_point start = Clock::now();
+      bool node_failed = false;
+      Result<Fetched> out = fetch_now(client, key, payload_bytes, generation, &node_failed);
+      const Duration took = std::chrono::duration_cast<Duration>(Clock::now() - start);
+      return [this, node, payload_bytes, took, node_failed, out = std::move(out),
+              done = std::move(done)]() mutable {
+        // A failure of an unknown node ("": no probe named it) marks none.
+        ttr_.finished(node, payload_bytes, took, out.is_ok(), node_failed && !node.empty(),
+                      executor_.now());
+        done(std::move(out));
+      };
     });
+  }
+
+  std::optional<Duration> ttr(const std::vector<Part>& parts) const override {
+    std::vector<remote::RemoteTtrModel::Part> p;
+    p.reserve(parts.size());
+    for (const Part& part : parts) p.push_back({part.node, part.bytes});
+    return ttr_.ttr(p, executor_.now());
   }
 
   bool flush_publishes(std::chrono::milliseconds timeout) override {
@@ -180,14 +217,17 @@ class ClusterTier final : public RemoteTier {
   void add_metrics(std::vector<Metric>& m) const override;
 
  private:
+  // *node_failed: the node did not answer in time or broke the connection (not a miss of the
+  // object itself).
   static Result<Fetched> fetch_now(remote::RemoteClient& client, const Key& key,
-                                   uint64_t payload_bytes, uint64_t generation) {
+                                   uint64_t payload_bytes, uint64_t generation, bool* node_failed) {
     const std::string what = "remote fetch of " + key.to_string() + ": ";
     Result<AlignedBuffer> buffer = AlignedBuffer::allocate(std::max<uint64_t>(payload_bytes, 1));
     if (!buffer) return Status(buffer.status().code(), what + buffer.status().message());
     auto held = std::make_shared<AlignedBuffer>(std::move(buffer).value());
     std::span<unsigned char> dst(reinterpret_cast<unsigned char*>(held->data()), payload_bytes);
     remote::FetchResult r = client.fetch({key, generation, 0}, dst);
+    *node_failed = r.outcome == remote::FetchOutcome::kUnavailable;
     if (!r.hit()) {
       return Status::not_found(what + "a miss (" +
                                std::string(remote::fetch_outcome_name(r.outcome)) +
@@ -205,6 +245,7 @@ class ClusterTier final : public RemoteTier {
   const RemoteTierOptions options_;
   remote::WriteBehindPublisher publisher_;
   std::atomic<uint64_t> dropped_{0};  // publishes admit() refused
+  remote::RemoteTtrModel ttr_;        // the Executor's thread only
   Worker probes_;
   Worker fetches_;
 };
@@ -273,10 +314,14 @@ void ClusterTier::add_metrics(std::vector<Metric>& m) const {
     add("remote_node_failures_total", "Calls to the node that failed or timed out", kC,
         double(n.failures), node);
     add("remote_node_rate_bytes_per_second",
-        "Measured fetch rate from the node (remote.node_rate_gib_s until one is measured)", kG,
-        n.fetch_seconds > 0 ? double(n.fetch_bytes) / n.fetch_seconds
-                            : options_.node_rate_bytes_per_s,
-        node);
+        "Fetch rate from the node a remote claim's TTR assumes (measured, weighted to recent "
+        "fetches; remote.node_rate_gib_s until one is measured)",
+        kG, ttr_.rate(address), node);
+    add("remote_node_bytes_in_flight", "Bytes of fetches from the node queued or running", kG,
+        double(ttr_.in_flight(address)), node);
+    add("remote_node_held_unhealthy",
+        "1 while remote claims on the node recompute at once (a call to it failed lately)", kG,
+        ttr_.healthy(address, executor_.now()) ? 0 : 1, node);
   }
 }
 

@@ -41,6 +41,7 @@ class RemoteTier {
   struct Found {
     uint64_t payload_bytes = 0;
     uint64_t generation = 0;
+    std::string node;  // host:port of the master the slot map names for it
   };
   // A probe's answer: one entry per key asked, in order; nullopt from the first key the cluster
   // does not hold (or could not say in time) on.
@@ -68,10 +69,19 @@ class RemoteTier {
                        std::shared_ptr<const std::vector<unsigned char>> bytes) = 0;
   // done runs on the Executor's thread.
   virtual void probe(std::vector<Key> keys, ProbeDone done) = 0;
-  // Fetches key, expecting payload_bytes and (unless 0) generation; done runs on the Executor's
-  // thread with the object or NotFound naming why it was a miss.
-  virtual void fetch(const Key& key, uint64_t payload_bytes, uint64_t generation,
-                     FetchDone done) = 0;
+  // Fetches key from node (as a probe found it; "" when unknown), expecting payload_bytes and
+  // (unless 0) generation; done runs on the Executor's thread with the object or NotFound naming
+  // why it was a miss. The fetch counts in the node's bytes in flight until then.
+  virtual void fetch(const Key& key, const std::string& node, uint64_t payload_bytes,
+                     uint64_t generation, FetchDone done) = 0;
+  // The TTR of fetching a claim's objects (node, bytes each) now: latency + (bytes in flight to
+  // the node + the claim's bytes there) / the node's measured rate, the slowest node's;
+  // nullopt while a node it needs is held unhealthy after a failed call (remote_ttr.h).
+  struct Part {
+    std::string node;
+    uint64_t bytes = 0;
+  };
+  virtual std::optional<Duration> ttr(const std::vector<Part>& parts) const = 0;
   // Waits until every queued publish has been sent (tests, shutdown); false after the timeout.
   virtual bool flush_publishes(std::chrono::milliseconds timeout) = 0;
   // The remote tier's metrics: publishes, probes and fetches by outcome, and per node.

@@ -263,13 +263,20 @@ class ServiceCore {
     uint64_t steps = 0, steps_missed = 0;
     uint64_t write_regions_made = 0, put_checksum_mismatches = 0;
   } counters_;
-  // The remote tier (null without [remote] seeds), and the generation a lookup's probe saw per
-  // key, which the claim's fetch then expects (bounded: cleared past kRemoteSeenKept).
+  // The remote tier (null without [remote] seeds), and what a lookup's probe saw per key: the
+  // generation the claim's fetch then expects and the node its TTR counts on (bounded: cleared
+  // past kRemoteSeenKept).
   std::shared_ptr<RemoteTier> remote_;
-  std::unordered_map<Key, uint64_t> remote_seen_;
+  struct RemoteSeen {
+    uint64_t generation = 0;
+    std::string node;
+  };
+  std::unordered_map<Key, RemoteSeen> remote_seen_;
   struct RemoteCounters {
     uint64_t lookups = 0, lookup_objects = 0, claims = 0, objects_stored = 0, bytes_stored = 0;
-    uint64_t misses = 0, puts_published = 0;
+    uint64_t misses = 0, puts_published = 0, refused_unhealthy = 0;
+    double ttr_projected_s = 0, fetch_s = 0;  // claims fetched in full: projected and taken
+    uint64_t timed = 0;
   } remote_counters_;
   TimerHandle housekeeping_timer_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

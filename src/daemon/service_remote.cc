@@ -44,7 +44,7 @@ bool ServiceCore::remote_lookup(Session& s, uint64_t id, const std::vector<Key>&
         for (size_t j = 0; j < asked.size(); ++j) {
           if (!found[j]) break;
           bytes[asked[j]] = found[j]->payload_bytes;
-          remote_seen_[keys[asked[j]]] = found[j]->generation;
+          remote_seen_[keys[asked[j]]] = {found[j]->generation, found[j]->node};
           ++remote_counters_.lookup_objects;
         }
         if (!sessions_.count(session)) return;
@@ -65,16 +65,48 @@ bool ServiceCore::remote_report_hit(Session& s, uint64_t id, const ReportHit& m)
   }
   if (missing.empty()) return false;
   ++remote_counters_.claims;
+  // Their TTR from the nodes' state; a node held unhealthy after a failed call: recompute now
+  // rather than wait out a deadline.
+  std::vector<RemoteTier::Part> parts;
+  std::vector<RemoteSeen> seen;
+  for (const ManifestEntry& e : missing) {
+    auto it = remote_seen_.find(e.key);
+    seen.push_back(it == remote_seen_.end() ? RemoteSeen{} : it->second);
+    parts.push_back({seen.back().node, e.bytes});
+  }
+  const std::optional<Duration> ttr = remote_->ttr(parts);
+  if (!ttr) {
+    ++remote_counters_.refused_unhealthy;
+    std::string nodes;
+    for (const RemoteTier::Part& p : parts) nodes += (nodes.empty() ? "" : ", ") + p.node;
+    ++counters_.errors;
+    send_(s.id,
+          encode_error(
+              id, to_runtime_ids(
+                      Status::not_found("report_hit: objects only in the cluster, on a node held "
+                                        "unhealthy after a failed call (" +
+                                        nodes + "): recompute"),
+                      Op(m), s.runtime->id_salt)));
+    return true;
+  }
+  const TimePoint fetch_start = executor_.now();
   struct Pending {
     size_t left = 0;
     Status error;
   };
+  const Duration projected = *ttr;
   auto pending = std::make_shared<Pending>();
   pending->left = missing.size();
   std::weak_ptr<int> alive = alive_;
   // Runs once every object has been fetched and stored (or missed): the report_hit as usual.
-  auto finish = [this, alive, pending, session = s.id, id, m] {
+  auto finish = [this, alive, pending, session = s.id, id, m, projected, fetch_start] {
     if (alive.expired() || --pending->left != 0) return;
+    if (pending->error.is_ok()) {
+      ++remote_counters_.timed;
+      remote_counters_.ttr_projected_s += std::chrono::duration<double>(projected).count();
+      remote_counters_.fetch_s +=
+          std::chrono::duration<double>(executor_.now() - fetch_start).count();
+    }
     auto it = sessions_.find(session);
     if (it == sessions_.end()) return;
     Session& owner = *it->second;
@@ -88,10 +120,9 @@ bool ServiceCore::remote_report_hit(Session& s, uint64_t id, const ReportHit& m)
     ++counters_.errors;
     send_(session, encode_error(id, to_runtime_ids(st, Op(m), owner.runtime->id_salt)));
   };
-  for (const ManifestEntry& e : missing) {
-    auto seen = remote_seen_.find(e.key);
-    const uint64_t generation = seen == remote_seen_.end() ? 0 : seen->second;
-    remote_->fetch(e.key, e.bytes, generation,
+  for (size_t i = 0; i < missing.size(); ++i) {
+    const ManifestEntry& e = missing[i];
+    remote_->fetch(e.key, seen[i].node, e.bytes, seen[i].generation,
                    [this, alive, pending, finish, key = e.key](Result<RemoteTier::Fetched> r) {
                      if (alive.expired()) return;
                      if (!r.is_ok()) {
@@ -157,6 +188,16 @@ void ServiceCore::add_remote_metrics(std::vector<Metric>& m) const {
       double(c.misses));
   add("remote_puts_published_total", "Puts handed to the write-behind publisher",
       double(c.puts_published));
+  add("remote_claims_refused_unhealthy_total",
+      "Claims on objects only in the cluster refused at once: a node they need was held "
+      "unhealthy after a failed call (the engine recomputes)",
+      double(c.refused_unhealthy));
+  add("remote_claims_timed_total", "Claims whose remote objects were all fetched", double(c.timed));
+  add("remote_claim_ttr_projected_seconds_total",
+      "Sum over the timed claims of the remote TTR projected at their report", c.ttr_projected_s);
+  add("remote_claim_fetch_seconds_total",
+      "Sum over the timed claims of the time their remote objects took to reach the store",
+      c.fetch_s);
 }
 
 }  // namespace tempokv::service
