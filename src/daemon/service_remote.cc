@@ -134,10 +134,18 @@ bool ServiceCore::remote_report_hit(Session& s, uint64_t id, const ReportHit& m)
                        }
                        return finish();
                      }
+                     if (shutting_down_) {  // the store closes once its puts drain
+                       if (pending->error.is_ok()) {
+                         pending->error = Status::unavailable("tempokvd is shutting down");
+                       }
+                       return finish();
+                     }
                      std::shared_ptr<AlignedBuffer> buffer = r->buffer;
                      const uint64_t n = r->payload_bytes;
+                     ++puts_in_flight_;  // shutdown waits for it, as for a client's put
                      store_->put_hashed(key, r->tokens, buffer->data(), n, r->checksum,
                                         [this, pending, finish, buffer, n](Status st) {
+                                          --puts_in_flight_;
                                           if (st.is_ok()) {
                                             ++remote_counters_.objects_stored;
                                             remote_counters_.bytes_stored += n;
@@ -145,6 +153,7 @@ bool ServiceCore::remote_report_hit(Session& s, uint64_t id, const ReportHit& m)
                                             pending->error = st;
                                           }
                                           finish();
+                                          check_shutdown();
                                         });
                    });
   }

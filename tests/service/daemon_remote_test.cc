@@ -269,6 +269,34 @@ TEST_F(RemoteDaemons, AStoppedNodeFailsTheClaimWithinItsDeadlineThenAtOnce) {
   EXPECT_EQ(DaemonTest::stat_of(*b, "remote_claims_timed_total"), 1);
 }
 
+// tempokvd stopped (SIGTERM) while a claim's fetch waits on a stopped node: the daemon still
+// stops cleanly (a fetched object's store put is waited for, a late one never put) and the
+// engine's report_hit gets an error, never a hang.
+TEST_F(RemoteDaemons, AShutdownDuringARemoteFetchStopsCleanly) {
+  auto a = client(0);
+  auto b = client(1);
+  ASSERT_TRUE(a && b);
+  remote::RemoteClient rc(remote::cluster().config());
+  ASSERT_TRUE(rc.connect().is_ok());
+  const std::string master = rc.masters()[2];
+  const auto on_master = owned_by(rc, master, put_published(*a, 4500, 12));
+  ASSERT_FALSE(on_master.empty());
+  const int pid = remote::cluster().pid_of(master);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(b->add_request({51, 2048, 1024, kObject, 16}).is_ok());
+  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+  Status hit;
+  std::thread engine([&] { hit = b->report_hit(51, {on_master[0]}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const int stopped = daemons_[1]->stop();
+  engine.join();
+  ::kill(pid, SIGCONT);
+  EXPECT_EQ(stopped, 0) << "tempokvd did not stop cleanly";
+  EXPECT_FALSE(hit.is_ok());
+  b.reset();
+  ASSERT_TRUE(daemons_[1]->start());  // for TearDown, which stops it again
+}
+
 // Puts well beyond the cluster's memory (3 masters of 64 MiB): the cluster evicts by its own
 // policy (allkeys-lru), every put and publish succeeds, the evictions are counted, and an
 // evicted object is a plain miss for another daemon's lookup.
