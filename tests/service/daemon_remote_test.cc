@@ -107,6 +107,31 @@ class RemoteDaemons : public DaemonTest {
     EXPECT_TRUE(c.finished(id, 16).is_ok());
     return hit;
   }
+  // A master of the cluster (masters()[index]), its redis-server's pid, and the objects of
+  // first..first+n-1, put and published through c, that it holds.
+  struct Master {
+    std::string address;
+    int pid = 0;
+    std::vector<ManifestEntry> objects;
+  };
+  static Master master_with_objects(ServiceClient& c, size_t index, uint64_t first, int n) {
+    remote::RemoteClient rc(remote::cluster().config());
+    EXPECT_TRUE(rc.connect().is_ok());
+    Master m;
+    m.address = rc.masters().at(index);
+    m.objects = owned_by(rc, m.address, put_published(c, first, n));
+    m.pid = remote::cluster().pid_of(m.address);
+    EXPECT_GT(m.pid, 0);
+    return m;
+  }
+  // Waits until c's daemon has no publish queued; false after 10 s.
+  static bool publishes_drained(ServiceClient& c) {
+    for (int i = 0; i < 1000; ++i) {
+      if (DaemonTest::stat_of(c, "remote_publish_queued_bytes") == 0) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
   // The entries of m whose objects the cluster keeps on `master`.
   static std::vector<ManifestEntry> owned_by(remote::RemoteClient& rc, const std::string& master,
                                              const std::vector<ManifestEntry>& m) {
@@ -212,10 +237,7 @@ TEST_F(RemoteBackpressure, PublishesBeyondTheBoundAreDroppedAndPutsNeverWait) {
   EXPECT_LE(queued, 16.0 * kObject);
   EXPECT_GE(dropped, 48 - 16 - 2 * std::ceil(seconds) - 1);
   // Once the cluster answers again the queue drains; every publish is accounted for.
-  for (int i = 0; i < 1000 && DaemonTest::stat_of(*a, "remote_publish_queued_bytes") > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(DaemonTest::stat_of(*a, "remote_publish_queued_bytes"), 0);
+  EXPECT_TRUE(publishes_drained(*a));
   EXPECT_EQ(DaemonTest::stat_of(*a, "remote_published_total") +
                 DaemonTest::stat_of(*a, "remote_publish_failed_total") +
                 DaemonTest::stat_of(*a, "remote_publish_dropped_total"),
@@ -233,14 +255,12 @@ TEST_F(RemoteDaemons, AStoppedNodeFailsTheClaimWithinItsDeadlineThenAtOnce) {
   auto a = client(0);
   auto b = client(1);
   ASSERT_TRUE(a && b);
-  remote::RemoteClient rc(remote::cluster().config());
-  ASSERT_TRUE(rc.connect().is_ok());
-  const std::string master = rc.masters()[0];
-  const auto on_master = owned_by(rc, master, put_published(*a, 4000, 12));
+  const Master m = master_with_objects(*a, 0, 4000, 12);
+  const std::string& master = m.address;
+  const auto& on_master = m.objects;
+  const int pid = m.pid;
   ASSERT_GE(on_master.size(), 2u);
   ASSERT_TRUE(b->lookup(keys_of(on_master)).is_ok());  // B's probe learns the owner node
-  const int pid = remote::cluster().pid_of(master);
-  ASSERT_GT(pid, 0);
   ASSERT_EQ(::kill(pid, SIGSTOP), 0);
   Clock::time_point start = Clock::now();
   Status hit = claim_and_check(*b, 31, {on_master[0]});
@@ -276,21 +296,16 @@ TEST_F(RemoteDaemons, AShutdownDuringARemoteFetchStopsCleanly) {
   auto a = client(0);
   auto b = client(1);
   ASSERT_TRUE(a && b);
-  remote::RemoteClient rc(remote::cluster().config());
-  ASSERT_TRUE(rc.connect().is_ok());
-  const std::string master = rc.masters()[2];
-  const auto on_master = owned_by(rc, master, put_published(*a, 4500, 12));
-  ASSERT_FALSE(on_master.empty());
-  const int pid = remote::cluster().pid_of(master);
-  ASSERT_GT(pid, 0);
+  const Master m = master_with_objects(*a, 2, 4500, 12);
+  ASSERT_FALSE(m.objects.empty());
   ASSERT_TRUE(b->add_request({51, 2048, 1024, kObject, 16}).is_ok());
-  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+  ASSERT_EQ(::kill(m.pid, SIGSTOP), 0);
   Status hit;
-  std::thread engine([&] { hit = b->report_hit(51, {on_master[0]}); });
+  std::thread engine([&] { hit = b->report_hit(51, {m.objects[0]}); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const int stopped = daemons_[1]->stop();
   engine.join();
-  ::kill(pid, SIGCONT);
+  ::kill(m.pid, SIGCONT);
   EXPECT_EQ(stopped, 0) << "tempokvd did not stop cleanly";
   EXPECT_FALSE(hit.is_ok());
   b.reset();
@@ -306,9 +321,7 @@ TEST_F(RemoteDaemons, AFullClusterEvictsAndCountsItNeverAnError) {
   ASSERT_TRUE(a && b);
   const int n = 240;
   const auto m = put(*a, 5000, n);
-  for (int i = 0; i < 1000 && DaemonTest::stat_of(*a, "remote_publish_queued_bytes") > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  EXPECT_TRUE(publishes_drained(*a));
   EXPECT_EQ(DaemonTest::stat_of(*a, "remote_publish_failed_total"), 0);
   EXPECT_EQ(DaemonTest::stat_of(*a, "remote_published_total") +
                 DaemonTest::stat_of(*a, "remote_publish_dropped_total"),
@@ -338,11 +351,12 @@ TEST_F(RemoteDaemons, AKilledMasterFailsOverWithNoWrongBytesAndNothingHeld) {
   auto a = client(0);
   auto b = client(1);
   ASSERT_TRUE(a && b);
+  const Master m = master_with_objects(*a, 1, 6000, 48);
+  const std::string& master = m.address;
+  const auto& on_master = m.objects;
+  ASSERT_GE(on_master.size(), 6u);
   remote::RemoteClient rc(remote::cluster().config());
   ASSERT_TRUE(rc.connect().is_ok());
-  const std::string master = rc.masters()[1];
-  const auto on_master = owned_by(rc, master, put_published(*a, 6000, 48));
-  ASSERT_GE(on_master.size(), 6u);
   // The replica has every write before its master dies (its offset caught up).
   for (int i = 0; i < 200; ++i) {
     auto info = rc.command_at(master, {"INFO", "replication"});
@@ -356,9 +370,7 @@ TEST_F(RemoteDaemons, AKilledMasterFailsOverWithNoWrongBytesAndNothingHeld) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  const int pid = remote::cluster().pid_of(master);
-  ASSERT_GT(pid, 0);
-  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  ASSERT_EQ(::kill(m.pid, SIGKILL), 0);
   size_t next = 0, failed = 0, served = 0;
   uint64_t id = 100;
   const Clock::time_point start = Clock::now();
