@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "daemon/data_dir.h"
+#include "daemon/remote_tier.h"
 
 namespace tempokv::service {
 
@@ -18,6 +19,14 @@ bool remote_tier_built() {
   return false;
 #endif
 }
+
+#ifndef TEMPOKV_HAVE_REMOTE
+Result<std::shared_ptr<RemoteTier>> RemoteTier::open(Executor&, const RemoteTierOptions&) {
+  return Status::failed_precondition(
+      "the remote tier is not built into this tempokvd (hiredis was not found at configure: "
+      "install libhiredis-dev, scripts/install-deps, and rebuild)");
+}
+#endif
 
 Result<std::string> read_password_file(const std::string& field, const std::string& path) {
   const std::string what = field + " " + path;
@@ -38,8 +47,9 @@ Result<std::string> read_password_file(const std::string& field, const std::stri
     text.append(buf, static_cast<size_t>(n));
     if (text.size() > 4096) {
       ::close(fd);
-      return Status::invalid_argument(what + " is longer than 4096 bytes: it must hold the "
-                                             "password on its first line");
+      return Status::invalid_argument(what +
+                                      " is longer than 4096 bytes: it must hold the "
+                                      "password on its first line");
     }
   }
   ::close(fd);
@@ -61,8 +71,8 @@ Result<RemoteTierOptions> remote_tier_options(const DaemonConfig::Remote& r) {
   o.seeds = r.seeds;
   o.user = r.user;
   if (!r.password_file.empty()) {
-    TEMPOKV_ASSIGN_OR_RETURN(o.password, read_password_file("remote.password_file",
-                                                            r.password_file));
+    TEMPOKV_ASSIGN_OR_RETURN(o.password,
+                             read_password_file("remote.password_file", r.password_file));
   }
   o.connect_timeout = std::chrono::milliseconds(r.connect_timeout_ms);
   o.io_timeout = std::chrono::milliseconds(r.io_timeout_ms);

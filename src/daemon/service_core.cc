@@ -8,6 +8,7 @@
 #include <random>
 
 #include "controller/controller.h"
+#include "daemon/remote_tier.h"
 #include "daemon/service_metrics.h"
 #include "daemon/shared_file.h"
 #include "daemon/service_state.h"
@@ -55,6 +56,7 @@ ServiceCore::ServiceCore(Executor& executor, const CoreOptions& options, SendFn 
 
 ServiceCore::~ServiceCore() {
   housekeeping_timer_.cancel();
+  remote_.reset();  // its threads first: nothing more is posted for the core
   // Without shutdown(): the executor no longer runs, so nothing can drain; the components are
   // destroyed in reverse order of creation. The tier's file is removed like the write region.
   controller_.reset();
@@ -123,6 +125,9 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
                            make_controller(executor, *c->provider_, options.policy, co));
   TEMPOKV_RETURN_IF_ERROR(make_shared_dir(options.write_dir, options.shared_group));
   c->write_dir_created_ = true;
+  if (options.remote.enabled()) {
+    TEMPOKV_ASSIGN_OR_RETURN(c->remote_, RemoteTier::open(executor, options.remote));
+  }
   c->housekeeping();
   return c;
 }

@@ -45,6 +45,7 @@
 namespace tempokv::service {
 
 struct Metric;
+class RemoteTier;
 
 struct CoreOptions {
   // Store.
@@ -205,6 +206,21 @@ class ServiceCore {
   // an error's message.
   static Op to_internal_ids(Op op, uint64_t salt);
   static Status to_runtime_ids(const Status& st, const Op& internal, uint64_t salt);
+  // service_remote.cc: the shared remote tier (docs/cluster.md), when [remote] has seeds.
+  // A lookup whose leading keys miss locally asks the cluster for them: true when the reply
+  // (local and remote sizes) is sent later, from the probe's answer.
+  bool remote_lookup(Session& s, uint64_t id, const std::vector<Key>& keys,
+                     std::vector<uint64_t> bytes);
+  // A report_hit naming objects only the cluster holds: they are fetched, verified and put in
+  // the store first, then the report_hit runs as usual (a miss of any reason: its error, so the
+  // engine recomputes). True when it was taken over (answered later).
+  bool remote_report_hit(Session& s, uint64_t id, const ReportHit& m);
+  // The store's put callback that publishes the put's bytes (copied off this thread when the
+  // publisher had room) once they are stored, then runs done.
+  Store::DoneCallback publish_after_put(const Key& key, TokenRange tokens, Hash128 checksum,
+                                        std::shared_ptr<const std::vector<unsigned char>> copy,
+                                        Store::DoneCallback done);
+  void add_remote_metrics(std::vector<Metric>& m) const;
   // service_core.cc
   void end_runtime(Runtime& rt);
   void record_claim_end(uint64_t request_id);
@@ -247,6 +263,21 @@ class ServiceCore {
     uint64_t steps = 0, steps_missed = 0;
     uint64_t write_regions_made = 0, put_checksum_mismatches = 0;
   } counters_;
+  // The remote tier (null without [remote] seeds), and what a lookup's probe saw per key: the
+  // generation the claim's fetch then expects and the node its TTR counts on (bounded: cleared
+  // past kRemoteSeenKept).
+  std::shared_ptr<RemoteTier> remote_;
+  struct RemoteSeen {
+    uint64_t generation = 0;
+    std::string node;
+  };
+  std::unordered_map<Key, RemoteSeen> remote_seen_;
+  struct RemoteCounters {
+    uint64_t lookups = 0, lookup_objects = 0, claims = 0, objects_stored = 0, bytes_stored = 0;
+    uint64_t misses = 0, puts_published = 0, refused_unhealthy = 0;
+    double ttr_projected_s = 0, fetch_s = 0;  // claims fetched in full: projected and taken
+    uint64_t timed = 0;
+  } remote_counters_;
   TimerHandle housekeeping_timer_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };

@@ -203,6 +203,7 @@ std::vector<Metric> ServiceCore::metrics() const {
           percentile(r->values, q));
     }
   }
+  if (remote_) add_remote_metrics(m);
   if (transport_metrics_) transport_metrics_(m);
   return m;
 }

@@ -69,7 +69,10 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
     return st;
   };
   if (const auto* m = std::get_if<AddRequest>(&op)) return reply(add_request(s, m->request));
-  if (const auto* m = std::get_if<ReportHit>(&op)) return reply(report_hit(s, *m));
+  if (const auto* m = std::get_if<ReportHit>(&op)) {
+    if (remote_report_hit(s, id, *m)) return Status::ok();  // objects fetched from the cluster
+    return reply(report_hit(s, *m));
+  }
   if (const auto* m = std::get_if<UpdateOrder>(&op)) {
     TEMPOKV_ASSIGN_OR_RETURN(std::vector<uint64_t> order,
                              live_order(s, m->waiting, "update_order"));
@@ -110,6 +113,7 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
       bytes.push_back(info ? info->payload_bytes : 0);
       if (info && stored.size() + 1 == bytes.size()) stored.push_back({k, info->payload_bytes});
     }
+    if (remote_lookup(s, id, m->keys, bytes)) return Status::ok();  // the cluster answers too
     send_(s.id, encode_lookup_reply(id, bytes, controller_->committable_prefix(stored)));
     return Status::ok();
   }

@@ -7,6 +7,7 @@
 #include "common/checksum.h"
 #include "common/units.h"
 
+#include "daemon/remote_tier.h"
 #include "daemon/service_core.h"
 #include "daemon/service_state.h"
 
@@ -198,9 +199,18 @@ Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
   // store key already stored follows the store's one rule (Store::put): the same bytes are a
   // success with nothing written, other bytes a new generation.
   const Hash128 declared{m.checksum_low, m.checksum_high};
-  jobs_->run([this, alive, region, declared, m, done = std::move(done)]() mutable {
+  // With the remote tier, the bytes are copied here too when its publisher has room (the region
+  // is given back when the store is done; the publish happens after).
+  jobs_->run([this, alive, region, declared, m, remote = remote_,
+              done = std::move(done)]() mutable {
     const Hash128 found = xxh3_128(region->data(m.offset), m.bytes);
-    executor_.post([this, alive, declared, found, m, region, done = std::move(done)]() mutable {
+    std::shared_ptr<const std::vector<unsigned char>> copy;
+    if (remote && found == declared && remote->admit(m.bytes)) {
+      const auto* p = reinterpret_cast<const unsigned char*>(region->data(m.offset));
+      copy = std::make_shared<const std::vector<unsigned char>>(p, p + m.bytes);
+    }
+    executor_.post([this, alive, declared, found, m, region, copy = std::move(copy),
+                    done = std::move(done)]() mutable {
       if (alive.expired()) return;
       if (!(found == declared)) {
         ++counters_.put_checksum_mismatches;
@@ -212,7 +222,8 @@ Status ServiceCore::put(Session& s, uint64_t id, const Put& m) {
             "them; nothing was stored"));
       }
       store_->put_hashed(m.key, m.tokens, region->data(m.offset), m.bytes, declared,
-                         std::move(done));
+                         publish_after_put(m.key, m.tokens, declared, std::move(copy),
+                                           std::move(done)));
     });
   });
   return Status::ok();

@@ -252,6 +252,38 @@ Result<CommandReply> RemoteClient::command(std::string_view routing_key,
   return out;
 }
 
+FetchResult RemoteClient::probe(const Key& key) {
+  FetchResult out;
+  const std::string redis_key = object_key(key);
+  Result<CommandReply> r =
+      command(redis_key, {"GETRANGE", redis_key, "0", std::to_string(kHeaderBytes - 1)});
+  if (!r) {
+    out.outcome = FetchOutcome::kUnavailable;
+    out.detail = r.status().message();
+  } else if (r->error) {
+    out.outcome = FetchOutcome::kUnavailable;
+    out.detail = "remote: GETRANGE of " + redis_key + " failed: " + r->text;
+  } else if (r->text.empty()) {
+    out.outcome = FetchOutcome::kAbsent;
+  } else if (r->text.size() != kHeaderBytes) {
+    out.outcome = FetchOutcome::kBadHeader;
+    out.detail = "remote: " + redis_key + " is shorter than a header";
+  } else if (std::optional<RemoteIdentity> id =
+                 decode_header(reinterpret_cast<const unsigned char*>(r->text.data()));
+             !id) {
+    out.outcome = FetchOutcome::kBadHeader;
+    out.detail = "remote: " + redis_key + " has no valid header";
+  } else if (!(id->key == key)) {
+    out.outcome = FetchOutcome::kWrongKey;
+    out.detail = "remote: " + redis_key + " names another key";
+  } else {
+    out.outcome = FetchOutcome::kHit;
+    out.identity = *id;
+  }
+  ++stats_.probes[static_cast<size_t>(out.outcome)];
+  return out;
+}
+
 Result<CommandReply> RemoteClient::command_at(const std::string& address,
                                               const std::vector<std::string>& argv) {
   Node* n = node(address);

@@ -83,6 +83,7 @@ struct RemoteStats {
   uint64_t puts = 0;
   uint64_t put_oom = 0;     // the cluster refused a put for memory (a failed publish)
   uint64_t put_failed = 0;  // any other failed put
+  std::array<uint64_t, static_cast<size_t>(FetchOutcome::kCount)> probes{};  // per outcome
   uint64_t count(FetchOutcome o) const { return fetches[static_cast<size_t>(o)]; }
 };
 
@@ -107,6 +108,10 @@ class RemoteClient {
   Status put(const RemoteIdentity& id, std::span<const unsigned char> payload);
   // Reads the object into dst (the payload only), verified. dst's bytes are KV only on kHit.
   FetchResult fetch(const FetchRequest& request, std::span<unsigned char> dst);
+  // The identity in the object's header, read with GETRANGE (its 80 bytes; the payload stays in
+  // the cluster), checked as a fetch checks it (own check, magic, version, key). kHit with the
+  // identity, kAbsent, kBadHeader, kWrongKey or kUnavailable; counted in stats().probes.
+  FetchResult probe(const Key& key);
   // Runs a command on the node that owns routing_key's slot, following redirects.
   Result<CommandReply> command(std::string_view routing_key, const std::vector<std::string>& argv);
   // Runs a command on one node by address.

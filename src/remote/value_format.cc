@@ -31,7 +31,7 @@ HeaderBytes encode_header(const RemoteIdentity& id) {
   put_u64(p + 40, id.checksum.low);
   put_u64(p + 48, id.checksum.high);
   put_u64(p + 56, id.layout_digest);
-  put_u64(p + 64, 0);
+  put_u64(p + 64, uint64_t{id.tokens.begin} | (uint64_t{id.tokens.end} << 32));
   put_u64(p + 72, xxh3_128(p, 72).low);
   return h;
 }
@@ -51,6 +51,8 @@ std::optional<RemoteIdentity> decode_header(const unsigned char* p) {
   id.checksum.low = get_u64(p + 40);
   id.checksum.high = get_u64(p + 48);
   id.layout_digest = get_u64(p + 56);
+  const uint64_t tokens = get_u64(p + 64);
+  id.tokens = {static_cast<uint32_t>(tokens), static_cast<uint32_t>(tokens >> 32)};
   return id;
 }
 

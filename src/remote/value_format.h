@@ -25,6 +25,7 @@ struct RemoteIdentity {
   uint64_t payload_bytes = 0;  // exact length of the payload
   Hash128 checksum;            // XXH3-128 of the payload
   uint64_t layout_digest = 0;  // digest of the KV layout the bytes were written for (0: none)
+  TokenRange tokens;           // the tokens the object covers, as in the store's index
   bool operator==(const RemoteIdentity&) const = default;
 };
 

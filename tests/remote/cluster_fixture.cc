@@ -8,6 +8,14 @@
 
 #include "common/splitmix.h"
 
+// Each test executable that starts a cluster takes ports of its own range (bus ports are
+// port + 10000, below the ephemeral range): remote_cluster_test 12000-15999,
+// daemon_remote_test 16000-17999.
+#ifndef TEMPOKV_CLUSTER_BASE_PORT
+#define TEMPOKV_CLUSTER_BASE_PORT 12000
+#define TEMPOKV_CLUSTER_SPREAD 400
+#endif
+
 namespace tempokv::remote {
 namespace {
 
@@ -22,7 +30,8 @@ class ClusterEnvironment : public ::testing::Environment {
               0)
         << "redis-server/redis-cli not found: install Debian's redis-server and redis-tools "
            "(scripts/install-deps)";
-    g_cluster.base_port = 12000 + static_cast<int>(::getpid() % 400) * 10;
+    g_cluster.base_port =
+        TEMPOKV_CLUSTER_BASE_PORT + static_cast<int>(::getpid() % TEMPOKV_CLUSTER_SPREAD) * 10;
     g_cluster.dir = "/tmp/tempokv-remote-test-" + std::to_string(::getpid());
     const std::string cmd = script() + " up --port " + std::to_string(g_cluster.base_port) +
                             " --dir " + g_cluster.dir + " --maxmemory 64mb";

@@ -23,6 +23,7 @@ RemoteIdentity sample() {
   id.payload_bytes = 12345;
   id.checksum = Hash128{7, 8};
   id.layout_digest = 0xabcdef;
+  id.tokens = {256, 0xfffffff0u};  // both halves of the field, the high bit of end included
   return id;
 }
 

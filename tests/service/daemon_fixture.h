@@ -131,6 +131,10 @@ class DaemonTest : public ::testing::Test {
   static void stage(ServiceClient& c, uint64_t id, const std::vector<ManifestEntry>& m) {
     ASSERT_TRUE(c.add_request({id, 2048, 1024, m.size() * kObject, 16}).is_ok());
     ASSERT_TRUE(c.report_hit(id, m).is_ok());
+    await_ready(c, id);
+  }
+  // A reported request from order and admission until its claim is ready.
+  static void await_ready(ServiceClient& c, uint64_t id) {
     ASSERT_TRUE(c.update_order(std::vector<uint64_t>{id}).is_ok());
     ASSERT_TRUE(c.admitted(id).is_ok());
     bool ready = false;

@@ -108,8 +108,7 @@ TEST(RemoteConfig, PrintedConfigReadsBack) {
   c.remote.write_behind_bytes = 3ULL << 30;
   c.remote.node_rate_gib_s = 0.5;
   const std::string text = c.to_toml();
-  EXPECT_NE(text.find("seeds = [\"127.0.0.1:7000\", \"quote\\\"d:1\"]"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("seeds = [\"127.0.0.1:7000\", \"quote\\\"d:1\"]"), std::string::npos) << text;
   Result<DaemonConfig> back = parse_daemon_config(text, "printed.toml");
   ASSERT_TRUE(back.is_ok()) << back.status().to_string();
   EXPECT_EQ(back->remote.seeds, c.remote.seeds);

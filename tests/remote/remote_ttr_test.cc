@@ -1,0 +1,72 @@
+// RemoteTtrModel: per-node TTR from bytes in flight and a measured rate, a claim's parts on
+// several nodes in parallel, and an unhealthy node's hold.
+#include "remote/remote_ttr.h"
+
+#include <gtest/gtest.h>
+
+namespace tempokv::remote {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr double kGiB = double(1ULL << 30);
+
+RemoteTtrOptions options() {
+  RemoteTtrOptions o;
+  o.prior_bytes_per_s = kGiB;
+  o.latency = milliseconds(1);
+  o.unhealthy_hold = seconds(1);
+  o.weight = 0.5;
+  return o;
+}
+
+TEST(RemoteTtr, LatencyPlusInFlightAndOwnBytesOverTheRate) {
+  RemoteTtrModel m(options());
+  const TimePoint now{};
+  EXPECT_EQ(m.ttr({{"a:1", 1ULL << 29}}, now), milliseconds(1) + milliseconds(500));
+  m.started("a:1", 1ULL << 30);  // 1 GiB ahead of it on that node
+  EXPECT_EQ(m.ttr({{"a:1", 1ULL << 29}}, now), milliseconds(1) + milliseconds(1500));
+  // Another node's queue is its own; a claim on both waits for the slower one.
+  EXPECT_EQ(m.ttr({{"b:1", 1ULL << 29}}, now), milliseconds(501));
+  EXPECT_EQ(m.ttr({{"a:1", 1ULL << 28}, {"b:1", 1ULL << 29}}, now), milliseconds(1251));
+  // Two parts on one node add up.
+  EXPECT_EQ(m.ttr({{"b:1", 1ULL << 29}, {"b:1", 1ULL << 29}}, now), milliseconds(1001));
+}
+
+TEST(RemoteTtr, TheRateFollowsCompletedFetches) {
+  RemoteTtrModel m(options());
+  const TimePoint now{};
+  m.started("a:1", 1ULL << 30);
+  m.finished("a:1", 1ULL << 30, milliseconds(250), true, false, now);  // 4 GiB/s measured
+  EXPECT_EQ(m.in_flight("a:1"), 0u);
+  EXPECT_DOUBLE_EQ(m.rate("a:1"), 4 * kGiB);  // the first measurement replaces the prior
+  m.started("a:1", 1ULL << 30);
+  m.finished("a:1", 1ULL << 30, milliseconds(500), true, false, now);  // 2 GiB/s
+  EXPECT_DOUBLE_EQ(m.rate("a:1"), 3 * kGiB);                           // weight 0.5
+  // A miss of the object (absent, checksum) says nothing of the rate or the node's health.
+  m.started("a:1", 1ULL << 20);
+  m.finished("a:1", 1ULL << 20, milliseconds(1), false, false, now);
+  EXPECT_DOUBLE_EQ(m.rate("a:1"), 3 * kGiB);
+  EXPECT_TRUE(m.healthy("a:1", now));
+  EXPECT_DOUBLE_EQ(m.rate("b:1"), kGiB);  // unmeasured: the prior
+}
+
+TEST(RemoteTtr, AFailedNodeHasNoFiniteTtrUntilItsHoldEnds) {
+  RemoteTtrModel m(options());
+  const TimePoint t0{};
+  m.started("a:1", 100);
+  m.finished("a:1", 100, milliseconds(500), false, true, t0);
+  EXPECT_FALSE(m.healthy("a:1", t0 + milliseconds(999)));
+  EXPECT_EQ(m.ttr({{"a:1", 100}, {"b:1", 100}}, t0 + milliseconds(999)), std::nullopt);
+  EXPECT_TRUE(m.ttr({{"b:1", 100}}, t0).has_value());  // other nodes are not affected
+  // After the hold the next fetch may try it; an answer clears the mark at once.
+  EXPECT_TRUE(m.ttr({{"a:1", 100}}, t0 + seconds(1)).has_value());
+  m.finished("a:1", 0, milliseconds(0), false, true, t0 + seconds(1));
+  EXPECT_FALSE(m.healthy("a:1", t0 + seconds(1)));
+  m.finished("a:1", 0, milliseconds(1), true, false, t0 + seconds(1));
+  EXPECT_TRUE(m.healthy("a:1", t0 + seconds(1)));
+}
+
+}  // namespace
+}  // namespace tempokv::remote
