@@ -20,12 +20,11 @@ TimePoint Controller::chain_deadlines(StagingProvider::TtrBoundWalk& bounds) {
   if (!options_.chain_deadlines || !policy_->state_aware()) return TimePoint::min();
   chain_.clear();
   const size_t length = options_.chain_length;
-  // Each index's claims in key order (keys are at most the use time): once `length` claims are
-  // used before the key, no later claim of the index is among the soonest. soonest_: the
-  // `length` soonest uses of the index so far, ascending (a few; no heap work per pass).
-  // An entry (key, id) after the last of them, (use, id), is used later or at that use with a
-  // larger id, as is every entry after it: so a batch of claims used at one instant costs `length`
-  // steps, not one per claim.
+  // Each index's claims in (key, id) order (keys are at most the use time). soonest_: the
+  // `length` soonest (use, id) of the index so far, ascending (a few; no heap work per pass).
+  // Once an entry's (key, id) is after the last of them, it is used later, or at that use with a
+  // larger id, as is every entry after it: none is among the soonest. So a batch of claims used
+  // at one instant costs `length` steps, not one per claim.
   auto gather = [&](const UseIndex& index) {
     soonest_.clear();
     for (const auto& [key, id] : index) {
