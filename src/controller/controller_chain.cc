@@ -28,8 +28,7 @@ TimePoint Controller::chain_deadlines(StagingProvider::TtrBoundWalk& bounds) {
   auto gather = [&](const UseIndex& index) {
     soonest_.clear();
     for (const auto& [key, id] : index) {
-      if (soonest_.size() >= length &&
-          (length == 0 || std::pair{key, id} > soonest_.back())) {
+      if (soonest_.size() >= length && (length == 0 || std::pair{key, id} > soonest_.back())) {
         break;
       }
       Rec& r = claims_.at(id);
