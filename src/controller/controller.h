@@ -202,17 +202,18 @@ class Controller {
   // evaluation: sets every claim's lead anew and returns the latest use time of a claim given a
   // lead (TimePoint::min() when none), so the window walk reaches it. It looks at the
   // ControllerOptions::chain_length planned claims used soonest, not counting those sent to the
-  // ordinary path; its members are those of them the budget would take now (StagingProvider::refused_now: the
-  // provider's state alone, not the index's bookkeeping of refusals, so the full scan finds the
-  // same members; a claim whose refusal stands is refused now) that would add reads (`own`: the
-  // time its new reads take at the calibrated rate, TtrBoundWalk::range's fresh bytes). Taken in
-  // use order (report order among equal use times, so the first commits first and its reads go
-  // first), from the last: its deadline is its use; each earlier one's is the earlier of its use
-  // and the next one's deadline less the next one's own reads. The same leads whichever way the
-  // pass walks (the index's walk or the full scan): by_use_, waiting_, resting_ and
-  // parked_by_use_ hold every planned claim between them. A claim used later than the last of
-  // them moves no deadline (also a bound on the cost per pass), and a shared object counts in the
-  // own reads of each member that would add it.
+  // ordinary path; its members are those of them the budget would take now
+  // (StagingProvider::refused_now: the provider's state alone, not the index's bookkeeping of
+  // refusals, so the full scan finds the same members; a claim whose refusal stands is refused now)
+  // that would add reads (`own`: the time its new reads take at the calibrated rate,
+  // TtrBoundWalk::range's fresh bytes). Taken in use order (id order among equal use times, which
+  // the indexes keep, so that a batch used at one instant is gathered in `chain_length` steps; the
+  // report order when ids come in order), from the last: its deadline is its use; each earlier
+  // one's is the earlier of its use and the next one's deadline less the next one's own reads. The
+  // same leads whichever way the pass walks (the index's walk or the full scan): by_use_, waiting_,
+  // resting_ and parked_by_use_ hold every planned claim between them. A claim used later than the
+  // last of them moves no deadline (also a bound on the cost per pass), and a shared object counts
+  // in the own reads of each member that would add it.
   TimePoint chain_deadlines(StagingProvider::TtrBoundWalk& bounds);
   // controller_refusals.cc
   // Refused before, no object has left the store since its share was measured, and the lower
@@ -389,12 +390,13 @@ class Controller {
   std::vector<Skipped> skipped_;
   struct ChainMember {  // chain_deadlines()'s scratch
     TimePoint use;
-    uint64_t seq;
+    ClaimId id;
     Rec* rec;
-    bool operator<(const ChainMember& o) const { return std::tie(use, seq) < std::tie(o.use, o.seq); }
+    bool operator<(const ChainMember& o) const { return std::tie(use, id) < std::tie(o.use, o.id); }
   };
   std::vector<ChainMember> chain_;
-  std::vector<TimePoint> soonest_;  // chain_deadlines()'s scratch: the soonest uses of an index
+  // chain_deadlines()'s scratch: the soonest (use, id) of an index.
+  std::vector<std::pair<TimePoint, ClaimId>> soonest_;
   std::vector<ClaimId> chained_;  // the claims given a lead by the last chain_deadlines()
   ErrorFeedback feedback_;
   ByteTimeMeter meter_;

@@ -20,17 +20,22 @@ TimePoint Controller::chain_deadlines(StagingProvider::TtrBoundWalk& bounds) {
   if (!options_.chain_deadlines || !policy_->state_aware()) return TimePoint::min();
   chain_.clear();
   const size_t length = options_.chain_length;
-  // Each index's claims in key order (keys are at most the use time): once `length` claims are
-  // used before the key, no later claim of the index is among the soonest. soonest_: the
-  // `length` soonest uses of the index so far, ascending (a few; no heap work per pass).
+  // Each index's claims in (key, id) order (keys are at most the use time). soonest_: the
+  // `length` soonest (use, id) of the index so far, ascending (a few; no heap work per pass).
+  // Once an entry's (key, id) is after the last of them, it is used later, or at that use with a
+  // larger id, as is every entry after it: none is among the soonest. So a batch of claims used
+  // at one instant costs `length` steps, not one per claim.
   auto gather = [&](const UseIndex& index) {
     soonest_.clear();
     for (const auto& [key, id] : index) {
-      if (soonest_.size() >= length && (length == 0 || key > soonest_.back())) break;
+      if (soonest_.size() >= length && (length == 0 || std::pair{key, id} > soonest_.back())) {
+        break;
+      }
       Rec& r = claims_.at(id);
       if (r.info.state != ClaimState::kPlanned || r.info.ordinary_only) continue;
-      chain_.push_back({r.use_at, r.seq, &r});
-      soonest_.insert(std::upper_bound(soonest_.begin(), soonest_.end(), r.use_at), r.use_at);
+      chain_.push_back({r.use_at, id, &r});
+      const std::pair<TimePoint, ClaimId> use{r.use_at, id};
+      soonest_.insert(std::upper_bound(soonest_.begin(), soonest_.end(), use), use);
       if (soonest_.size() > length) soonest_.pop_back();
     }
   };

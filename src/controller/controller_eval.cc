@@ -277,21 +277,47 @@ void Controller::evaluate_timed_indexed() {
     std::optional<StagingProvider::TtrWalk> exact;
     WalkPass pass{now, horizon, drained, bounds, exact, provider_};
     note_held(walk_end);
-    for (auto it = by_use_.begin(), following = it; it != by_use_.end() && it->first <= walk_end;
-         it = following) {
-      ++following;  // park() erases it
-      Rec& r = claims_.at(it->second);
-      if (r.attempted_in == eval_id_ || r.info.ordinary_only) continue;
+    auto visit = [&](Rec& r) {
+      if (r.attempted_in == eval_id_ || r.info.ordinary_only) return;
       if (refusal_stands(r)) {
         park(r);
-        continue;
+        return;
       }
       if (!r.info.refused && r.wait_until > now) {  // walk_claim() would only note its wake-up
         note_wake(r.wait_until);
         hold(r);
-        continue;
+        return;
       }
       walk_claim(r, pass);
+    };
+    // Beyond the horizon the walk goes on only for the claims a chain gave a lead (walk_end), and
+    // a claim there without a lead only notes a wake-up no earlier than its key less the drained
+    // bound: once that is no earlier than the wake-up found, the claims after it in key order
+    // change nothing but their own wake-ups, later still, and only the chained claims among them
+    // are visited (a batch projected at one use time put hundreds of claims there, each stepped
+    // over at every pass to note the same wake-up).
+    std::optional<std::pair<TimePoint, ClaimId>> stopped;
+    for (auto it = by_use_.begin(), following = it; it != by_use_.end() && it->first <= walk_end;
+         it = following) {
+      ++following;  // park() erases it
+      Rec& r = claims_.at(it->second);
+      if (it->first > horizon && r.lead == Duration::zero() && next_wake_ &&
+          it->first - drained >= *next_wake_) {
+        stopped = *it;
+        break;
+      }
+      visit(r);
+    }
+    if (stopped) {
+      for (ClaimId id : chained_) {
+        Rec* r = find(id);
+        if (r == nullptr || r->info.state != ClaimState::kPlanned || !r->indexed || r->resting ||
+            r->held || r->parked || r->index_at > walk_end ||
+            std::pair{r->index_at, r->info.id} < *stopped) {
+          continue;
+        }
+        visit(*r);
+      }
     }
 
     // Past the window: while reads are in service the bound falls exactly as fast as time passes
@@ -393,6 +419,15 @@ void Controller::walk_claim(Rec& r, WalkPass& pass) {
   if (waiting(r, now)) return;  // as consider_timed() decides
   if (deadline(r) > pass.horizon) {
     note_wake(std::max(deadline(r) - pass.drained, now + Duration(1)));
+    // Keyed inside the window by a key lagging its use (set_ttu): re-keyed at its use, so the
+    // passes that follow do not step over it again while the window has not reached it (a queue
+    // projected at a lower bound keyed hundreds of claims there, walked at every pass). The
+    // wake-up is the same either way: beyond the walk, the first key past it is noted.
+    if (r.indexed && !r.resting && !r.held && r.index_at < r.use_at) {
+      by_use_.erase({r.index_at, r.info.id});
+      r.index_at = r.use_at;
+      by_use_.emplace(r.index_at, r.info.id);
+    }
     return;
   }
   if (deadline(r) <= now) {
