@@ -396,5 +396,30 @@ TEST_F(RemoteDaemons, AKilledMasterFailsOverWithNoWrongBytesAndNothingHeld) {
   remote::cluster().restart(master);
 }
 
+class RemoteSlowNodes : public RemoteDaemons {
+ protected:
+  // 1 MiB at about 1 MiB/s: a TTR near a second, above a bound of 100 ms.
+  std::vector<std::string> remote_args() const override {
+    return {"--set", "remote.node_rate_gib_s=0.001", "--set", "remote.max_claim_fetch_ms=100"};
+  }
+};
+
+// A claim whose remote TTR is above remote.max_claim_fetch_ms is refused at its report, before
+// any fetch: the engine recomputes rather than wait for it.
+TEST_F(RemoteSlowNodes, AClaimWhoseRemoteTtrIsAboveTheBoundRecomputes) {
+  auto a = client(0);
+  auto b = client(1);
+  ASSERT_TRUE(a && b);
+  const auto m = put_published(*a, 7000, 1);
+  ASSERT_TRUE(b->add_request({61, 2048, 1024, kObject, 16}).is_ok());
+  Status hit = b->report_hit(61, m);
+  EXPECT_EQ(hit.code(), StatusCode::kNotFound) << hit.to_string();
+  EXPECT_NE(hit.message().find("above remote.max_claim_fetch_ms (100)"), std::string::npos)
+      << hit.to_string();
+  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_claims_refused_slow_total"), 1);
+  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_fetches_total_hit"), 0);
+  EXPECT_EQ(DaemonTest::stat_of(*b, "store_objects"), 0);
+}
+
 }  // namespace
 }  // namespace tempokv::testing
