@@ -172,6 +172,11 @@ const Field kFields[] = {
     {"remote", "max_value_bytes", FieldType::kBytes, TEMPOKV_FIELD_REF(remote.max_value_bytes),
      "Largest object published to or fetched from the cluster; at least "
      "store.max_object_bytes."},
+    {"remote", "max_claim_fetch_ms", FieldType::kInteger,
+     TEMPOKV_FIELD_REF(remote.max_claim_fetch_ms),
+     "A claim on objects only in the cluster is fetched before its report is answered; one whose "
+     "remote TTR (bytes in flight and its own over the nodes' measured rates) is longer is "
+     "refused at once and the engine recomputes. 1 to 60000."},
 };
 
 #undef TEMPOKV_FIELD_REF

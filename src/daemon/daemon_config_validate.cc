@@ -246,6 +246,8 @@ Status validate_remote(const DaemonConfig::Remote& r, const DaemonConfig::Store&
   }
   TEMPOKV_RETURN_IF_ERROR(in_range("remote.connect_timeout_ms", r.connect_timeout_ms, 1, 60'000));
   TEMPOKV_RETURN_IF_ERROR(in_range("remote.io_timeout_ms", r.io_timeout_ms, 1, 600'000));
+  TEMPOKV_RETURN_IF_ERROR(
+      in_range("remote.max_claim_fetch_ms", r.max_claim_fetch_ms, 1, 60'000));
   if (r.write_behind_bytes < store.max_object_bytes) {
     return bad("remote.write_behind_bytes",
                "must be at least store.max_object_bytes (" +

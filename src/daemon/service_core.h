@@ -274,7 +274,7 @@ class ServiceCore {
   std::unordered_map<Key, RemoteSeen> remote_seen_;
   struct RemoteCounters {
     uint64_t lookups = 0, lookup_objects = 0, claims = 0, objects_stored = 0, bytes_stored = 0;
-    uint64_t misses = 0, puts_published = 0, refused_unhealthy = 0;
+    uint64_t misses = 0, puts_published = 0, refused_unhealthy = 0, refused_slow = 0;
     double ttr_projected_s = 0, fetch_s = 0;  // claims fetched in full: projected and taken
     uint64_t timed = 0;
   } remote_counters_;

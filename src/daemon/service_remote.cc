@@ -65,8 +65,9 @@ bool ServiceCore::remote_report_hit(Session& s, uint64_t id, const ReportHit& m)
   }
   if (missing.empty()) return false;
   ++remote_counters_.claims;
-  // Their TTR from the nodes' state; a node held unhealthy after a failed call: recompute now
-  // rather than wait out a deadline.
+  // Their TTR from the nodes' state. A node held unhealthy after a failed call, or a TTR above
+  // remote.max_claim_fetch_ms (the engine waits for this reply): recompute now rather than wait
+  // out a deadline or a slow fetch.
   std::vector<RemoteTier::Part> parts;
   std::vector<RemoteSeen> seen;
   for (const ManifestEntry& e : missing) {
@@ -75,19 +76,25 @@ bool ServiceCore::remote_report_hit(Session& s, uint64_t id, const ReportHit& m)
     parts.push_back({seen.back().node, e.bytes});
   }
   const std::optional<Duration> ttr = remote_->ttr(parts);
+  auto refuse = [&](uint64_t& counter, const std::string& why) {
+    ++counter;
+    ++counters_.errors;
+    const Status st =
+        Status::not_found("report_hit: objects only in the cluster, " + why + ": recompute");
+    send_(s.id, encode_error(id, to_runtime_ids(st, Op(m), s.runtime->id_salt)));
+    return true;
+  };
   if (!ttr) {
-    ++remote_counters_.refused_unhealthy;
     std::string nodes;
     for (const RemoteTier::Part& p : parts) nodes += (nodes.empty() ? "" : ", ") + p.node;
-    ++counters_.errors;
-    send_(s.id,
-          encode_error(
-              id, to_runtime_ids(
-                      Status::not_found("report_hit: objects only in the cluster, on a node held "
-                                        "unhealthy after a failed call (" +
-                                        nodes + "): recompute"),
-                      Op(m), s.runtime->id_salt)));
-    return true;
+    return refuse(remote_counters_.refused_unhealthy,
+                  "on a node held unhealthy after a failed call (" + nodes + ")");
+  }
+  if (*ttr > options_.remote.max_claim_fetch) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*ttr).count();
+    return refuse(remote_counters_.refused_slow,
+                  "remote TTR " + std::to_string(ms) + " ms above remote.max_claim_fetch_ms (" +
+                      std::to_string(options_.remote.max_claim_fetch.count()) + ")");
   }
   const TimePoint fetch_start = executor_.now();
   struct Pending {
@@ -201,6 +208,10 @@ void ServiceCore::add_remote_metrics(std::vector<Metric>& m) const {
       "Claims on objects only in the cluster refused at once: a node they need was held "
       "unhealthy after a failed call (the engine recomputes)",
       double(c.refused_unhealthy));
+  add("remote_claims_refused_slow_total",
+      "Claims on objects only in the cluster refused at once: their remote TTR was above "
+      "remote.max_claim_fetch_ms (the engine recomputes)",
+      double(c.refused_slow));
   add("remote_claims_timed_total", "Claims whose remote objects were all fetched", double(c.timed));
   add("remote_claim_ttr_projected_seconds_total",
       "Sum over the timed claims of the remote TTR projected at their report", c.ttr_projected_s);

@@ -16,6 +16,10 @@ bool split_address(const std::string& a, std::string* host, int* port) {
   const size_t colon = a.rfind(':');
   if (colon == std::string::npos || colon == 0) return false;
   *host = a.substr(0, colon);
+  // An IPv6 literal as the daemon's configuration writes it: [::1]:7000.
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
   const char* b = a.data() + colon + 1;
   const char* e = a.data() + a.size();
   auto [p, ec] = std::from_chars(b, e, *port);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "remote/remote_client.h"
 #include "remote/slot.h"
 #include "remote/value_format.h"
 
@@ -47,6 +48,23 @@ TEST(ValueFormat, ObjectKeyIsOneHashTag) {
   const Key k{1, 2};
   EXPECT_EQ(object_key(k), "tkv:{" + k.to_string() + "}");
   EXPECT_EQ(key_slot(object_key(k)), key_slot(k.to_string()));
+}
+
+}  // namespace
+}  // namespace tempokv::remote
+
+namespace tempokv::remote {
+namespace {
+
+// The seeds tempokvd's configuration accepts (HOST:PORT, [V6]:PORT) are the client's too.
+TEST(RemoteConfigSeeds, HostPortAndBracketedIpv6AreAccepted) {
+  RemoteConfig c;
+  c.seeds = {"127.0.0.1:7000", "[::1]:7001", "redis-a:7002"};
+  EXPECT_TRUE(c.validate().is_ok()) << c.validate().to_string();
+  for (const char* bad : {"127.0.0.1", "127.0.0.1:0", ":7000", "127.0.0.1:70000"}) {
+    c.seeds = {bad};
+    EXPECT_FALSE(c.validate().is_ok()) << bad;
+  }
 }
 
 }  // namespace

@@ -140,6 +140,8 @@ TEST(RemoteConfig, ValidateNamesTheField) {
   EXPECT_EQ(validate_error("remote.max_value_bytes=1MiB"),
             "remote.max_value_bytes must be at least store.max_object_bytes (268435456) (got "
             "1048576)");
+  EXPECT_EQ(validate_error("remote.max_claim_fetch_ms=0"),
+            "remote.max_claim_fetch_ms must be in [1, 60000] (got 0)");
   EXPECT_EQ(validate_error("remote.node_rate_gib_s=0"),
             "remote.node_rate_gib_s must be a positive, finite rate (got 0.000000)");
   EXPECT_EQ(validate_error("remote.node_rate_gib_s=inf"),
