@@ -39,6 +39,7 @@
 #include "fasttier/fast_tier.h"
 #include "provider/staging_provider.h"
 #include "ssd/ssd_engine.h"
+#include "daemon/key_filter.h"
 #include "store/store.h"
 #include "tempokv/protocol.h"
 
@@ -100,6 +101,10 @@ struct CoreOptions {
   std::map<std::string, std::string> runtime_tokens;
   // The shared remote tier ([remote], docs/cluster.md); off when its seeds are empty.
   RemoteTierOptions remote;
+  // The filter of stored keys clients map (KeyFilter; hello's key_filter_path): "" for none.
+  // Not made when the remote tier is on (a key missing here may be there).
+  std::string key_filter_path;
+  uint64_t key_filter_slots = 1ULL << 22;  // one byte each
 };
 
 class ServiceCore {
@@ -222,6 +227,7 @@ class ServiceCore {
   const uint64_t instance_;  // hello's `instance`: drawn at start
   bool tier_created_ = false;  // the tier's file is this daemon's to remove
   bool write_dir_created_ = false;  // so is options_.write_dir
+  std::unique_ptr<KeyFilter> key_filter_;  // before store_: its listener outlives the store
   std::unique_ptr<SsdEngine> ssd_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<FastTier> tier_;
