@@ -1,6 +1,7 @@
 // tempokvd's filter of stored keys against a real daemon process: the hello names it, a put
 // shows in it at once, a reclaimed key leaves it, a restarted daemon counts in the store it
-// opened (in a new file), and the file is the daemon's own and goes with it.
+// opened (in a new file), the file is the daemon's own and goes with it, and a daemon with a
+// remote tier offers none.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 
 #include "daemon/key_filter.h"
+#include "daemon/remote_tier_config.h"
 #include "service/daemon_fixture.h"
 
 namespace tempokv::testing {
@@ -111,6 +113,31 @@ TEST_F(DaemonKeyFilterTest, ARestartedDaemonCountsInTheStoreItOpenedInANewFile) 
   EXPECT_TRUE(f.may_hold(Key{1, 200}));
   EXPECT_TRUE(f.may_hold(Key{1, 201}));
   EXPECT_FALSE(f.may_hold(Key{1, 202}));
+}
+
+}  // namespace
+}  // namespace tempokv::testing
+
+namespace tempokv::testing {
+namespace {
+
+// With a remote tier a key missing here may be stored there: no filter is offered or made.
+class DaemonKeyFilterRemoteTest : public DaemonTest {
+ protected:
+  std::vector<std::string> extra_args() const override {
+    return {"--set", "remote.seeds=127.0.0.1:1"};
+  }
+};
+
+TEST_F(DaemonKeyFilterRemoteTest, ADaemonWithARemoteTierOffersNoFilter) {
+  if (!service::remote_tier_built()) GTEST_SKIP() << "tempokvd built without the remote tier";
+  auto c = client();
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->hello().key_filter_path, "");
+  const auto tier_dir = std::filesystem::path(c->hello().tier_path).parent_path();
+  for (const auto& e : std::filesystem::directory_iterator(tier_dir)) {
+    EXPECT_FALSE(e.path().string().ends_with("-keys")) << e.path();
+  }
 }
 
 }  // namespace
