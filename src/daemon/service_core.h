@@ -34,12 +34,12 @@
 #include "common/job_threads.h"
 #include "adapter/runtime_adapter.h"
 #include "controller/controller.h"
+#include "daemon/key_filter.h"
 #include "daemon/remote_tier_config.h"
 #include "daemon/write_region.h"
 #include "fasttier/fast_tier.h"
 #include "provider/staging_provider.h"
 #include "ssd/ssd_engine.h"
-#include "daemon/key_filter.h"
 #include "store/store.h"
 #include "tempokv/protocol.h"
 

@@ -209,7 +209,7 @@ class Store {
   // Told of every key that enters the index (a put made durable, the first generation of the
   // key: a put over an indexed key keeps it there and is not told) and of every key that leaves
   // it (remove, reclamation, a checksum drop), synchronously on the Executor thread as the index
-  // changes (so it must not call back into the store). Not told of the index open() rebuilt:
+  // changes (so it may read the store, never change it). Not told of the index open() rebuilt:
   // list() it when setting the listener. tempokvd's filter of stored keys (daemon/key_filter.h)
   // uses it. One listener; nullptr removes it.
   virtual void set_index_listener(IndexListener listener) = 0;
