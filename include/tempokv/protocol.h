@@ -194,6 +194,9 @@ struct HelloResult {
   // This daemon process's id, drawn at start: a client that finds another one after a reconnect
   // knows the daemon restarted (its claims are gone, its shared files are new). 0: not sent.
   uint64_t instance = 0;
+  // The daemon's filter of stored keys (docs/protocol.md, "The key filter"): map it read-only;
+  // "" when it offers none (a remote tier is configured: a local miss may hit there).
+  std::string key_filter_path;
 };
 // Where one object's bytes are in the fast tier's mapping.
 struct TierSpan {

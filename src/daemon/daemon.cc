@@ -70,6 +70,7 @@ Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profi
     TEMPOKV_ASSIGN_OR_RETURN(o.tier_path, resolve_dax_device(o.tier_path));
   }
   o.write_dir = c.write_region_path(o.instance);
+  o.key_filter_path = c.key_filter_path(o.instance);
   if (!c.server.group.empty()) {
     TEMPOKV_ASSIGN_OR_RETURN(o.shared_group, lookup_group(c.server.group));
   }
@@ -150,7 +151,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(RealExecutor& executor, const Daem
     place.tier_name = std::filesystem::path(config.tier.path).filename().string();
   }
   TEMPOKV_ASSIGN_OR_RETURN(d->notices_, remove_recorded_shared_files(config.data_dir, place));
-  std::vector<std::string> shared = {options.write_dir};
+  std::vector<std::string> shared = {options.key_filter_path, options.write_dir};
   if (!options.tier_is_device) shared.push_back(options.tier_path);
   TEMPOKV_RETURN_IF_ERROR(record_shared_files(config.data_dir, shared));
   ServerOptions so;

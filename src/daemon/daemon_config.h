@@ -105,6 +105,8 @@ struct DaemonConfig {
   std::string resolved_tier_path(uint64_t instance) const;
   // The write region's file: DIR/tempokvd-INSTANCE-writes.
   std::string write_region_path(uint64_t instance) const;
+  // The filter of stored keys' file: DIR/tempokvd-INSTANCE-keys.
+  std::string key_filter_path(uint64_t instance) const;
   // Rejects nonsense with a message naming the field as `table.key`.
   Status validate() const;
   // Every field, with its doc as a comment; parse_daemon_config() of it gives this config back.

@@ -301,6 +301,10 @@ std::string DaemonConfig::write_region_path(uint64_t instance) const {
   return in_data_dir(tier.dir, "tempokvd-" + instance_name(instance) + "-writes");
 }
 
+std::string DaemonConfig::key_filter_path(uint64_t instance) const {
+  return in_data_dir(tier.dir, "tempokvd-" + instance_name(instance) + "-keys");
+}
+
 std::string DaemonConfig::resolved_store_dir() const {
   return store.dir.empty() ? in_data_dir(data_dir, "store") : store.dir;
 }

@@ -94,6 +94,12 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   so.write_bytes_in_flight = options.write_bytes_in_flight;
   so.write_bytes_in_flight_while_reading = options.write_bytes_in_flight_while_reading;
   TEMPOKV_ASSIGN_OR_RETURN(c->store_, Store::open(executor, *c->ssd_, so));
+  if (!options.key_filter_path.empty() && !options.remote.enabled()) {
+    TEMPOKV_ASSIGN_OR_RETURN(c->key_filter_,
+                             KeyFilter::create(options.key_filter_path, options.key_filter_slots,
+                                               c->instance_, options.shared_group));
+    c->key_filter_->watch(*c->store_);
+  }
 
   FastTierOptions to;
   to.capacity_bytes = options.tier_bytes;
@@ -199,6 +205,7 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
   r.write_bytes = 0;
   r.max_manifest_entries = options_.max_manifest_entries;
   r.instance = instance_;
+  r.key_filter_path = key_filter_ ? key_filter_->path() : "";
   return r;
 }
 

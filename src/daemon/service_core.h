@@ -34,6 +34,7 @@
 #include "common/job_threads.h"
 #include "adapter/runtime_adapter.h"
 #include "controller/controller.h"
+#include "daemon/key_filter.h"
 #include "daemon/remote_tier_config.h"
 #include "daemon/write_region.h"
 #include "fasttier/fast_tier.h"
@@ -101,6 +102,10 @@ struct CoreOptions {
   std::map<std::string, std::string> runtime_tokens;
   // The shared remote tier ([remote], docs/cluster.md); off when its seeds are empty.
   RemoteTierOptions remote;
+  // The filter of stored keys clients map (KeyFilter; hello's key_filter_path): "" for none.
+  // Not made when the remote tier is on (a key missing here may be there).
+  std::string key_filter_path;
+  uint64_t key_filter_slots = 1ULL << 22;  // one byte each
 };
 
 class ServiceCore {
@@ -238,6 +243,7 @@ class ServiceCore {
   const uint64_t instance_;  // hello's `instance`: drawn at start
   bool tier_created_ = false;  // the tier's file is this daemon's to remove
   bool write_dir_created_ = false;  // so is options_.write_dir
+  std::unique_ptr<KeyFilter> key_filter_;  // before store_: its listener outlives the store
   std::unique_ptr<SsdEngine> ssd_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<FastTier> tier_;

@@ -72,7 +72,7 @@ std::string mode_string(mode_t mode) {
   return buf;
 }
 
-// tempokvd-<16 hex digits>-tier or -writes: the names the daemon gives its shared files.
+// tempokvd-<16 hex digits>-tier, -writes or -keys: the names the daemon gives its shared files.
 bool daemon_file_name(const std::string& name) {
   const std::string prefix = "tempokvd-";
   if (!name.starts_with(prefix) || name.size() < prefix.size() + 17) return false;
@@ -80,7 +80,7 @@ bool daemon_file_name(const std::string& name) {
     if (!std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
   }
   const std::string rest = name.substr(prefix.size() + 16);
-  return rest == "-tier" || rest == "-writes";
+  return rest == "-tier" || rest == "-writes" || rest == "-keys";
 }
 
 // rt-<32 hex digits>: a runtime's write region (service_writes.cc).

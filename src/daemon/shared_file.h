@@ -35,7 +35,7 @@ Result<uint32_t> lookup_group(const std::string& name);
 // DATA_DIR/tempokvd.shared: the shared files the daemon of DATA_DIR made, one path a line.
 std::string shared_record_path(const std::string& data_dir);
 // Where the daemon makes its shared files: `dir` (tier.dir), under the names it gives them
-// (tempokvd-<16 hex digits>-tier / -writes) or `tier_name` (tier.path's file name, "" for none).
+// (tempokvd-<16 hex digits>-tier / -writes / -keys) or `tier_name` (tier.path's file name, "" for none).
 // An empty `dir` stands for any directory, for a spawner that does not know the daemon's
 // configuration (SpawnedDaemon cleaning up after a daemon it killed): the names must match.
 struct SharedFilePlace {

@@ -241,7 +241,7 @@ std::vector<std::byte> encode_reply(uint64_t id) {
 std::vector<std::byte> encode_hello_reply(uint64_t id, const HelloResult& result) {
   Sink sink;
   Packer pk(sink);
-  begin_reply(pk, id, 12);
+  begin_reply(pk, id, 13);
   pack_field(pk, "version", result.version);
   pack_str(pk, "server");
   pack_str(pk, result.server);
@@ -257,6 +257,8 @@ std::vector<std::byte> encode_hello_reply(uint64_t id, const HelloResult& result
   pack_str(pk, result.write_path);
   pack_field(pk, "write_bytes", result.write_bytes);
   pack_field(pk, "instance", result.instance);
+  pack_str(pk, "key_filter_path");
+  pack_str(pk, result.key_filter_path);
   return std::move(sink.bytes);
 }
 

@@ -110,7 +110,8 @@ Result<ServerMessage> decode_server_message(std::span<const std::byte> bytes) {
                                                     "offset", "bytes", "stats", "session",
                                                     "runtime_id", "heartbeat_timeout_ms",
                                                     "tier_path", "tier_bytes", "write_path",
-                                                    "write_bytes", "instance"},
+                                                    "write_bytes", "instance",
+                                                    "key_filter_path"},
                                                    true));
   if (rf.get("version") != nullptr) {
     HelloResult h;
@@ -127,6 +128,9 @@ Result<ServerMessage> decode_server_message(std::span<const std::byte> bytes) {
     TEMPOKV_ASSIGN_OR_RETURN(h.write_bytes, rf.u64("write_bytes"));
     if (rf.get("instance") != nullptr) {
       TEMPOKV_ASSIGN_OR_RETURN(h.instance, rf.u64("instance"));
+    }
+    if (rf.get("key_filter_path") != nullptr) {
+      TEMPOKV_ASSIGN_OR_RETURN(h.key_filter_path, rf.str("key_filter_path"));
     }
     r.hello = std::move(h);
   }

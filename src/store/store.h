@@ -147,6 +147,8 @@ class Store {
   using DoneCallback = std::function<void(Status)>;
   using ReadCallback = std::function<void(Result<size_t>)>;  // payload bytes read
   using EvictionListener = std::function<void(const Key&)>;
+  // A key entered the index (added) or left it (!added).
+  using IndexListener = std::function<void(const Key&, bool added)>;
   // A write of `bytes` reached the SSD engine (started) or completed (!started).
   using WriteListener = std::function<void(uint64_t bytes, bool started)>;
 
@@ -204,6 +206,13 @@ class Store {
   // Told of every object that leaves the index by reclamation (not by remove or replacement),
   // in a task posted to the Executor after the objects left the index (so it may call the store).
   virtual void set_eviction_listener(EvictionListener listener) = 0;
+  // Told of every key that enters the index (a put made durable, the first generation of the
+  // key: a put over an indexed key keeps it there and is not told) and of every key that leaves
+  // it (remove, reclamation, a checksum drop), synchronously on the Executor thread as the index
+  // changes (so it may read the store, never change it). Not told of the index open() rebuilt:
+  // list() it when setting the listener. tempokvd's filter of stored keys (daemon/key_filter.h)
+  // uses it. One listener; nullptr removes it.
+  virtual void set_index_listener(IndexListener listener) = 0;
   // Told of every write the store issues to its SSD engine, when it is issued and when it
   // completes, synchronously on the Executor thread (so it must not call back into the store).
   // The staging provider uses it to see the device time the store's writes take from its reads.

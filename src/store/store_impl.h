@@ -102,6 +102,9 @@ class StoreImpl final : public Store {
   void set_eviction_listener(EvictionListener listener) override {
     listener_ = std::move(listener);
   }
+  void set_index_listener(IndexListener listener) override {
+    index_listener_ = std::move(listener);
+  }
   void set_write_listener(WriteListener listener) override {
     write_listener_ = std::move(listener);
   }
@@ -224,6 +227,7 @@ class StoreImpl final : public Store {
   StoreStats stats_;
   EvictionListener listener_;
   WriteListener write_listener_;
+  IndexListener index_listener_;  // told by index_put (a new key) and index_erase
   int lock_fd_ = -1;
   bool closing_ = false;
   DoneCallback close_cb_;

@@ -201,6 +201,8 @@ void StoreImpl::index_put(const Key& key, const Entry& e) {
     ++index_changes_;
     live_payload_bytes_ -= it->second.payload_bytes;
     it->second = e;
+  } else if (index_listener_) {
+    index_listener_(key, true);
   }
   live_payload_bytes_ += e.payload_bytes;
 }
@@ -210,7 +212,9 @@ void StoreImpl::index_erase(const Key& key) {
   if (it == index_.end()) return;
   ++index_changes_;
   live_payload_bytes_ -= it->second.payload_bytes;
+  const Key gone = key;  // key may name the entry's own copy
   index_.erase(it);
+  if (index_listener_) index_listener_(gone, false);
 }
 
 void StoreImpl::fail_soon(DoneCallback cb, Status st) {

@@ -344,6 +344,7 @@ TEST(ProtocolTest, RepliesErrorsAndNotificationsDecodeOnTheClient) {
   hr.tier_bytes = 1 << 30;
   hr.write_path = "/dev/shm/writes";
   hr.write_bytes = 1 << 20;
+  hr.key_filter_path = "/dev/shm/keys";
   const auto hello = std::get<Reply>(decode(encode_hello_reply(4, hr)));
   ASSERT_TRUE(hello.hello);
   EXPECT_EQ(hello.hello->server, "tempokvd 0.1.0");
@@ -355,6 +356,7 @@ TEST(ProtocolTest, RepliesErrorsAndNotificationsDecodeOnTheClient) {
   EXPECT_EQ(hello.hello->tier_bytes, 1u << 30);
   EXPECT_EQ(hello.hello->write_path, "/dev/shm/writes");
   EXPECT_EQ(hello.hello->write_bytes, 1u << 20);
+  EXPECT_EQ(hello.hello->key_filter_path, "/dev/shm/keys");
   EXPECT_EQ(std::get<Reply>(decode(encode_retrieval_reply(5, RetrievalAnswer::kWait))).answer,
             RetrievalAnswer::kWait);
   const std::vector<TierSpan> spans = {{0, 4096, 7}, {1 << 20, 100, 9}};  // generations too

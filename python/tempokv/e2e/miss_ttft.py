@@ -101,9 +101,11 @@ def main(argv=None):
                         prefix_caching=True)
         time.sleep(1.0)  # the agent's and links' hellos
         res = result(*measure(llm, a.requests, a.prompt_tokens))
-        from .llm import agent
+        from .llm import agent, scheduler
         lk = sorted(agent(llm).lookup_s)
         res["lookups"] = len(lk)  # each: queued by on_new_request -> its answer published
+        # Misses the daemon's key filter answered at once (no lookup, no wait).
+        res["filtered_misses"] = scheduler(llm).connector._sched.filtered_misses
         res["lookup_p50_s"] = round(lk[len(lk) // 2], 5) if lk else None
         close_llm(llm)
     finally:

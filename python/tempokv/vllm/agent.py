@@ -4,6 +4,10 @@ vLLM's engine thread never waits on the daemon: it posts events (a request queue
 snapshot, a request finished or preempted) and reads lookup results the thread has published.
 Events are handled in order, so a request's claim is reported before its first step snapshot.
 
+A definite miss needs no round trip: the daemon's filter of stored keys (``tempokv.key_filter``,
+named in the hello) is mapped read-only here, re-mapped when another daemon instance answers,
+and dropped with the client; ``absent(keys)`` asks it on the engine thread.
+
 When the daemon is unreachable, calls fail after ``timeout_s``; the thread then answers every
 lookup with "no hit" at once (vLLM computes) and tries to reconnect every ``retry_s``. Claims
 of a daemon that went away are gone with it; the worker's retrieval then fails and vLLM
@@ -18,6 +22,7 @@ import time
 
 from ..client import TempoKVClient
 from ..errors import TempoKVError
+from ..key_filter import KeyFilter
 from .reporter import StepReporter
 
 __all__ = ["SchedulerAgent", "Lookup"]
@@ -70,6 +75,9 @@ class SchedulerAgent:
         # The daemon instance the last call reached (None before one did): a restarted daemon,
         # or another one on the endpoint, may serve another store (read by the engine thread).
         self.daemon_instance = None
+        # The daemon's filter of stored keys (None: none offered or mapped): replaced, never
+        # closed, by the agent thread, so the engine thread may go on reading the one it took.
+        self.key_filter = None
         self._thread = threading.Thread(target=self._run, name="tempokv-agent", daemon=True)
         self._thread.start()
 
@@ -86,6 +94,15 @@ class SchedulerAgent:
         self._new.append(("new", rid, keys, prompt_tokens, max_output_tokens, chunk_tokens,
                           ranks))
         self._q.put(("wake",))
+
+    def absent(self, keys):
+        """Whether the daemon's key filter says one of ``keys`` is not stored now (a definite
+        miss, answered without a round trip). False without a filter usable for the daemon
+        instance last reached."""
+        f = self.key_filter
+        if f is None or not f.usable(self.daemon_instance):
+            return False
+        return not all(f.may_hold(k) for k in keys)
 
     def lookup(self, rid):
         with self._lock:
@@ -199,6 +216,7 @@ class SchedulerAgent:
         if self._client is not None:
             self._client.close(send_bye=False)
         self._client = self._reporter = None
+        self.key_filter = None
         self._known = set()  # a new session is a new runtime: it knows none of them
         self._down_until = time.monotonic() + self.retry_s
 
@@ -232,7 +250,22 @@ class SchedulerAgent:
         c = self._client
         inst = c.instance if c is not None and not c.closed else None
         if inst is not None and inst != self.daemon_instance:
+            self._map_filter(c)  # first: until then the old filter is unusable for inst
             self.daemon_instance = inst
+
+    def _map_filter(self, c):
+        """Maps the filter of stored keys the daemon ``c`` reached named in its hello."""
+        self.key_filter = None
+        path = c.hello.get("key_filter_path") or ""
+        if not path:
+            return  # none offered (a remote tier, or an older daemon)
+        try:
+            f = KeyFilter(path)
+        except (OSError, TempoKVError) as e:  # another host's path, or not ours to read
+            log.info("tempokv: no key filter (every request asks tempokvd): %s", e)
+            return
+        if f.instance == c.instance:
+            self.key_filter = f
 
     def _count_late_errors(self):
         """Steps are not answered unless they fail: their errors arrive late."""

@@ -7,6 +7,10 @@ answers from the published lookup: ``(None, False)`` while it is pending (vLLM a
 step), else the claimed tokens beyond what vLLM already has, always as an asynchronous load
 (the request waits in WAITING_FOR_REMOTE_KVS until the worker has copied or failed).
 
+A definite miss waits for nothing: when the daemon's filter of stored keys (``tempokv.key_filter``,
+mapped by the agent) says the first chunk's object of some rank is not stored, the request is
+queued for the daemon without a lookup and ``get_num_new_matched_tokens`` answers 0 at once.
+
 Keys (``identity.py``): a chunk's chain hash folds in the request's extras (LoRA adapter, cache
 salt, multimodal items); its key's model id is a rank's. With several ranks (tensor or pipeline
 parallel) the lookup asks for every rank's object of every chunk, a chunk is a hit only when
@@ -63,6 +67,7 @@ class ConnectorScheduler:
         self.requeued = 0  # preempted requests queued again (a new lookup and claim each)
         self.cancelled_claims = 0  # claims vLLM's own prefix cache made useless by schedule time
         self.hit_tokens = 0  # tokens vLLM allocated blocks to load (its external hit)
+        self.filtered_misses = 0  # queueings the key filter answered as misses (no lookup)
         self.events = []  # vLLM KV cache events (BlockStored) not yet taken
         self._stored = {}  # req_id -> BlockStored of its saves, sent once they are copied out
         # False: requests queued meanwhile are ignored (a driver's baseline without the
@@ -99,6 +104,11 @@ class ConnectorScheduler:
         st.first_chunk = min(local, st.usable)
         limit = min(st.max_output_tokens or 2**32 - 1, 2**32 - 1)  # 0: no limit given
         keys = [(m, h) for h in st.hashes[st.first_chunk:st.usable] for m in self.model_ids]
+        if keys and self.agent.absent(keys[:self.ranks]):
+            # The first chunk is not stored (for some rank): nothing can be loaded. The daemon
+            # still learns of the request (with the next step), without a lookup.
+            keys = []
+            self.filtered_misses += 1
         self.agent.new_request(st.rid, keys, st.prompt_tokens, limit, self.chunk_tokens,
                                ranks=self.ranks)
 
