@@ -18,7 +18,7 @@ struct ProviderOptions {
   // Aggregate SSD -> fast tier rate the projection uses before any read completed (paper: ~11
   // GiB/s).
   double prior_read_bytes_per_s = 11.0 * static_cast<double>(kGiB);
-  // TempoKV-Static's fixed rate: static_ttr() = non-resident bytes / this.
+  // The fixed rate of tempokv-no-state-ttr: static_ttr() = non-resident bytes / this.
   double static_read_bytes_per_s = 11.0 * static_cast<double>(kGiB);
   // Busy time (>= 1 read in flight) gathered into one rate sample.
   Duration calibration_sample = std::chrono::milliseconds(50);

@@ -1,4 +1,4 @@
-// StagingProvider's estimators: the state-aware TTR of DESIGN.md §4 and TempoKV-Static's.
+// StagingProvider's estimators: the state-aware TTR of DESIGN.md §4 and the fixed-rate one (tempokv-no-state-ttr).
 #include <algorithm>
 #include <cmath>
 #include <queue>

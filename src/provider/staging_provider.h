@@ -176,7 +176,7 @@ class StagingProvider {
   // The writes in flight are not waited for (writes issued during the wait would go ahead of its
   // reads). 0 as well for a manifest naming an object twice. No I/O; TtrBoundWalk::range()'s cost.
   Duration commit_wait(const StagingClaim& claim, Duration ttr) const;
-  // TempoKV-Static's estimate: non-resident bytes / options.static_read_bytes_per_s.
+  // The fixed-rate estimate (tempokv-no-state-ttr): non-resident bytes / options.static_read_bytes_per_s.
   Duration static_ttr(const StagingClaim& claim) const;
   // An upper bound of static_ttr() for any claim whose non-resident bytes total at most bytes.
   Duration static_ttr_bound(uint64_t bytes) const;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <iostream>
 #include <limits>
 #include <memory>
 #include <string>
@@ -51,13 +52,16 @@ class DaemonProcess {
         "--set", "store.capacity_bytes=1GiB", "--set", "store.max_object_bytes=16MiB",
         "--set", "store.engine=threads",      "--set", "server.heartbeat_timeout_ms=4000"};
     o.extra_args.insert(o.extra_args.end(), extra_.begin(), extra_.end());
-    o.ready_timeout = std::chrono::seconds(10);
+    o.ready_timeout = std::chrono::seconds(30);  // a loaded two-core suite run
     o.log_path = log_;
     o.metrics_address = metrics_;
     o.umask = umask_;
     o.max_open_files = max_open_files_;
     auto d = service::SpawnedDaemon::start(o);
-    if (!d.is_ok()) return false;
+    if (!d.is_ok()) {
+      std::cerr << "tempokvd did not start: " << d.status().to_string() << "\n";
+      return false;
+    }
     daemon_ = std::move(d).value();
     return true;
   }
