@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "daemon/daemon.h"
+#include "service/config_validate.h"
 
 namespace tempokv::service {
 namespace {
@@ -27,17 +28,6 @@ std::string parse_error(const std::string& text) {
   if (r.is_ok()) return "";
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   return r.status().message();
-}
-
-// The validate() message after applying one override to the defaults ("" when valid).
-std::string validate_error(const std::string& assignment) {
-  DaemonConfig c;
-  Status set = apply_override(c, assignment);
-  EXPECT_TRUE(set.is_ok()) << set.to_string();
-  Status st = c.validate();
-  if (st.is_ok()) return "";
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  return st.message();
 }
 
 TEST(DaemonConfig, DefaultsValidate) {

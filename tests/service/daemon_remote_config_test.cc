@@ -12,19 +12,10 @@
 
 #include "daemon/daemon_config.h"
 #include "daemon/remote_tier_config.h"
+#include "service/config_validate.h"
 
 namespace tempokv::service {
 namespace {
-
-std::string validate_error(const std::string& assignment) {
-  DaemonConfig c;
-  Status set = apply_override(c, assignment);
-  EXPECT_TRUE(set.is_ok()) << set.to_string();
-  Status st = c.validate();
-  if (st.is_ok()) return "";
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  return st.message();
-}
 
 // A file in a fresh temporary directory, with the given text and mode.
 class SecretFile {
