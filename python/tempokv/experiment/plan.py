@@ -11,6 +11,10 @@ from ..e2e.prompts import VOCAB_FIRST
 
 SIX = ["demand", "immediate", "queue-1", "queue-4", "tempokv-static", "tempokv"]
 RECOMPUTE = "recompute"  # vLLM with no connector: every prompt computed
+# vLLM with LMCache's connector instead of TempoKV's (PyPI lmcache 0.5.6, its fs:// store read
+# at the same cap; tempokv.experiment.lmcache_adapter), on an engine of its own in the same
+# process, run in the lmcache environment (scripts/install-lmcache).
+LMCACHE = "lmcache"
 # Variants tempokvd also runs, measured on request: TempoKV committing every eligible claim at
 # once (no wait for the reads ahead of it), the ablation of the wait; TempoKV timing each claim
 # alone (no deadline chain), the ablation of the chain.
@@ -191,13 +195,19 @@ def build(scenario, policies, seeds, p, cache_dir, repeats=1):
         for ratio in ratios:
             key = store_key(seed, ratio, p)
             data_dir = os.path.join(cache_dir, key)
-            if any(pol != RECOMPUTE for pol in policies) and not os.path.isdir(data_dir):
-                ks = [stored_chunks(len(x), ratio, p["chunk_tokens"]) for x in ps]
-                # Each stored prefix plus one token: every chunk of the prefix is then complete
-                # and saved; the extra token is in a partial chunk, never saved.
-                stores.append({"key": key, "data_dir": data_dir, "chunks": sum(ks),
-                               "prefixes": [x[:k * p["chunk_tokens"] + 1]
-                                            for x, k in zip(ps, ks) if k > 0]})
+            ks = [stored_chunks(len(x), ratio, p["chunk_tokens"]) for x in ps]
+            # Each stored prefix plus one token: every chunk of the prefix is then complete
+            # and saved; the extra token is in a partial chunk, never saved.
+            store = {"chunks": sum(ks), "prefixes": [x[:k * p["chunk_tokens"] + 1]
+                                                     for x, k in zip(ps, ks) if k > 0]}
+            if (any(pol not in (RECOMPUTE, LMCACHE) for pol in policies)
+                    and not os.path.isdir(data_dir)):
+                stores.append(dict(store, key=key, data_dir=data_dir))
+            # LMCache's store of the same prefixes (its own format, on its fs:// backend).
+            lm_dir = data_dir + "-" + LMCACHE
+            if LMCACHE in policies and not os.path.isdir(lm_dir):
+                stores.append(dict(store, key=key + "-" + LMCACHE, data_dir=lm_dir,
+                                   kind=LMCACHE))
             if scenario == "fig4-policies":
                 iv = interval_at(p, ratio)
                 rates = [None if iv is None else 1.0 / iv]
@@ -216,5 +226,6 @@ def build(scenario, policies, seeds, p, cache_dir, repeats=1):
                                      "interval_s": None if rate is None else 1.0 / rate,
                                      "policy": "none" if pol == RECOMPUTE else pol,
                                      "label": pol, "prompts": str(seed),
-                                     "store_dir": data_dir})
+                                     "store_dir": (lm_dir if pol == LMCACHE
+                                                   else data_dir)})
     return prompt_sets, stores, runs

@@ -63,7 +63,15 @@ def _vs_recompute(policy):
     return (f"{policy} vs recompute: max(p95 ratio, 1/throughput ratio)", measure, 1.0, "<")
 
 
-FIG6 = [_vs_recompute("demand"), _vs_recompute("tempokv")]
+def _vs_lmcache(policy, field, label):
+    """fig6, for reference: ``policy``'s ``field`` over LMCache's on the same engine."""
+    return (f"{label} {policy}/lmcache", lambda g: _ratio(g, policy, "lmcache", field), None,
+            None)
+
+
+FIG6 = [_vs_recompute("demand"), _vs_recompute("tempokv"),
+        _vs_lmcache("tempokv", "p95_ttft_s", "p95"),
+        _vs_lmcache("tempokv", "throughput_tok_s", "throughput")]
 
 
 def median_interval(xs, confidence=0.95):
