@@ -71,7 +71,8 @@ def main(argv=None):
                                        "'tempokv-eager' = TempoKV without the commit wait, "
                                        "'tempokv-unchained' = without the deadline chain; "
                                        "'lmcache' = vLLM with LMCache 0.5.6 instead "
-                                       "(scripts/install-lmcache)")
+                                       "(scripts/install-lmcache), 'lmcache-cold' = the same "
+                                       "with an empty store")
     ap.add_argument("--seeds", type=int, default=1, help="seeds 1..N")
     ap.add_argument("--seed", type=int, help="one seed (instead of 1..N)")
     ap.add_argument("--json", help="write the rows here")
@@ -118,13 +119,13 @@ def main(argv=None):
         ap.error(f"--repeats must be at least 1, got {a.repeats}")
     policies = [x.strip() for x in a.policies.split(",")] if a.policies else None
     for pol in policies or []:
-        known = plan_mod.SIX + plan_mod.VARIANTS + [plan_mod.RECOMPUTE, plan_mod.LMCACHE]
+        known = plan_mod.SIX + plan_mod.VARIANTS + [plan_mod.RECOMPUTE, *plan_mod.LMCACHE_POLICIES]
         if pol not in known and not pol.startswith("queue-"):
             ap.error(f"unknown policy {pol!r}")
     # The engine's process: LMCache's runs need its environment (which sees this one's vLLM
     # and torch) and stable hashes (its keys chain vLLM's block hash, seeded per process).
     engine_python, engine_env = sys.executable, dict(os.environ)
-    if plan_mod.LMCACHE in (policies or []):
+    if set(plan_mod.LMCACHE_POLICIES) & set(policies or []):
         engine_python = lmcache_python()
         if engine_python is None:
             return 2

@@ -33,7 +33,7 @@ from ..e2e.llm import (agent, build_llm, close_llm, connector_counters, drive,  
                        scheduler, worker_connector)
 from . import daemon as daemon_mod  # noqa: E402
 from . import machine  # noqa: E402
-from .plan import LMCACHE  # noqa: E402
+from .plan import LMCACHE_POLICIES  # noqa: E402
 
 READY_TIMEOUT_S = 60.0
 
@@ -315,9 +315,9 @@ def run(spec, out_path=None):
             print(f"tempokv experiment: store {store['key']} precomputed in "
                   f"{time.monotonic() - t:.1f} s", flush=True)
 
-    conn_runs = [r for r in spec["runs"] if r["policy"] not in ("none", LMCACHE)]
+    conn_runs = [r for r in spec["runs"] if r["policy"] not in ("none",) + LMCACHE_POLICIES]
     plain_runs = [r for r in spec["runs"] if r["policy"] == "none"]
-    lm_runs = [r for r in spec["runs"] if r["policy"] == LMCACHE]
+    lm_runs = [r for r in spec["runs"] if r["policy"] in LMCACHE_POLICIES]
     # One engine for every run (a second one, for the runs without the connector, cost ~3 GiB
     # more at its peak and fig6 was OOM-killed on the shared machine): the recompute runs use
     # it with the connector switched off. LMCache's runs need its connector: an engine of
@@ -359,7 +359,7 @@ def main(argv=None):
     out["vllm_version"] = vllm.__version__
     with open(a.out, "w") as f:
         json.dump(out, f)
-    if any(r["policy"] == LMCACHE for r in spec["runs"]):
+    if any(r["policy"] in LMCACHE_POLICIES for r in spec["runs"]):
         # LMCache 0.5.6's threads keep the interpreter from exiting after vLLM's shutdown;
         # its writes have ended (lmcache_runs waits for them after every run).
         sys.stdout.flush()

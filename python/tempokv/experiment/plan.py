@@ -15,6 +15,10 @@ RECOMPUTE = "recompute"  # vLLM with no connector: every prompt computed
 # at the same cap; tempokv.experiment.lmcache_adapter), on an engine of its own in the same
 # process, run in the lmcache environment (scripts/install-lmcache).
 LMCACHE = "lmcache"
+# LMCache's engine with an empty store (every prompt computed; LMCache looks up and stores):
+# the recompute reference measured beside the lmcache runs, on their engine.
+LMCACHE_COLD = "lmcache-cold"
+LMCACHE_POLICIES = (LMCACHE, LMCACHE_COLD)
 # Variants tempokvd also runs, measured on request: TempoKV committing every eligible claim at
 # once (no wait for the reads ahead of it), the ablation of the wait; TempoKV timing each claim
 # alone (no deadline chain), the ablation of the chain.
@@ -200,7 +204,7 @@ def build(scenario, policies, seeds, p, cache_dir, repeats=1):
             # and saved; the extra token is in a partial chunk, never saved.
             store = {"chunks": sum(ks), "prefixes": [x[:k * p["chunk_tokens"] + 1]
                                                      for x, k in zip(ps, ks) if k > 0]}
-            if (any(pol not in (RECOMPUTE, LMCACHE) for pol in policies)
+            if (any(pol not in (RECOMPUTE,) + LMCACHE_POLICIES for pol in policies)
                     and not os.path.isdir(data_dir)):
                 stores.append(dict(store, key=key, data_dir=data_dir))
             # LMCache's store of the same prefixes (its own format, on its fs:// backend).
@@ -226,6 +230,6 @@ def build(scenario, policies, seeds, p, cache_dir, repeats=1):
                                      "interval_s": None if rate is None else 1.0 / rate,
                                      "policy": "none" if pol == RECOMPUTE else pol,
                                      "label": pol, "prompts": str(seed),
-                                     "store_dir": (lm_dir if pol == LMCACHE
-                                                   else data_dir)})
+                                     "store_dir": {LMCACHE: lm_dir, LMCACHE_COLD: None}.get(
+                                         pol, data_dir)})
     return prompt_sets, stores, runs

@@ -163,8 +163,10 @@ def invariants_hold(r):
     """All complete, outputs identical, no load failed, no KV carried over, daemon drained."""
     ok = (r["completed"] == r["requests"] and r["outputs_identical"]
           and r["kv_blocks_free_after"] == r["kv_blocks_total"] and r["cached_equals_loaded"])
-    if r["policy"] == plan.LMCACHE:
+    if r["policy"] in plan.LMCACHE_POLICIES:
         ok = ok and r["load_errors"] == 0 and r["lmcache_writes_done"]
+        if r["policy"] == plan.LMCACHE_COLD:
+            ok = ok and r["restored_tokens"] == 0
     elif r["policy"] != "recompute":
         ok = ok and (r["load_errors"] == 0 and r["agent_errors"] == 0
                      and r["daemon_live_claims_after"] == 0

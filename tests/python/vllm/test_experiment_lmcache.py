@@ -23,9 +23,11 @@ def test_lmcache_runs_read_a_store_of_their_own_of_the_same_prefixes(tmp_path):
     # Same prompts and arrivals for both.
     assert by[plan.LMCACHE]["prompts"] == by["tempokv"]["prompts"]
     assert by[plan.LMCACHE]["interval_s"] == by["tempokv"]["interval_s"]
-    # Only LMCache asked for: no TempoKV store to precompute.
-    _, stores, _ = plan.build("fig6-rate", [plan.LMCACHE], [1], p, str(tmp_path))
+    # Only LMCache asked for: no TempoKV store to precompute; its cold reference reads none.
+    _, stores, runs = plan.build("fig6-rate", [plan.LMCACHE, plan.LMCACHE_COLD], [1], p,
+                                 str(tmp_path))
     assert [s.get("kind") for s in stores] == [plan.LMCACHE]
+    assert {r["policy"]: r["store_dir"] for r in runs}[plan.LMCACHE_COLD] is None
 
 
 def _entry(connector, cached=(512, 0)):
@@ -60,6 +62,14 @@ def test_an_lmcache_run_that_failed_a_load_left_writes_or_restored_other_tokens_
     c = dict({"loaded_tokens": 512, "load_errors": 0, "restores": 1, "restore_s": 0.3,
               "writes_done": True}, **bad)
     assert not rows.invariants_hold(_row(plan.LMCACHE, c))
+
+
+def test_the_cold_reference_restores_nothing():
+    c = {"loaded_tokens": 0, "load_errors": 0, "restores": 0, "restore_s": 0.0,
+         "writes_done": True}
+    assert rows.invariants_hold(_row(plan.LMCACHE_COLD, c, cached=(0, 0)))
+    c = dict(c, loaded_tokens=512, restores=1)
+    assert not rows.invariants_hold(_row(plan.LMCACHE_COLD, c))
 
 
 def test_fs_reads_are_paced_one_after_another_at_the_cap():
