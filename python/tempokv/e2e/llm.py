@@ -26,12 +26,13 @@ def read_spec(argv=None):
 
 
 def build_llm(spec, connector_extra=None, scheduler_cls="tempokv.vllm.TempoKVAsyncScheduler",
-              prefix_caching=False, async_scheduling=True):
+              prefix_caching=False, async_scheduling=True, kv_transfer_config=None):
     """``LLM`` over ``spec``'s model and limits (float32, eager, greedy-ready; ``tp`` ranks;
     vLLM's own prefix cache where ``prefix_caching``: the e2e and the experiment turn it on,
     vLLM's default).
     With ``connector_extra`` (the connector's extra config) the TempoKV connector and
-    ``scheduler_cls`` are plugged in, failed loads recomputed."""
+    ``scheduler_cls`` are plugged in, failed loads recomputed; ``kv_transfer_config``: another
+    connector (vLLM's scheduler)."""
     from vllm import LLM
 
     kw = dict(model=spec["model_dir"], dtype="float32", enforce_eager=True, seed=0,
@@ -48,6 +49,8 @@ def build_llm(spec, connector_extra=None, scheduler_cls="tempokv.vllm.TempoKVAsy
             "kv_role": "kv_both", "kv_load_failure_policy": "recompute",
             "kv_connector_extra_config": connector_extra}
         kw["scheduler_cls"] = scheduler_cls
+    elif kv_transfer_config is not None:
+        kw["kv_transfer_config"] = kv_transfer_config
     return LLM(**kw)
 
 

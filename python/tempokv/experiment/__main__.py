@@ -34,7 +34,8 @@ def _table(rows):
             ("repeat", "{}"),
             ("p95_ttft_s", "{:.2f}"), ("p50_ttft_s", "{:.2f}"), ("throughput_tok_s", "{:.1f}"),
             ("c_gib_s_per_req", "{:.3f}"), ("late_claims", "{}"), ("lateness_p95_s", "{:.3f}"),
-            ("restored_tokens", "{}"), ("outputs_identical", "{}")]
+            ("time_to_restore_s", "{:.3f}"), ("restored_tokens", "{}"),
+            ("outputs_identical", "{}")]
     lines = ["  ".join(f"{c:>14}" for c, _ in cols)]
     for r in rows:
         cells = []
@@ -45,6 +46,22 @@ def _table(rows):
     return "\n".join(lines)
 
 
+def lmcache_python():
+    """The lmcache environment's interpreter ($TEMPOKV_LMCACHE_VENV, default
+    /opt/tempokv/venv-lmcache, made by scripts/install-lmcache), or None with the reason on
+    stderr when it cannot import LMCache."""
+    venv = os.environ.get("TEMPOKV_LMCACHE_VENV", "/opt/tempokv/venv-lmcache")
+    python = os.path.join(venv, "bin", "python")
+    if os.access(python, os.X_OK) and subprocess.call(
+            [python, "-c", "import lmcache"], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL) == 0:
+        return python
+    print(f"tempokv experiment: the lmcache policy needs LMCache's environment, and {venv} "
+          "cannot import lmcache (create it with scripts/install-lmcache, or point "
+          "TEMPOKV_LMCACHE_VENV at one)", file=sys.stderr)
+    return None
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="tempokv eval --mode vllm",
                                  description="commit policies measured on a real vLLM")
@@ -53,7 +70,10 @@ def main(argv=None):
                                        "recompute,demand); 'recompute' = vLLM with no connector; "
                                        "'tempokv-static' = TempoKV without error feedback, "
                                        "'tempokv-no-wait', '-no-chain', '-no-order-stats', "
-                                       "'-no-state-ttr' = without that mechanism")
+                                       "'-no-state-ttr' = without that mechanism; "
+                                       "'lmcache' = vLLM with LMCache 0.5.6 instead "
+                                       "(scripts/install-lmcache), 'lmcache-cold' = the same "
+                                       "with an empty store")
     ap.add_argument("--seeds", type=int, default=1, help="seeds 1..N")
     ap.add_argument("--seed", type=int, help="one seed (instead of 1..N)")
     ap.add_argument("--json", help="write the rows here")
@@ -100,9 +120,17 @@ def main(argv=None):
         ap.error(f"--repeats must be at least 1, got {a.repeats}")
     policies = [x.strip() for x in a.policies.split(",")] if a.policies else None
     for pol in policies or []:
-        known = plan_mod.SIX + plan_mod.VARIANTS + [plan_mod.RECOMPUTE]
+        known = plan_mod.SIX + plan_mod.VARIANTS + [plan_mod.RECOMPUTE, *plan_mod.LMCACHE_POLICIES]
         if pol not in known and not pol.startswith("queue-"):
             ap.error(f"unknown policy {pol!r}")
+    # The engine's process: LMCache's runs need its environment (which sees this one's vLLM
+    # and torch) and stable hashes (its keys chain vLLM's block hash, seeded per process).
+    engine_python, engine_env = sys.executable, dict(os.environ)
+    if set(plan_mod.LMCACHE_POLICIES) & set(policies or []):
+        engine_python = lmcache_python()
+        if engine_python is None:
+            return 2
+        engine_env["PYTHONHASHSEED"] = "0"
     seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
     model_mod.build(a.model_dir)
     cache = os.path.join(CACHE, "experiment-stores")
@@ -128,9 +156,9 @@ def main(argv=None):
     print(f"tempokv experiment: {a.scenario}, {len(runs)} runs, {len(stores)} stores to "
           f"precompute; one vLLM process (log: {log_path})", file=sys.stderr, flush=True)
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "tempokv.experiment.engine", "--spec",
+        proc = subprocess.Popen([engine_python, "-m", "tempokv.experiment.engine", "--spec",
                                  spec_path, "--out", out_path], stdout=subprocess.PIPE,
-                                stderr=log)
+                                stderr=log, env=engine_env)
         for line in proc.stdout:
             log.write(line)
             log.flush()

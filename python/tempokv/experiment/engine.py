@@ -32,6 +32,7 @@ from ..e2e.llm import (agent, build_llm, close_llm, connector_counters, drive,  
                        read_spec, scheduler, worker_connector)
 from . import daemon as daemon_mod  # noqa: E402
 from . import machine  # noqa: E402
+from .plan import LMCACHE_POLICIES  # noqa: E402
 
 READY_TIMEOUT_S = 60.0
 
@@ -176,7 +177,8 @@ def calibrate(llm, spec):
         if r["interval_s"] is None:
             r["interval_s"] = intervals[r["ratio"]]
             r["rate"] = 1.0 / r["interval_s"]
-        r["cap_flags"] = plan.read_cap_flags(plan.cap_at(p, r["ratio"]))
+        r["read_cap"] = plan.cap_at(p, r["ratio"])
+        r["cap_flags"] = plan.read_cap_flags(r["read_cap"])
     return dict(speed, intervals_s={f"{k:g}": v for k, v in intervals.items()},
                 read_bytes_per_s=cap,
                 read_caps={f"{k:g}": plan.cap_at(p, k) for k in intervals})
@@ -211,16 +213,23 @@ def precompute(llm, spec, store):
     os.rename(tmp, store["data_dir"])
 
 
+class Phases(dict):
+    """A run's wall time by phase: ``phases(name)`` ends phase ``name`` (since the last)."""
+
+    def __init__(self):
+        super().__init__()
+        self._mark = time.monotonic()
+
+    def __call__(self, name):
+        now = time.monotonic()
+        self[name] = now - self._mark
+        self._mark = now
+
+
 def measured_run(llm, spec, run, prompts):
     connector = run["policy"] != "none"
     d = data = None
-    phases, mark = {}, time.monotonic()
-
-    def phase(name):
-        nonlocal mark
-        now = time.monotonic()
-        phases[name] = now - mark
-        mark = now
+    phases = phase = Phases()
 
     if connector:
         data = os.path.join(spec["work"], run["name"])
@@ -271,7 +280,7 @@ def measured_run(llm, spec, run, prompts):
             shutil.rmtree(data, ignore_errors=True)
             phase("remove_store")
     # Where a run's wall time goes besides its requests (the experiment's length).
-    entry["phases_s"] = phases
+    entry["phases_s"] = dict(phases)
     return entry
 
 
@@ -286,27 +295,36 @@ def run(spec, out_path=None):
                 json.dump(out, f)
             os.replace(out_path + ".tmp", out_path)
 
-    def measure(llm, runs):
+    def measure(runs, measure_one):
+        """``measure_one(run, prompts)`` for each run, saved after each."""
         for r in runs:
-            out["runs"].append(measured_run(llm, spec, r, spec["prompt_sets"][r["prompts"]]))
+            out["runs"].append(measure_one(r, spec["prompt_sets"][r["prompts"]]))
             save()
             print(f"tempokv experiment: {r['name']} done in {out['runs'][-1]['run_s']:.1f} s",
                   flush=True)
 
-    conn_runs = [r for r in spec["runs"] if r["policy"] != "none"]
+    def precompute_all(kind, precompute_one):
+        """``precompute_one(store)`` for each store of ``kind`` (None: TempoKV's)."""
+        for store in spec["stores"]:
+            if store.get("kind") != kind:
+                continue
+            t = time.monotonic()
+            precompute_one(store)
+            out["precomputed"].append({"key": store["key"], "s": time.monotonic() - t})
+            print(f"tempokv experiment: store {store['key']} precomputed in "
+                  f"{time.monotonic() - t:.1f} s", flush=True)
+
+    conn_runs = [r for r in spec["runs"] if r["policy"] not in ("none",) + LMCACHE_POLICIES]
     plain_runs = [r for r in spec["runs"] if r["policy"] == "none"]
+    lm_runs = [r for r in spec["runs"] if r["policy"] in LMCACHE_POLICIES]
     # One engine for every run (a second one, for the runs without the connector, cost ~3 GiB
     # more at its peak and fig6 was OOM-killed on the shared machine): the recompute runs use
-    # it with the connector switched off.
+    # it with the connector switched off. LMCache's runs need its connector: an engine of
+    # their own, built once this one is closed.
     t = time.monotonic()
     llm = _llm(spec, True)
     out["init_s"]["connector"] = time.monotonic() - t
-    for store in spec["stores"]:
-        t = time.monotonic()
-        precompute(llm, spec, store)
-        out["precomputed"].append({"key": store["key"], "s": time.monotonic() - t})
-        print(f"tempokv experiment: store {store['key']} precomputed in "
-              f"{time.monotonic() - t:.1f} s", flush=True)
+    precompute_all(None, lambda store: precompute(llm, spec, store))
     t = time.monotonic()
     out["calibration"] = calibrate(llm, spec)
     if out["calibration"]:
@@ -316,11 +334,15 @@ def run(spec, out_path=None):
               f"{c['decode_step_s'] * 1e3:.1f} ms; fig4 intervals {c['intervals_s']} s, read caps "
               + ", ".join(f"{k}: {v / 1e6:.0f} MB/s" for k, v in c["read_caps"].items()),
               flush=True)
-    measure(llm, conn_runs)
+    measure_one = lambda r, prompts: measured_run(llm, spec, r, prompts)  # noqa: E731
+    measure(conn_runs, measure_one)
     if plain_runs:
         with connector_off(llm):
-            measure(llm, plain_runs)
+            measure(plain_runs, measure_one)
     close_llm(llm)
+    if lm_runs:
+        from . import lmcache_runs
+        lmcache_runs.run(spec, lm_runs, out, precompute_all, measure)
     return out
 
 
@@ -331,6 +353,12 @@ def main(argv=None):
     out["vllm_version"] = vllm.__version__
     with open(out_path, "w") as f:
         json.dump(out, f)
+    if any(r["policy"] in LMCACHE_POLICIES for r in spec["runs"]):
+        # LMCache 0.5.6's threads keep the interpreter from exiting after vLLM's shutdown;
+        # its writes have ended (lmcache_runs waits for them after every run).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 

@@ -11,6 +11,14 @@ from ..e2e.prompts import VOCAB_FIRST
 
 SIX = ["demand", "immediate", "queue-1", "queue-4", "tempokv-static", "tempokv"]
 RECOMPUTE = "recompute"  # vLLM with no connector: every prompt computed
+# vLLM with LMCache's connector instead of TempoKV's (PyPI lmcache 0.5.6, its fs:// store read
+# at the same cap; tempokv.experiment.lmcache_adapter), on an engine of its own in the same
+# process, run in the lmcache environment (scripts/install-lmcache).
+LMCACHE = "lmcache"
+# LMCache's engine with an empty store (every prompt computed; LMCache looks up and stores):
+# the recompute reference measured beside the lmcache runs, on their engine.
+LMCACHE_COLD = "lmcache-cold"
+LMCACHE_POLICIES = (LMCACHE, LMCACHE_COLD)
 # Variants tempokvd also runs, measured on request: TempoKV with one mechanism off (the commit
 # wait, the deadline chain, the order statistics, the state-aware TTR; tempokv-static above is
 # TempoKV without error feedback).
@@ -192,13 +200,19 @@ def build(scenario, policies, seeds, p, cache_dir, repeats=1):
         for ratio in ratios:
             key = store_key(seed, ratio, p)
             data_dir = os.path.join(cache_dir, key)
-            if any(pol != RECOMPUTE for pol in policies) and not os.path.isdir(data_dir):
-                ks = [stored_chunks(len(x), ratio, p["chunk_tokens"]) for x in ps]
-                # Each stored prefix plus one token: every chunk of the prefix is then complete
-                # and saved; the extra token is in a partial chunk, never saved.
-                stores.append({"key": key, "data_dir": data_dir, "chunks": sum(ks),
-                               "prefixes": [x[:k * p["chunk_tokens"] + 1]
-                                            for x, k in zip(ps, ks) if k > 0]})
+            ks = [stored_chunks(len(x), ratio, p["chunk_tokens"]) for x in ps]
+            # Each stored prefix plus one token: every chunk of the prefix is then complete
+            # and saved; the extra token is in a partial chunk, never saved.
+            store = {"chunks": sum(ks), "prefixes": [x[:k * p["chunk_tokens"] + 1]
+                                                     for x, k in zip(ps, ks) if k > 0]}
+            if (any(pol not in (RECOMPUTE,) + LMCACHE_POLICIES for pol in policies)
+                    and not os.path.isdir(data_dir)):
+                stores.append(dict(store, key=key, data_dir=data_dir))
+            # LMCache's store of the same prefixes (its own format, on its fs:// backend).
+            lm_dir = data_dir + "-" + LMCACHE
+            if LMCACHE in policies and not os.path.isdir(lm_dir):
+                stores.append(dict(store, key=key + "-" + LMCACHE, data_dir=lm_dir,
+                                   kind=LMCACHE))
             if scenario == "fig4-policies":
                 iv = interval_at(p, ratio)
                 rates = [None if iv is None else 1.0 / iv]
@@ -217,5 +231,6 @@ def build(scenario, policies, seeds, p, cache_dir, repeats=1):
                                      "interval_s": None if rate is None else 1.0 / rate,
                                      "policy": "none" if pol == RECOMPUTE else pol,
                                      "label": pol, "prompts": str(seed),
-                                     "store_dir": data_dir})
+                                     "store_dir": {LMCACHE: lm_dir, LMCACHE_COLD: None}.get(
+                                         pol, data_dir)})
     return prompt_sets, stores, runs
