@@ -18,7 +18,8 @@ double EvalRow::get(const std::string& name) const {
 }
 
 std::vector<std::string> eval_scenarios() {
-  return {"fig4-policies", "fig5-capacity", "fig6-rate", "trace", "fig1-lead", "fig2-rank"};
+  return {"fig4-policies", "fig5-capacity", "fig6-rate", "trace",
+          "fig1-lead",     "fig2-rank",     "fleet"};
 }
 
 namespace {
@@ -30,10 +31,11 @@ Status validate_service_options(const EvalOptions& o) {
     return Status::invalid_argument(
         "--via-service runs real mode only: simulated time cannot pass through a daemon");
   }
-  if (o.scenario != "fig4-policies" && o.scenario != "fig5-capacity" && o.scenario != "fig6-rate") {
+  if (o.scenario != "fig4-policies" && o.scenario != "fig5-capacity" && o.scenario != "fig6-rate" &&
+      o.scenario != "fleet") {
     return Status::invalid_argument(
-        "--via-service runs fig4-policies, fig5-capacity and "
-        "fig6-rate; " +
+        "--via-service runs fig4-policies, fig5-capacity, "
+        "fig6-rate and fleet; " +
         o.scenario + " reaches into the in-process stack");
   }
   const bool lmcache =
@@ -100,6 +102,7 @@ Result<EvalResult> run_eval(const EvalOptions& options) {
     if (s == "trace") st = run_trace(runner, result);
     if (s == "fig1-lead") st = run_fig1_lead(runner);
     if (s == "fig2-rank") st = run_fig2_rank(runner);
+    if (s == "fleet") st = run_fleet(runner, result);
     Status closed = runner.finish();
     if (st.is_ok()) st = closed;
   }

@@ -3,7 +3,7 @@
 // and one record per request. The CLI (tools/tempokv/eval_cmd.cc) prints, writes and plots them;
 // docs/evaluation.md describes every scenario and field.
 //
-// Scenarios: fig4-policies, fig5-capacity, fig6-rate, trace, fig1-lead, fig2-rank.
+// Scenarios: fig4-policies, fig5-capacity, fig6-rate, trace, fig1-lead, fig2-rank, fleet.
 // Policies: demand, immediate, queue-K, tempokv and its variants (tempokv_configurations(): the
 // ablations, each TempoKV with one mechanism off, and tempokv-progressive), and lmcache-dax
 // (baseline engines: plain LRU fast tier, no claims).
@@ -78,6 +78,7 @@ struct EvalOptions {
   double time_scale = 1.0;
   // real mode
   std::string dir;          // store directory (created; removed afterwards unless keep)
+  std::string cluster_script;  // fleet: scripts/cluster, which starts the local Redis Cluster
   bool keep = false;
   Duration real_run_limit = std::chrono::minutes(10);  // per run, wall clock
   // Runs of each configuration; the row (and its CSV records) is the run with the median p95

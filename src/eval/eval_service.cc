@@ -151,6 +151,7 @@ Status EvalService::start(const StorageConfig& storage, const StackConfig& stack
   so.binary = binary_;
   so.data_dir = data_dir_;
   TEMPOKV_ASSIGN_OR_RETURN(so.extra_args, daemon_args(storage, stack, profile_path));
+  so.extra_args.insert(so.extra_args.end(), extra_args_.begin(), extra_args_.end());
   so.log_path = data_dir_ + "/tempokvd.log";
   auto daemon = service::SpawnedDaemon::start(so);
   if (!daemon.is_ok()) {
@@ -197,9 +198,13 @@ Status EvalService::precompute(const std::vector<Request>& requests) {
 }
 
 Result<ControlCounters> EvalService::counters() {
-  if (!control_) return Status::failed_precondition("EvalService::counters: no daemon runs");
-  TEMPOKV_ASSIGN_OR_RETURN(service::StatList stats, control_->stats());
-  return service_counters(stats);
+  TEMPOKV_ASSIGN_OR_RETURN(service::StatList s, stats());
+  return service_counters(s);
+}
+
+Result<service::StatList> EvalService::stats() {
+  if (!control_) return Status::failed_precondition("EvalService: no daemon runs");
+  return control_->stats();
 }
 
 Status EvalService::stop() {

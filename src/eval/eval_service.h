@@ -68,6 +68,10 @@ class EvalService {
   // precomputed chunks that the daemon's lookup reports missing.
   Status precompute(const std::vector<Request>& requests);
   Result<ControlCounters> counters();
+  // The daemon's whole stats list (the fleet scenario reads its remote_* counters).
+  Result<service::StatList> stats();
+  // Flags added after daemon_args() at the next start() (the fleet's --set remote.seeds=...).
+  void set_extra_args(std::vector<std::string> args) { extra_args_ = std::move(args); }
   // Ends the control session, SIGTERMs the daemon and waits: Internal unless it exited 0. OK
   // when no daemon runs.
   Status stop();
@@ -79,6 +83,7 @@ class EvalService {
  private:
   std::string binary_;
   std::string data_dir_;
+  std::vector<std::string> extra_args_;
   std::unique_ptr<service::SpawnedDaemon> daemon_;
   std::unique_ptr<ServiceClient> control_;
 };

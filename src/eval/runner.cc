@@ -9,6 +9,28 @@
 
 namespace tempokv {
 
+void apply_run_metrics(const RunMetrics& m, EvalRow& row) {
+  row.requests = m.requests;
+  row.completed = m.completed;
+  row.output_tokens = m.output_tokens;
+  row.p50_ttft_s = m.p50_ttft_s;
+  row.p95_ttft_s = m.p95_ttft_s;
+  row.p99_ttft_s = m.p99_ttft_s;
+  row.mean_ttft_s = m.mean_ttft_s;
+  row.throughput_tok_s = m.throughput_tok_s;
+  row.makespan_s = m.makespan_s;
+  row.c_gib_s_per_req = m.c_gib_s_per_req;
+  row.c_floor_gib_s_per_req = m.c_floor_gib_s_per_req;
+  row.c_floor_staging_gib_s_per_req = m.c_floor_staging_gib_s_per_req;
+  row.ordinary_retrievals = m.ordinary;
+  row.staged_retrievals = m.staged;
+  row.no_hit = m.no_hit;
+  row.recomputes = m.recomputes;
+  row.verified_chunks = m.verified_chunks;
+  row.mismatched_chunks = m.mismatched_chunks;
+  row.histograms = m.histograms;
+}
+
 Runner::Runner(const EvalOptions& options, EvalResult& result)
     : options_(options), result_(result) {}
 
@@ -34,24 +56,28 @@ void Runner::note(const std::string& line) {
   if (options_.log) options_.log(line);
 }
 
+StorageConfig Runner::sim_storage(uint64_t chunk_bytes) const {
+  StorageConfig sc;
+  sc.mode = EvalMode::kSim;
+  sc.chunk_bytes = chunk_bytes;
+  if (options_.truth == "hidden") {
+    // Not the paper's testbed the provider is told of (11 GiB/s, 16 reads, 80 us).
+    sc.sim_read_bytes_per_s = 9.0 * double(1ULL << 30);
+    sc.sim_write_bytes_per_s = 4.0 * double(1ULL << 30);
+    sc.sim_concurrency = 12;
+    sc.sim_latency = std::chrono::microseconds(120);
+    sc.sim_latency_tail_probability = 0.02;
+    sc.sim_latency_tail_factor = 40;  // 4.8 ms stalls
+    sc.sim_seed = options_.seed;
+  }
+  return sc;
+}
+
 Result<EvalStorage*> Runner::storage_for(const StackConfig& stack, bool fresh) {
   const uint64_t chunk = round_up(256 * stack.profile.kv_bytes_per_token, kBlockBytes);
   if (sim()) {
     storage_.reset();
-    StorageConfig sc;
-    sc.mode = EvalMode::kSim;
-    sc.chunk_bytes = chunk;
-    if (options_.truth == "hidden") {
-      // Not the paper's testbed the provider is told of (11 GiB/s, 16 reads, 80 us).
-      sc.sim_read_bytes_per_s = 9.0 * double(1ULL << 30);
-      sc.sim_write_bytes_per_s = 4.0 * double(1ULL << 30);
-      sc.sim_concurrency = 12;
-      sc.sim_latency = std::chrono::microseconds(120);
-      sc.sim_latency_tail_probability = 0.02;
-      sc.sim_latency_tail_factor = 40;  // 4.8 ms stalls
-      sc.sim_seed = options_.seed;
-    }
-    TEMPOKV_ASSIGN_OR_RETURN(storage_, EvalStorage::open(sc));
+    TEMPOKV_ASSIGN_OR_RETURN(storage_, EvalStorage::open(sim_storage(chunk)));
     return storage_.get();
   }
   if (storage_ && fresh) TEMPOKV_RETURN_IF_ERROR(finish());
@@ -204,27 +230,10 @@ Result<Runner::Outcome> Runner::run_once(RunSpec spec) {
   row.fast_tier_gib = double(cs.tier_bytes) / double(kGiB);
   row.budget_gib = double(cs.budget_bytes) / double(kGiB);
   row.engines = spec.stack.engines;
-  row.requests = m.requests;
-  row.completed = m.completed;
-  row.output_tokens = m.output_tokens;
-  row.p50_ttft_s = m.p50_ttft_s;
-  row.p95_ttft_s = m.p95_ttft_s;
-  row.p99_ttft_s = m.p99_ttft_s;
-  row.mean_ttft_s = m.mean_ttft_s;
-  row.throughput_tok_s = m.throughput_tok_s;
-  row.makespan_s = m.makespan_s;
-  row.c_gib_s_per_req = m.c_gib_s_per_req;
-  row.c_floor_gib_s_per_req = m.c_floor_gib_s_per_req;
-  row.c_floor_staging_gib_s_per_req = m.c_floor_staging_gib_s_per_req;
+  apply_run_metrics(m, row);
   row.refused_commits = cs.refused_claims;
   row.refused_attempts = cs.refused_attempts;
   row.commits = cs.commits;
-  row.ordinary_retrievals = m.ordinary;
-  row.staged_retrievals = m.staged;
-  row.no_hit = m.no_hit;
-  row.recomputes = m.recomputes;
-  row.verified_chunks = m.verified_chunks;
-  row.mismatched_chunks = m.mismatched_chunks;
   row.wall_s = wall_s;
   if (service_) {
     // What the service costs the engines' thread, per claim the daemon was told of.
@@ -249,7 +258,6 @@ Result<Runner::Outcome> Runner::run_once(RunSpec spec) {
   row.extra.emplace_back("ttr_err_p50_s", m.ttr_err_p50_s);
   row.extra.emplace_back("ttr_err_p95_s", m.ttr_err_p95_s);
   row.extra.emplace_back("ttr_rel_err_p95", m.ttr_rel_err_p95);
-  row.histograms = m.histograms;
   stack.reset();
   // The next run gets a fresh daemon, as it gets a fresh in-process stack.
   if (service_) TEMPOKV_RETURN_IF_ERROR(service_->stop());

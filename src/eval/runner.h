@@ -16,6 +16,7 @@
 
 #include "eval/eval.h"
 #include "eval/eval_service.h"
+#include "eval/metrics.h"
 #include "eval/stack.h"
 
 namespace tempokv {
@@ -36,6 +37,9 @@ struct RunSpec {
   std::function<void(EvalStack&, TimePoint start, EvalRow&)> after_run;
 };
 
+// The row's metric fields from a run's metrics (Runner::run_once; the fleet scenario).
+void apply_run_metrics(const RunMetrics& m, EvalRow& row);
+
 class Runner {
  public:
   Runner(const EvalOptions& options, EvalResult& result);
@@ -51,6 +55,9 @@ class Runner {
   // The scenario's policies: options.policies when given, else `defaults`.
   std::vector<std::string> policies(std::vector<std::string> defaults) const;
   void note(const std::string& line);
+  // The simulated SSD of a run (--truth hidden: a device other than the one the provider is told
+  // of) for chunks of chunk_bytes.
+  StorageConfig sim_storage(uint64_t chunk_bytes) const;
 
   // Runs one spec options.repeats times; the run with the median p95 TTFT lands in result.rows
   // (returned). In real mode the first run of a scenario is preceded by the same run unmeasured

@@ -16,6 +16,7 @@ Status run_fig6_rate(Runner& runner);
 Status run_trace(Runner& runner, EvalResult& result);
 Status run_fig1_lead(Runner& runner);
 Status run_fig2_rank(Runner& runner);
+Status run_fleet(Runner& runner, EvalResult& result);  // scenario_fleet*.cc
 
 // Shared by the scenarios: the mode's defaults on a stack (real mode: this machine's SSD rate
 // for the TTR prior and the fixed-rate TTR, verified bytes) and the scaled fast tier.

@@ -16,8 +16,9 @@ Result<std::unique_ptr<EvalStorage>> EvalStorage::open(const StorageConfig& conf
   std::unique_ptr<EvalStorage> s(new EvalStorage(config));
   SsdEngineOptions eo;
   if (config.mode == EvalMode::kSim) {
-    s->sim_ = std::make_unique<SimExecutor>();
-    s->executor_ = s->sim_.get();
+    if (config.shared_sim == nullptr) s->own_sim_ = std::make_unique<SimExecutor>();
+    s->sim_ = config.shared_sim ? config.shared_sim : s->own_sim_.get();
+    s->executor_ = s->sim_;
     eo.kind = SsdEngineKind::kSimulated;
     eo.sim_latency = config.sim_latency;
     eo.sim_read_bytes_per_s = config.sim_read_bytes_per_s;

@@ -63,6 +63,9 @@ struct StorageConfig {
   uint64_t capacity_bytes = 1ULL << 44;  // sim: effectively unbounded
   std::string dir;                       // real mode: the store's directory
   bool local_store = true;  // false (real, service mode): only the executor; tempokvd has the store
+  // Sim: the storage runs on this executor (borrowed; it must outlive the storage) instead of one
+  // of its own, so several storages share one virtual clock (the fleet's engines).
+  SimExecutor* shared_sim = nullptr;
 };
 
 class EvalStorage {
@@ -73,7 +76,7 @@ class EvalStorage {
   EvalStorage& operator=(const EvalStorage&) = delete;
 
   Executor& executor() { return *executor_; }
-  SimExecutor* sim() { return sim_.get(); }     // null in real mode
+  SimExecutor* sim() { return sim_; }           // null in real mode
   RealExecutor* real() { return real_.get(); }  // null in simulated mode
   bool has_store() const { return store_ != nullptr; }
   Store& store() { return *store_; }  // only with a local store
@@ -94,7 +97,8 @@ class EvalStorage {
   explicit EvalStorage(const StorageConfig& config) : config_(config) {}
 
   StorageConfig config_;
-  std::unique_ptr<SimExecutor> sim_;
+  std::unique_ptr<SimExecutor> own_sim_;
+  SimExecutor* sim_ = nullptr;  // own_sim_ or StorageConfig::shared_sim
   std::unique_ptr<RealExecutor> real_;
   Executor* executor_ = nullptr;
   std::unique_ptr<SsdEngine> ssd_;

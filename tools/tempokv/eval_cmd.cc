@@ -88,8 +88,11 @@ int run(EvalCli& c, bool seed_set) {
     std::cerr << "eval: --mode must be sim, real or vllm (got '" << c.mode << "')\n";
     return 2;
   }
-  if (c.read_bytes_per_s || c.interval_s || c.requests) {
-    std::cerr << "eval: --read-bytes-per-s, --interval-s and --requests are for --mode vllm\n";
+  if (c.requests && o.scenario == "fleet") {
+    o.max_requests = *c.requests;  // fleet: the first N requests of the workload
+  } else if (c.read_bytes_per_s || c.interval_s || c.requests) {
+    std::cerr << "eval: --read-bytes-per-s, --interval-s and --requests are for --mode vllm "
+                 "(--requests also for --scenario fleet)\n";
     return 2;
   }
   o.mode = c.mode == "sim" ? EvalMode::kSim : EvalMode::kReal;
@@ -109,7 +112,10 @@ int run(EvalCli& c, bool seed_set) {
     o.trace_path = root + "/../shared/traces/mooncake_conversation_trace.jsonl";
   }
   if (o.mode == EvalMode::kReal && o.dir.empty()) o.dir = "/var/tmp/tempokv-eval";
-  if (c.via_service || !c.tempokvd.empty()) {
+  // The real fleet runs a tempokvd per engine and starts its cluster with scripts/cluster.
+  const bool real_fleet = o.mode == EvalMode::kReal && o.scenario == "fleet";
+  if (real_fleet && !root.empty()) o.cluster_script = root + "/scripts/cluster";
+  if (c.via_service || !c.tempokvd.empty() || real_fleet) {
     std::error_code ec;
     // The daemon built with this binary: tempokvd in the same build directory.
     o.tempokvd =
@@ -197,7 +203,7 @@ void add_eval_command(CLI::App& app, int* exit_code) {
                   "on this machine: fig4-policies, fig6-rate; python -m tempokv.experiment)")
       ->capture_default_str();
   cmd->add_option("--scenario", c->options.scenario,
-                  "fig4-policies, fig5-capacity, fig6-rate, trace, fig1-lead, fig2-rank")
+                  "fig4-policies, fig5-capacity, fig6-rate, trace, fig1-lead, fig2-rank, fleet")
       ->required();
   cmd->add_option("--policies", c->options.policies,
                   "Comma list of demand, immediate, queue-K, tempokv, tempokv-progressive, "
@@ -218,7 +224,7 @@ void add_eval_command(CLI::App& app, int* exit_code) {
                   "vllm, fig4: arrival interval in seconds (default: by ratio, from the engine's "
                   "measured speed and the protocol's offered load)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--requests", c->requests, "vllm: requests per run (default 12, as the paper's)")
+  cmd->add_option("--requests", c->requests, "vllm: requests per run (default 12, as the paper's); fleet: the first N requests")
       ->check(CLI::Range(1u, 100000u));
   cmd->add_option("--out", c->out_dir, "Write eval-<scenario>.json and requests-<scenario>.csv here");
   cmd->add_option("--json", c->json_path, "Write the JSON rows to this file");

@@ -1,0 +1,85 @@
+// The simulated fleet (docs/fleet.md): engines on one virtual clock sharing a modelled cluster;
+// later turns routed to another engine are served from what an earlier engine computed.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "eval/eval.h"
+#include "eval/sim_remote.h"
+#include "executor/sim_executor.h"
+
+namespace tempokv {
+namespace {
+
+EvalOptions fleet_options() {
+  EvalOptions o;
+  o.mode = EvalMode::kSim;
+  o.scenario = "fleet";
+  o.policies = {"tempokv"};
+  o.engines = 4;
+  o.max_requests = 96;
+  o.profiles_dir = TEMPOKV_PROFILES_DIR;
+  o.trace_path = "";  // the synthetic conversations, so the test runs anywhere
+  return o;
+}
+
+TEST(EvalFleetSim, LaterTurnsReuseWhatAnotherEngineComputedAndRecomputeNothing) {
+  auto r = run_eval(fleet_options());
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->rows.size(), 1u);
+  const EvalRow& row = r->rows[0];
+  EXPECT_EQ(row.engines, 4u);
+  EXPECT_EQ(row.completed, row.requests);
+  EXPECT_EQ(row.requests, 96u);
+  // A good part of every prompt came from the cluster, and each fetched chunk was loaded.
+  EXPECT_GT(row.get("hit_remote"), 0.1);
+  EXPECT_GT(row.get("remote_fetches"), 0.0);
+  EXPECT_EQ(row.get("remote_hit_recomputed_chunks"), 0.0);
+  EXPECT_EQ(row.recomputes, 0u);
+  EXPECT_NEAR(row.get("hit_local") + row.get("hit_remote") + row.get("miss"), 1.0, 1e-9);
+  // The router's TTR model learned the rate: its projections are not exact (it never reads the
+  // network's truth) but close enough to fetch every time.
+  EXPECT_GT(row.get("remote_ttr_rel_err_p50"), 0.0);
+  EXPECT_EQ(row.get("remote_refused_slow"), 0.0);
+  // Every engine served requests.
+  ASSERT_EQ(r->runs.size(), 1u);
+  std::set<uint32_t> engines;
+  for (const RequestRecord& rec : r->runs[0].records) engines.insert(rec.engine);
+  EXPECT_EQ(engines.size(), 4u);
+}
+
+TEST(EvalFleetSim, RefusesOneEngine) {
+  EvalOptions o = fleet_options();
+  o.engines = 1;
+  auto r = run_eval(o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("--engines >= 2"), std::string::npos);
+}
+
+TEST(SimRemoteCluster, PublishLandsAfterItsTransferAndFetchTakesBytesOverRate) {
+  SimExecutor ex;
+  SimNetworkOptions no;
+  no.nodes = 2;
+  no.port_bytes_per_s = 1e9;
+  no.latency = std::chrono::microseconds(100);
+  no.tail_probability = 0;
+  SimRemoteCluster cluster(ex, 2, no);
+  const Key key{1, 42};
+  cluster.publish(0, key, 500'000'000);  // 0.5 s at 1 GB/s
+  EXPECT_FALSE(cluster.contains(key));
+  while (ex.step() && !cluster.contains(key)) {
+  }
+  ASSERT_TRUE(cluster.contains(key));
+  EXPECT_NEAR(to_seconds(ex.now().time_since_epoch()), 0.5001, 1e-6);
+  std::optional<Duration> took;
+  // Two objects through engine 1's one port: one after the other.
+  cluster.fetch(1, {{key, 250'000'000}, {Key{1, 43}, 250'000'000}}, [&](Duration d) { took = d; });
+  while (!took && ex.step()) {
+  }
+  ASSERT_TRUE(took.has_value());
+  EXPECT_NEAR(to_seconds(*took), 0.5001, 1e-6);
+  EXPECT_EQ(cluster.stats().fetched, 2u);
+}
+
+}  // namespace
+}  // namespace tempokv
