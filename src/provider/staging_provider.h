@@ -50,6 +50,14 @@
 //  * protected + reserved + pinned + demand_queued_bytes_ <= capacity whenever an ordinary claim
 //    is admitted or a claim committed (a hold of a resident object may briefly break it).
 //
+// Remote objects (set_remote_source, provider_remote.cc): a committed claim may name an object the
+// store lacks and the remote source holds. It is reserved at the commit like any object to read,
+// fetched into the store (ObjectRec::fetching; one fetch per object, shared by its claims), then
+// read as usual, checked against the generation the store gave it. A failed fetch fails every
+// claim waiting for it (on_ready(error)) and drops its reservation. ttr() adds the remote part:
+// the source's TTR of its objects + the store's write of their bytes; the bounds add a bound of it.
+// The ordinary path refuses such a claim (NotFound): only a commit fetches.
+//
 // Threading: every method on the Executor thread; it never blocks. Callbacks run there too and may
 // call back in. Destroy it only when no read is in flight (stats().in_flight_reads == 0).
 #pragma once
@@ -258,6 +266,8 @@ class StagingProvider {
     bool draining;  // the claim is gone but its in-flight read still counts it
   };
   struct ObjectRec {
+    bool fetching = false;     // a remote fetch into the store is in flight (read is kNone)
+    TimePoint fetch_use_at{};  // the earliest use time of its owners, for its read afterwards
     // The store generation its owners and waiters validated: every one of them validated this
     // one (a claim that finds another is refused), and a read that brings another fails them.
     uint64_t generation = 0;
@@ -311,9 +321,13 @@ class StagingProvider {
 
   StagingProvider(Executor& executor, Store& store, FastTier& tier, const ProviderOptions& options);
 
+  // The generation validated for an object not in the store yet: fetched from the remote source
+  // (the store's generations start at 1).
+  static constexpr uint64_t kNotStoredYet = 0;
   // staging_provider.cc
-  // Fills v (cleared first; a reused scratch allocates nothing once grown).
-  Status validate_claim(const StagingClaim& claim, Validated& v);
+  // Fills v (cleared first; a reused scratch allocates nothing once grown). remote_ok: an object
+  // the store lacks and the remote source holds is valid (generation kNotStoredYet).
+  Status validate_claim(const StagingClaim& claim, Validated& v, bool remote_ok);
   // What committing the validated keys would add to the budget and occupy (the room owed to
   // admitted demand reads included), and whether that is refused now (sets last_refusal_*).
   ProtectCost commit_cost(const Validated& v) const;
@@ -371,6 +385,22 @@ class StagingProvider {
   // calibrated rate): TTR adds them when the claim needs any read (the device serves the writes
   // issued before the claim's reads). 0 without writes.
   double write_ahead_s() const;
+  // provider_remote.cc
+  // The store lacks it and the remote source holds it (false without a source).
+  bool remote_only(const Key& key) const;
+  // What ttr() adds for the claim's objects not in the store yet: the source's TTR of those (its
+  // bound when a node is held unhealthy: commit() refuses the claim then) + the store's write of
+  // their bytes. 0 without such objects.
+  Duration remote_extra(const StagingClaim& claim) const;
+  // An upper bound of remote_extra() for claims with at most `bytes` of objects (0 without a
+  // source): the bounds of ttr() add it.
+  Duration remote_bound(uint64_t bytes) const;
+  // commit()'s check of a validated claim's remote objects: Unavailable naming them when a node
+  // one needs is held unhealthy (the engine recomputes), counted in stats().invalid.
+  Status check_remote(const StagingClaim& claim, const Validated& v);
+  // Starts the object's fetch (or joins the one in flight) for a claim used at use_at.
+  void fetch(const Key& key, ObjectRec& rec, TimePoint use_at);
+  void on_fetch_done(const Key& key, Result<uint64_t> generation);
   // provider_ttr.cc
   const TtrSnapshot& ttr_snapshot() const;
   // snap_ was built at this state and this instant: ttr_snapshot() costs nothing now.
@@ -431,6 +461,7 @@ class StagingProvider {
   mutable std::vector<double> ttr_fresh_;       // ttr()'s scratch
   mutable std::vector<Key> ttr_fresh_keys_;
   mutable std::vector<PlannedRead> ttr_heap_;
+  mutable std::vector<RemoteSource::Object> remote_scratch_;  // remote_extra()'s
   std::vector<std::pair<ReadyCallback, std::pair<ClaimId, Status>>> callbacks_;
   Validated validated_;                                    // commit()'s scratch
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // store callbacks check it
