@@ -210,6 +210,8 @@ class ClusterTier final : public RemoteTier {
     return ttr_.ttr(p, executor_.now());
   }
 
+  Duration ttr_bound(uint64_t bytes) const override { return ttr_.ttr_bound(bytes); }
+
   bool flush_publishes(std::chrono::milliseconds timeout) override {
     return publisher_.flush(timeout);
   }

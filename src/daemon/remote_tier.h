@@ -82,6 +82,9 @@ class RemoteTier {
     uint64_t bytes = 0;
   };
   virtual std::optional<Duration> ttr(const std::vector<Part>& parts) const = 0;
+  // An upper bound of ttr() for any parts totalling at most `bytes` on healthy nodes
+  // (RemoteTtrModel::ttr_bound).
+  virtual Duration ttr_bound(uint64_t bytes) const = 0;
   // Waits until every queued publish has been sent (tests, shutdown); false after the timeout.
   virtual bool flush_publishes(std::chrono::milliseconds timeout) = 0;
   // The remote tier's metrics: publishes, probes and fetches by outcome, and per node.

@@ -56,6 +56,7 @@ ServiceCore::ServiceCore(Executor& executor, const CoreOptions& options, SendFn 
 
 ServiceCore::~ServiceCore() {
   housekeeping_timer_.cancel();
+  if (provider_) provider_->set_remote_source(nullptr);
   remote_.reset();  // its threads first: nothing more is posted for the core
   // Without shutdown(): the executor no longer runs, so nothing can drain; the components are
   // destroyed in reverse order of creation. The tier's file is removed like the write region.
@@ -133,6 +134,7 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   c->write_dir_created_ = true;
   if (options.remote.enabled()) {
     TEMPOKV_ASSIGN_OR_RETURN(c->remote_, RemoteTier::open(executor, options.remote));
+    c->attach_remote_source();
   }
   c->housekeeping();
   return c;

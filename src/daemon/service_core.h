@@ -216,10 +216,13 @@ class ServiceCore {
   // (local and remote sizes) is sent later, from the probe's answer.
   bool remote_lookup(Session& s, uint64_t id, const std::vector<Key>& keys,
                      std::vector<uint64_t> bytes);
-  // A report_hit naming objects only the cluster holds: they are fetched, verified and put in
-  // the store first, then the report_hit runs as usual (a miss of any reason: its error, so the
-  // engine recomputes). True when it was taken over (answered later).
+  // A report_hit naming objects only the cluster holds: refused at once (NotFound, answered
+  // here: true) when a node they need is held unhealthy or their remote TTR is above
+  // remote.max_claim_fetch_ms; else false and it runs as usual (the provider fetches them once
+  // it commits the claim).
   bool remote_report_hit(Session& s, uint64_t id, const ReportHit& m);
+  // Gives the provider its RemoteSource over the cluster (RemoteStaging).
+  void attach_remote_source();
   // The store's put callback that publishes the put's bytes (copied off this thread when the
   // publisher had room) once they are stored, then runs done.
   Store::DoneCallback publish_after_put(const Key& key, TokenRange tokens, Hash128 checksum,
@@ -278,6 +281,9 @@ class ServiceCore {
     std::string node;
   };
   std::unordered_map<Key, RemoteSeen> remote_seen_;
+  RemoteSeen seen(const Key& key) const;  // {} when the probe's answer is not kept
+  class RemoteStaging;
+  std::unique_ptr<RemoteSource> remote_source_;  // the provider's, while remote_ is set
   struct RemoteCounters {
     uint64_t lookups = 0, lookup_objects = 0, claims = 0, objects_stored = 0, bytes_stored = 0;
     uint64_t misses = 0, puts_published = 0, refused_unhealthy = 0, refused_slow = 0;

@@ -1,8 +1,11 @@
 // ServiceCore and the shared remote tier (docs/cluster.md): lookups that miss locally ask the
-// cluster, claims on objects only the cluster holds fetch them into the local store first, and
-// puts are published write-behind. All cluster I/O runs on RemoteTier's threads; this file runs
+// cluster, claims on objects only the cluster holds are committed by the provider with the remote
+// part in their TTR and fetched into the local store as their staging (RemoteStaging, the
+// provider's RemoteSource), and puts are published write-behind. All cluster I/O runs on RemoteTier's threads; this file runs
 // on the Executor's thread only.
 #include <memory>
+#include <span>
+#include <string>
 
 #include "daemon/remote_tier.h"
 #include "daemon/service_core.h"
@@ -59,22 +62,18 @@ bool ServiceCore::remote_lookup(Session& s, uint64_t id, const std::vector<Key>&
 bool ServiceCore::remote_report_hit(Session& s, uint64_t id, const ReportHit& m) {
   if (!remote_ || m.manifest.size() > options_.max_manifest_entries) return false;
   if (!owned(s, m.request_id, "report_hit").is_ok()) return false;  // report_hit says why
-  std::vector<ManifestEntry> missing;
-  for (const ManifestEntry& e : m.manifest) {
-    if (!store_->contains(e.key)) missing.push_back(e);
-  }
-  if (missing.empty()) return false;
-  ++remote_counters_.claims;
-  // Their TTR from the nodes' state. A node held unhealthy after a failed call, or a TTR above
-  // remote.max_claim_fetch_ms (the engine waits for this reply): recompute now rather than wait
-  // out a deadline or a slow fetch.
   std::vector<RemoteTier::Part> parts;
-  std::vector<RemoteSeen> seen;
-  for (const ManifestEntry& e : missing) {
+  for (const ManifestEntry& e : m.manifest) {
+    if (store_->contains(e.key)) continue;
     auto it = remote_seen_.find(e.key);
-    seen.push_back(it == remote_seen_.end() ? RemoteSeen{} : it->second);
-    parts.push_back({seen.back().node, e.bytes});
+    parts.push_back({it == remote_seen_.end() ? std::string() : it->second.node, e.bytes});
   }
+  if (parts.empty()) return false;
+  ++remote_counters_.claims;
+  // Their remote TTR from the nodes' state. A node held unhealthy after a failed call, or a TTR
+  // above remote.max_claim_fetch_ms: recompute now rather than wait out a deadline or a slow
+  // fetch. Otherwise the report_hit runs as usual: the provider commits the claim by the laxity
+  // rule with the remote part in its TTR and fetches the objects as its staging.
   const std::optional<Duration> ttr = remote_->ttr(parts);
   auto refuse = [&](uint64_t& counter, const std::string& why) {
     ++counter;
@@ -96,75 +95,87 @@ bool ServiceCore::remote_report_hit(Session& s, uint64_t id, const ReportHit& m)
                   "remote TTR " + std::to_string(ms) + " ms above remote.max_claim_fetch_ms (" +
                       std::to_string(options_.remote.max_claim_fetch.count()) + ")");
   }
-  const TimePoint fetch_start = executor_.now();
-  struct Pending {
-    size_t left = 0;
-    Status error;
-  };
-  const Duration projected = *ttr;
-  auto pending = std::make_shared<Pending>();
-  pending->left = missing.size();
-  std::weak_ptr<int> alive = alive_;
-  // Runs once every object has been fetched and stored (or missed): the report_hit as usual.
-  auto finish = [this, alive, pending, session = s.id, id, m, projected, fetch_start] {
-    if (alive.expired() || --pending->left != 0) return;
-    if (pending->error.is_ok()) {
-      ++remote_counters_.timed;
-      remote_counters_.ttr_projected_s += std::chrono::duration<double>(projected).count();
-      remote_counters_.fetch_s +=
-          std::chrono::duration<double>(executor_.now() - fetch_start).count();
-    }
-    auto it = sessions_.find(session);
-    if (it == sessions_.end()) return;
-    Session& owner = *it->second;
-    Status st = pending->error;
-    if (st.is_ok())
-      st = shutting_down_ ? Status::unavailable("tempokvd is shutting down") : report_hit(owner, m);
-    if (st.is_ok()) {
-      send_(session, encode_reply(id));
-      return;
-    }
-    ++counters_.errors;
-    send_(session, encode_error(id, to_runtime_ids(st, Op(m), owner.runtime->id_salt)));
-  };
-  for (size_t i = 0; i < missing.size(); ++i) {
-    const ManifestEntry& e = missing[i];
-    remote_->fetch(e.key, seen[i].node, e.bytes, seen[i].generation,
-                   [this, alive, pending, finish, key = e.key](Result<RemoteTier::Fetched> r) {
-                     if (alive.expired()) return;
-                     if (!r.is_ok()) {
-                       ++remote_counters_.misses;
-                       if (pending->error.is_ok()) {
-                         pending->error = Status::not_found(
-                             "report_hit: object " + key.to_string() +
-                             " is not in the SSD store and " + r.status().message());
-                       }
-                       return finish();
-                     }
-                     if (shutting_down_) {  // the store closes once its puts drain
-                       if (pending->error.is_ok()) {
-                         pending->error = Status::unavailable("tempokvd is shutting down");
-                       }
-                       return finish();
-                     }
-                     std::shared_ptr<AlignedBuffer> buffer = r->buffer;
-                     const uint64_t n = r->payload_bytes;
-                     ++puts_in_flight_;  // shutdown waits for it, as for a client's put
-                     store_->put_hashed(key, r->tokens, buffer->data(), n, r->checksum,
-                                        [this, pending, finish, buffer, n](Status st) {
-                                          --puts_in_flight_;
-                                          if (st.is_ok()) {
-                                            ++remote_counters_.objects_stored;
-                                            remote_counters_.bytes_stored += n;
-                                          } else if (pending->error.is_ok()) {
-                                            pending->error = st;
-                                          }
-                                          finish();
-                                          check_shutdown();
-                                        });
-                   });
+  return false;
+}
+
+// The provider's RemoteSource over the cluster: objects a lookup's probe found there, their TTR
+// from RemoteTier's model, and fetches verified and put in the local store.
+class ServiceCore::RemoteStaging final : public RemoteSource {
+ public:
+  explicit RemoteStaging(ServiceCore& core) : core_(core) {}
+
+  bool holds(const Key& key) const override { return core_.remote_seen_.count(key) != 0; }
+
+  std::optional<Duration> ttr(std::span<const Object> objects) const override {
+    std::vector<RemoteTier::Part> parts;
+    parts.reserve(objects.size());
+    for (const Object& o : objects) parts.push_back({core_.seen(o.key).node, o.bytes});
+    return core_.remote_->ttr(parts);
   }
-  return true;
+
+  Duration ttr_bound(uint64_t bytes) const override { return core_.remote_->ttr_bound(bytes); }
+
+  void fetch(const Key& key, uint64_t payload_bytes, FetchDone done) override {
+    const RemoteSeen seen = core_.seen(key);
+    // What the model projects for this object alone now (its own bytes and those ahead of it on
+    // the node), against what the fetch and the store's put then take.
+    const Duration projected =
+        core_.remote_->ttr({{seen.node, payload_bytes}}).value_or(Duration::zero());
+    const TimePoint start = core_.executor_.now();
+    std::weak_ptr<int> alive = core_.alive_;
+    ServiceCore* core = &core_;
+    core_.remote_->fetch(
+        key, seen.node, payload_bytes, seen.generation,
+        [core, alive, key, projected, start, done = std::move(done)](
+            Result<RemoteTier::Fetched> r) mutable {
+          if (alive.expired()) return;
+          if (!r.is_ok()) {
+            ++core->remote_counters_.misses;
+            return done(r.status());  // it names the key and the reason
+          }
+          if (core->shutting_down_) {  // the store closes once its puts drain
+            return done(Status::unavailable("tempokvd is shutting down"));
+          }
+          std::shared_ptr<AlignedBuffer> buffer = r->buffer;
+          const uint64_t n = r->payload_bytes;
+          ++core->puts_in_flight_;  // shutdown waits for it, as for a client's put
+          core->store_->put_hashed(
+              key, r->tokens, buffer->data(), n, r->checksum,
+              [core, key, buffer, n, projected, start, done = std::move(done)](Status st) {
+                --core->puts_in_flight_;
+                std::optional<ObjectInfo> info =
+                    st.is_ok() ? core->store_->lookup(key) : std::nullopt;
+                if (info) {
+                  RemoteCounters& c = core->remote_counters_;
+                  ++c.objects_stored;
+                  c.bytes_stored += n;
+                  ++c.timed;
+                  c.ttr_projected_s += std::chrono::duration<double>(projected).count();
+                  c.fetch_s +=
+                      std::chrono::duration<double>(core->executor_.now() - start).count();
+                  done(info->generation);
+                } else {
+                  done(st.is_ok() ? Status::not_found("remote fetch of " + key.to_string() +
+                                                      ": left the store as it was put")
+                                  : st);
+                }
+                core->check_shutdown();
+              });
+        });
+  }
+
+ private:
+  ServiceCore& core_;
+};
+
+ServiceCore::RemoteSeen ServiceCore::seen(const Key& key) const {
+  auto it = remote_seen_.find(key);
+  return it == remote_seen_.end() ? RemoteSeen{} : it->second;
+}
+
+void ServiceCore::attach_remote_source() {
+  remote_source_ = std::make_unique<RemoteStaging>(*this);
+  provider_->set_remote_source(remote_source_.get());
 }
 
 Store::DoneCallback ServiceCore::publish_after_put(
@@ -212,11 +223,25 @@ void ServiceCore::add_remote_metrics(std::vector<Metric>& m) const {
       "Claims on objects only in the cluster refused at once: their remote TTR was above "
       "remote.max_claim_fetch_ms (the engine recomputes)",
       double(c.refused_slow));
-  add("remote_claims_timed_total", "Claims whose remote objects were all fetched", double(c.timed));
+  const ProviderStats ps = provider_->stats();
+  add("remote_claim_fetches_total",
+      "Objects only in the cluster whose fetch a committed claim started (its staging)",
+      double(ps.remote_fetches));
+  add("remote_claim_fetch_errors_total",
+      "Of those, fetches that failed after the commit (their claims failed: the engine recomputes)",
+      double(ps.remote_fetch_errors));
+  add("remote_claims_refused_at_commit_total",
+      "Commits refused: an object only in the cluster was on a node held unhealthy",
+      double(ps.remote_refusals));
+  m.push_back(Metric{"remote_claim_fetching",
+                     "Objects being fetched from the cluster for committed claims now",
+                     MetricType::kGauge, {}, double(ps.remote_fetching)});
+  add("remote_claims_timed_total",
+      "Objects fetched into the store as a committed claim's staging", double(c.timed));
   add("remote_claim_ttr_projected_seconds_total",
-      "Sum over the timed claims of the remote TTR projected at their report", c.ttr_projected_s);
+      "Sum over the timed fetches of the remote TTR projected as each started", c.ttr_projected_s);
   add("remote_claim_fetch_seconds_total",
-      "Sum over the timed claims of the time their remote objects took to reach the store",
+      "Sum over the timed fetches of the time each took to reach the store (verified and put)",
       c.fetch_s);
 }
 

@@ -78,6 +78,11 @@ Status StagingProvider::check_invariants() const {
         return Status::internal(k + ": reserved flag disagrees with its owners");
       }
     }
+    if (rec.fetching && (rec.read != ReadState::kNone || resident || !rec.waiters.empty() ||
+                         rec.generation != kNotStoredYet)) {
+      return Status::internal(k + ": fetched from the remote source while read, resident or "
+                                  "waited for on the ordinary path");
+    }
     if (!rec.waiters.empty() && rec.read == ReadState::kNone) {
       return Status::internal(k + ": ordinary claims wait without a read");
     }

@@ -48,7 +48,7 @@ bool StagingProvider::ordinary_fits(uint64_t extra_bytes) const {
 Result<ClaimPhase> StagingProvider::start_ordinary(const StagingClaim& claim,
                                                    ReadyCallback on_ready) {
   Validated v;
-  TEMPOKV_RETURN_IF_ERROR(validate_claim(claim, v));
+  TEMPOKV_RETURN_IF_ERROR(validate_claim(claim, v, false));
   ClaimRec c;
   c.ordinary = true;
   c.keys = std::move(v.keys);

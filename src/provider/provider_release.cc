@@ -152,6 +152,7 @@ void StagingProvider::maybe_forget(const Key& key) {
     queue_erase(rec.queue_pos);
     ++state_version_;
   }
+  if (rec.fetching) --stats_.remote_fetching;  // its fetch lands in the store as cache
   objects_.erase(it);
 }
 

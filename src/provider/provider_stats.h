@@ -34,6 +34,11 @@ struct ProviderStats {
   uint64_t store_writes_in_flight = 0;  // now: the store's writes issued to the device
   uint64_t store_write_bytes_in_flight = 0;
   uint64_t rate_samples = 0;
+  // Objects not in the store fetched from the remote source as a committed claim's staging.
+  uint64_t remote_fetches = 0;        // started
+  uint64_t remote_fetch_errors = 0;   // failed (their claims failed with them)
+  uint64_t remote_fetching = 0;       // now: in flight for a claim
+  uint64_t remote_refusals = 0;       // commits refused: a node they needed was held unhealthy
 };
 
 }  // namespace tempokv

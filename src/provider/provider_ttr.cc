@@ -57,7 +57,7 @@ Duration StagingProvider::ttr_reference(const StagingClaim& claim) const {
   };
   double s = project_last_finish_s(std::move(in_flight), next, options_.max_reads_in_flight,
                                    rate_.bytes_per_s(), needed);
-  return Duration(std::llround((s + write_ahead_s()) * 1e9));
+  return Duration(std::llround((s + write_ahead_s()) * 1e9)) + remote_extra(claim);
 }
 
 bool StagingProvider::snapshot_current() const {
@@ -184,7 +184,7 @@ Duration StagingProvider::ttr(const StagingClaim& claim) const {
     last = continue_projection_s(heap, {snap.served, snap.t}, last, fresh_reads(fresh),
                                  options_.max_reads_in_flight, rate_.bytes_per_s(), left);
   }
-  return Duration(std::llround((last + write_ahead_s()) * 1e9));
+  return Duration(std::llround((last + write_ahead_s()) * 1e9)) + remote_extra(claim);
 }
 
 Duration StagingProvider::ttr_bound(uint64_t extra_bytes) const {
@@ -196,13 +196,15 @@ Duration StagingProvider::ttr_bound(uint64_t extra_bytes) const {
     bytes += std::max(0.0, static_cast<double>(rec.read_bytes) - (served - rec.served_at_issue));
   }
   // Rounded up, with a microsecond for the rounding of ttr() itself.
-  return Duration(static_cast<int64_t>(std::ceil(bytes * 1e9 / rate_.bytes_per_s())) + 1000);
+  return Duration(static_cast<int64_t>(std::ceil(bytes * 1e9 / rate_.bytes_per_s())) + 1000) +
+         remote_bound(extra_bytes);
 }
 
 Duration StagingProvider::drained_ttr_bound(uint64_t extra_bytes) const {
   return Duration(static_cast<int64_t>(std::ceil(static_cast<double>(extra_bytes) * 1e9 /
                                                  rate_.bytes_per_s())) +
-                  1000);
+                  1000) +
+         remote_bound(extra_bytes);
 }
 
 Duration StagingProvider::static_ttr(const StagingClaim& claim) const {

@@ -73,7 +73,8 @@ Duration StagingProvider::ttr_bound_reference(TimePoint use_at, uint64_t bytes) 
   }
   const TtrBoundWalk w = ttr_bound_walk();
   const double total = w.bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
-  return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / w.bytes_per_s_)) + 1000);
+  return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / w.bytes_per_s_)) + 1000) +
+         remote_bound(bytes);
 }
 
 uint64_t StagingProvider::TtrBoundWalk::queued_through(const QueueKey& last, Memo& memo) const {
@@ -115,6 +116,17 @@ uint64_t StagingProvider::TtrBoundWalk::queued_through(const QueueKey& last, Mem
   memo.set = true;
   return memo.bytes;
 }
+
+namespace {
+
+// The remote part of a claim's TTR (StagingProvider::remote_extra) moves both bounds by itself.
+template <typename Range>
+void add_remote(Range& r, Duration remote) {
+  r.lo += remote;
+  r.hi += remote;
+}
+
+}  // namespace
 
 StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
     const StagingClaim& claim) {
@@ -175,7 +187,10 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
     std::sort(fresh_keys_.begin(), fresh_keys_.end());
     out.repeated = std::adjacent_find(fresh_keys_.begin(), fresh_keys_.end()) != fresh_keys_.end();
   }
-  if (out.repeated) return out;  // lo stays 0 (ttr() reads a repeated key once)
+  if (out.repeated) {  // lo stays 0 (ttr() reads a repeated key once)
+    if (p.remote_ != nullptr) add_remote(out, p.remote_extra(claim));
+    return out;
+  }
   // The bytes issued up to its last needed read: with new reads, everything ahead and them; else
   // up to its latest queued read ahead (0: only reads in flight, which give no more than 0).
   double issued = 0;
@@ -195,6 +210,7 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
                       static_cast<double>(largest - std::min(largest, last_bytes));
   const double lo_s = std::max(0.0, (issued - left) / rate) + write_s;
   out.lo = Duration(std::max<int64_t>(0, static_cast<int64_t>(std::floor(lo_s * 1e9)) - 1000));
+  if (p.remote_ != nullptr) add_remote(out, p.remote_extra(claim));
   return out;
 }
 
@@ -203,11 +219,14 @@ Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) 
   const uint64_t queued = queued_through(QueueKey{use_at, UINT64_MAX}, by_use_memo_);
   const double total = bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
   // Rounded up, with a microsecond for the rounding of ttr() itself (as ttr_bound()).
-  return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / bytes_per_s_)) + 1000);
+  return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / bytes_per_s_)) + 1000) +
+         p_->remote_bound(bytes);
 }
 
 Duration StagingProvider::commit_wait(const StagingClaim& claim, Duration ttr) const {
   if (ttr <= Duration::zero()) return Duration::zero();
+  // A claim that fetches first starts its reads only after the fetch: no wait argument holds.
+  if (remote_extra(claim) > Duration::zero()) return Duration::zero();
   TtrBoundWalk w = ttr_bound_walk();
   const TtrBoundWalk::Range r = w.range(claim);
   if (r.repeated || r.ahead_bytes <= 0) return Duration::zero();
@@ -336,7 +355,7 @@ Duration StagingProvider::TtrWalk::ttr(const StagingClaim& claim) {
     last = continue_projection_s(heap, {served_, t_}, last, fresh_reads(fresh_),
                                  p_->options_.max_reads_in_flight, p_->rate_.bytes_per_s(), left);
   }
-  return Duration(std::llround((last + p_->write_ahead_s()) * 1e9));
+  return Duration(std::llround((last + p_->write_ahead_s()) * 1e9)) + p_->remote_extra(claim);
 }
 
 }  // namespace tempokv

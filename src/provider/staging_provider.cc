@@ -86,7 +86,7 @@ bool first_time(const Key& key, size_t n, const std::vector<Key>& kept,
 
 }  // namespace
 
-Status StagingProvider::validate_claim(const StagingClaim& claim, Validated& v) {
+Status StagingProvider::validate_claim(const StagingClaim& claim, Validated& v, bool remote_ok) {
   if (claims_.count(claim.id) != 0) {
     return Status::failed_precondition("claim " + std::to_string(claim.id) +
                                        " is already committed or on the ordinary path");
@@ -98,6 +98,18 @@ Status StagingProvider::validate_claim(const StagingClaim& claim, Validated& v) 
   for (const ManifestEntry& e : claim.objects) {
     if (!first_time(e.key, claim.objects.size(), v.keys, seen)) continue;
     std::optional<ObjectInfo> info = store_.lookup(e.key);
+    if (!info && remote_ok && remote_only(e.key)) {
+      // Fetched as its staging; the generation is the store's once it is there.
+      Status st = usable(claim.id, e.key, kNotStoredYet);
+      if (!st.is_ok()) {
+        ++stats_.invalid;
+        return st;
+      }
+      v.keys.push_back(e.key);
+      v.payload_bytes.push_back(e.bytes);
+      v.generations.push_back(kNotStoredYet);
+      continue;
+    }
     if (!info) {
       ++stats_.invalid;
       return Status::not_found("claim " + std::to_string(claim.id) + ": object " +
@@ -203,6 +215,9 @@ Status StagingProvider::expedite(ClaimId id, TimePoint use_at) {
   if (it->second.ordinary || it->second.draining) return Status::ok();
   for (const Key& key : it->second.keys) {
     auto o = objects_.find(key);
+    if (o != objects_.end() && o->second.fetching) {
+      o->second.fetch_use_at = std::min(o->second.fetch_use_at, use_at);
+    }
     if (o != objects_.end() && o->second.read == ReadState::kQueued &&
         o->second.queue_pos->first.first > use_at) {
       place(key, o->second, use_at);
@@ -257,7 +272,8 @@ bool StagingProvider::refused_now(const StagingClaim& claim) {
 Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCallback on_ready,
                                             Duration* ttr_before, RefusalText refusal_text) {
   Validated& v = validated_;
-  TEMPOKV_RETURN_IF_ERROR(validate_claim(claim, v));
+  TEMPOKV_RETURN_IF_ERROR(validate_claim(claim, v, remote_ != nullptr));
+  if (remote_ != nullptr) TEMPOKV_RETURN_IF_ERROR(check_remote(claim, v));
   const ProtectCost cost = commit_cost(v);
   if (refuses(cost)) {
     ++stats_.refusals;
@@ -274,6 +290,16 @@ Result<CommitState> StagingProvider::commit(const StagingClaim& claim, ReadyCall
     ObjectRec& rec = object(key, v.payload_bytes[i], v.generations[i]);
     demand_queued_bytes_ -= demand_charge(rec);  // a queued demand read becomes reserved
     rec.owners.push_back({claim.id, false});
+    if (v.generations[i] == kNotStoredYet) {  // fetched first, then read (provider_remote.cc)
+      ++c.pending;
+      if (rec.owners.size() == 1) {
+        Status st = tier_.reserve(key, rec.read_bytes);
+        assert(st.is_ok() && "the protect cost was checked");
+        (void)st;
+      }
+      fetch(key, rec, use_at);
+      continue;
+    }
     if (tier_.use(key)) {
       Status st = tier_.protect(key);
       assert(st.is_ok() && "the protect cost was checked");

@@ -50,6 +50,14 @@
 //  * protected + reserved + pinned + demand_queued_bytes_ <= capacity whenever an ordinary claim
 //    is admitted or a claim committed (a hold of a resident object may briefly break it).
 //
+// Remote objects (set_remote_source, provider_remote.cc): a committed claim may name an object the
+// store lacks and the remote source holds. It is reserved at the commit like any object to read,
+// fetched into the store (ObjectRec::fetching; one fetch per object, shared by its claims), then
+// read as usual, checked against the generation the store gave it. A failed fetch fails every
+// claim waiting for it (on_ready(error)) and drops its reservation. ttr() adds the remote part:
+// the source's TTR of its objects + the store's write of their bytes; the bounds add a bound of it.
+// The ordinary path refuses such a claim (NotFound): only a commit fetches.
+//
 // Threading: every method on the Executor thread; it never blocks. Callbacks run there too and may
 // call back in. Destroy it only when no read is in flight (stats().in_flight_reads == 0).
 #pragma once
@@ -69,6 +77,7 @@
 #include "provider/provider_options.h"
 #include "provider/provider_stats.h"
 #include "provider/rate_calibrator.h"
+#include "provider/remote_source.h"
 #include "provider/ttr_projection.h"
 #include "store/store.h"
 #include "tempokv/executor.h"
@@ -102,6 +111,11 @@ class StagingProvider {
   // rest read on demand into unprotected room; never uses the protected budget. Returns
   // kOrdinaryReady at once or kOrdinaryReading (then on_ready reports).
   Result<ClaimPhase> start_ordinary(const StagingClaim& claim, ReadyCallback on_ready);
+
+  // Claims may name objects a remote tier holds (remote_source.h) that are not in the store: they
+  // are committed like any other, and fetched as their staging. nullptr detaches it (such claims
+  // are refused again, NotFound). The source must outlive the provider or be detached first.
+  void set_remote_source(RemoteSource* source) { remote_ = source; }
 
   // A copy out of the tier starts / ends (stage-ready or ordinary-ready claims only).
   Status begin_transfer(ClaimId id);
@@ -147,7 +161,7 @@ class StagingProvider {
   // bytes (exact integers; rebuilt, O(queued reads), only after the queue changed other than by
   // issuing from its head). Valid until the provider's state changes (a walk is used within one
   // evaluation). Any order of use times.
-  class TtrBoundWalk;  // defined below, after the queue's types
+  class TtrBoundWalk;  // staging_provider_walks.h
   TtrBoundWalk ttr_bound_walk() const;
   // The definition TtrBoundWalk::bound() must equal: the same bound from a walk of the whole
   // queue. O(queued reads). For tests.
@@ -164,7 +178,7 @@ class StagingProvider {
   // than the one before is answered by ttr(). O(queued reads passed) over all calls of one walk,
   // plus O((reads in service + the claim's reads) log slots) per claim. Valid until the provider's
   // state changes (a walk is used within one evaluation); one walk at a time.
-  class TtrWalk;
+  class TtrWalk;  // staging_provider_walks.h
   TtrWalk ttr_walk() const;
   // How long a commit of `claim` can wait and still leave it ready no later than a commit now, if
   // nothing else is committed meanwhile; `ttr` is ttr(claim) now. Its new reads would share the
@@ -246,89 +260,14 @@ class StagingProvider {
   // A queued read's key and the read bytes of the queue up to and including it (cum_).
   using CumBytes = std::pair<QueueKey, uint64_t>;
 
- public:
-  class TtrBoundWalk {
-   public:
-    Duration bound(TimePoint use_at, uint64_t bytes) const;
-    // Bounds of ttr(claim) from one lookup per object and the prefix sums, no projection: hi is
-    // bound() with the bytes of the reads the claim would add; lo is the work-conserving argument
-    // turned round: when the claim's last read M (in issue order) is done, every read issued up to
-    // it has started, and what is left is in service, at most slots - 1 other reads, each issued
-    // before M and so served at least M's bytes since (the reads in service share the rate
-    // equally): lo = (bytes issued up to M - (slots - 1) x (largest - M's bytes)) / rate (less a
-    // microsecond for rounding; 0 when a key repeats), nearly exact when reads have one size.
-    // A claim with no new read also has hi <= (bytes up to M + (slots - 1) x largest) / rate: the
-    // reads issued after M share the rate with the claim's last read to finish, so they get at
-    // most its bytes each by then. lo = hi = 0 when every object is resident (all_resident).
-    struct Range {
-      Duration lo{0}, hi{0};
-      bool all_resident = true;
-      // What the bounds are made of: the bytes of the reads it would add, and of the reads ahead
-      // of them (in flight, and queued for use no later than it; the store's writes not counted);
-      // repeated: a key appears twice among its new reads (read once; lo is then 0).
-      uint64_t fresh_bytes = 0;
-      double ahead_bytes = 0;
-      bool repeated = false;
-    };
-    Range range(const StagingClaim& claim);
-    // The calibrated aggregate read rate the bounds use (bytes per second).
-    double bytes_per_s() const { return bytes_per_s_; }
-
-   private:
-    friend class StagingProvider;
-    const StagingProvider* p_ = nullptr;
-    std::vector<Key> fresh_keys_;  // range()'s scratch
-    // queued_through()'s last answer for one kind of key (the walk's state does not change while
-    // it is used): the key, the bytes, and where the search ended (the first entry of cum_ after
-    // the key), from which the next search of that kind starts.
-    struct Memo {
-      QueueKey key{};
-      uint64_t bytes = 0;
-      size_t end = 0;
-      bool set = false;
-    };
-    // The read bytes of the queued reads up to and including key `last`, searched from `memo`'s
-    // last answer outwards in doubling steps. The window walk asks of claims in (nearly) use order
-    // and of each claim's latest covered read: one memo each (by_use_memo_, covered_memo_), so
-    // each kind moves a little from one claim to the next (one memo for both jumped between them).
-    uint64_t queued_through(const QueueKey& last, Memo& memo) const;
-    mutable Memo by_use_memo_, covered_memo_;
-    const std::vector<CumBytes>* cum_ = nullptr;  // the provider's cum_, from head_ on
-    size_t head_ = 0;
-    uint64_t head_bytes_ = 0;     // cum_[head_ - 1].second: issued since the prefix sums were built
-    double bytes_ahead_ = 0;      // in flight and the store's writes in flight
-    double in_flight_bytes_ = 0;  // in flight only
-    double bytes_per_s_ = 1;
-  };
-
-  class TtrWalk {
-   public:
-    Duration ttr(const StagingClaim& claim);
-
-   private:
-    friend class StagingProvider;
-    using Active = std::pair<double, const ObjectRec*>;  // (finish progress, read)
-    // Advances the shared projection to the checkpoint of use time `use_at`, or only until
-    // `pending` reads marked `epoch` (ObjectRec::mark) have left service when that comes first.
-    void advance(TimePoint use_at, uint64_t epoch = 0, uint64_t pending = 0);
-    const StagingProvider* p_ = nullptr;
-    uint64_t id_ = 0;                   // this walk's mark in ObjectRec::walk_id
-    Queue::const_iterator next_;        // the first queued read not yet issued in the projection
-    std::vector<Active> active_;        // min-heap by finish progress: in service
-    double served_ = 0, t_ = 0;         // projection progress and time at the checkpoint
-    std::optional<TimePoint> last_use_;  // the use time of the last checkpoint
-    std::vector<PlannedRead> scratch_;  // a claim's continuation (continue_projection_s's heap)
-    std::vector<double> fresh_;         // a claim's new reads
-    std::vector<Key> fresh_keys_;       // and their keys
-    std::vector<const ObjectRec*> covered_;  // its reads in flight or queued ahead
-  };
-
  private:
   struct Member {
     ClaimId claim;
     bool draining;  // the claim is gone but its in-flight read still counts it
   };
   struct ObjectRec {
+    bool fetching = false;     // a remote fetch into the store is in flight (read is kNone)
+    TimePoint fetch_use_at{};  // the earliest use time of its owners, for its read afterwards
     // The store generation its owners and waiters validated: every one of them validated this
     // one (a claim that finds another is refused), and a read that brings another fails them.
     uint64_t generation = 0;
@@ -382,9 +321,13 @@ class StagingProvider {
 
   StagingProvider(Executor& executor, Store& store, FastTier& tier, const ProviderOptions& options);
 
+  // The generation validated for an object not in the store yet: fetched from the remote source
+  // (the store's generations start at 1).
+  static constexpr uint64_t kNotStoredYet = 0;
   // staging_provider.cc
-  // Fills v (cleared first; a reused scratch allocates nothing once grown).
-  Status validate_claim(const StagingClaim& claim, Validated& v);
+  // Fills v (cleared first; a reused scratch allocates nothing once grown). remote_ok: an object
+  // the store lacks and the remote source holds is valid (generation kNotStoredYet).
+  Status validate_claim(const StagingClaim& claim, Validated& v, bool remote_ok);
   // What committing the validated keys would add to the budget and occupy (the room owed to
   // admitted demand reads included), and whether that is refused now (sets last_refusal_*).
   ProtectCost commit_cost(const Validated& v) const;
@@ -442,6 +385,22 @@ class StagingProvider {
   // calibrated rate): TTR adds them when the claim needs any read (the device serves the writes
   // issued before the claim's reads). 0 without writes.
   double write_ahead_s() const;
+  // provider_remote.cc
+  // The store lacks it and the remote source holds it (false without a source).
+  bool remote_only(const Key& key) const;
+  // What ttr() adds for the claim's objects not in the store yet: the source's TTR of those (its
+  // bound when a node is held unhealthy: commit() refuses the claim then) + the store's write of
+  // their bytes. 0 without such objects.
+  Duration remote_extra(const StagingClaim& claim) const;
+  // An upper bound of remote_extra() for claims with at most `bytes` of objects (0 without a
+  // source): the bounds of ttr() add it.
+  Duration remote_bound(uint64_t bytes) const;
+  // commit()'s check of a validated claim's remote objects: Unavailable naming them when a node
+  // one needs is held unhealthy (the engine recomputes), counted in stats().invalid.
+  Status check_remote(const StagingClaim& claim, const Validated& v);
+  // Starts the object's fetch (or joins the one in flight) for a claim used at use_at.
+  void fetch(const Key& key, ObjectRec& rec, TimePoint use_at);
+  void on_fetch_done(const Key& key, Result<uint64_t> generation);
   // provider_ttr.cc
   const TtrSnapshot& ttr_snapshot() const;
   // snap_ was built at this state and this instant: ttr_snapshot() costs nothing now.
@@ -459,6 +418,7 @@ class StagingProvider {
   Store& store_;
   FastTier& tier_;
   ProviderOptions options_;
+  RemoteSource* remote_ = nullptr;  // set_remote_source()
   RateCalibrator rate_;
   std::unordered_map<Key, ObjectRec> objects_;  // objects with owners, waiters or a read
   std::unordered_map<ClaimId, ClaimRec> claims_;
@@ -501,6 +461,7 @@ class StagingProvider {
   mutable std::vector<double> ttr_fresh_;       // ttr()'s scratch
   mutable std::vector<Key> ttr_fresh_keys_;
   mutable std::vector<PlannedRead> ttr_heap_;
+  mutable std::vector<RemoteSource::Object> remote_scratch_;  // remote_extra()'s
   std::vector<std::pair<ReadyCallback, std::pair<ClaimId, Status>>> callbacks_;
   Validated validated_;                                    // commit()'s scratch
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // store callbacks check it
@@ -508,3 +469,5 @@ class StagingProvider {
 };
 
 }  // namespace tempokv
+
+#include "provider/staging_provider_walks.h"  // TtrBoundWalk, TtrWalk

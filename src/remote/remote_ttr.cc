@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <cmath>
 
 namespace tempokv::remote {
 
@@ -38,6 +39,18 @@ std::optional<Duration> RemoteTtrModel::ttr(const std::vector<Part>& parts, Time
     worst = std::max(worst, t);
   }
   return worst;
+}
+
+Duration RemoteTtrModel::ttr_bound(uint64_t bytes) const {
+  uint64_t most_in_flight = 0;
+  double lowest_rate = options_.prior_bytes_per_s;
+  for (const auto& [node, n] : nodes_) {
+    most_in_flight = std::max(most_in_flight, n.in_flight);
+    if (n.rate > 0) lowest_rate = std::min(lowest_rate, n.rate);
+  }
+  // Rounded up, with a nanosecond for ttr()'s own rounding.
+  const double seconds = double(most_in_flight + bytes) / lowest_rate;
+  return options_.latency + Duration(static_cast<int64_t>(std::ceil(seconds * 1e9)) + 1);
 }
 
 void RemoteTtrModel::started(const std::string& node, uint64_t bytes) {

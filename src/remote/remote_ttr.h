@@ -38,6 +38,10 @@ class RemoteTtrModel {
   };
   // The claim's TTR now; nullopt when a node it needs is held unhealthy.
   std::optional<Duration> ttr(const std::vector<Part>& parts, TimePoint now) const;
+  // An upper bound of ttr() for any parts totalling at most `bytes` on nodes not held unhealthy:
+  // latency + (the most bytes in flight to any node + bytes) / the lowest rate of any node (the
+  // prior's included: a node not seen yet moves at it).
+  Duration ttr_bound(uint64_t bytes) const;
   // A fetch of bytes from node began / ended (took: its own time; node_failed: the node did not
   // answer in time, or the connection broke, not a miss of the object).
   void started(const std::string& node, uint64_t bytes);

@@ -34,6 +34,24 @@ TEST(RemoteTtr, LatencyPlusInFlightAndOwnBytesOverTheRate) {
   EXPECT_EQ(m.ttr({{"b:1", 1ULL << 29}, {"b:1", 1ULL << 29}}, now), milliseconds(1001));
 }
 
+TEST(RemoteTtr, TheBoundTakesTheMostBytesInFlightAtTheLowestRate) {
+  RemoteTtrModel m(options());
+  const TimePoint now{};
+  // Nothing measured: the prior rate, nothing in flight.
+  EXPECT_EQ(m.ttr_bound(1ULL << 29), milliseconds(501) + Duration(1));
+  m.started("a:1", 1ULL << 30);
+  m.finished("a:1", 1ULL << 30, milliseconds(250), true, false, now);  // a:1 at 4 GiB/s
+  m.started("b:1", 1ULL << 30);                                         // 1 GiB ahead on b:1
+  m.started("a:1", 1ULL << 28);
+  // b:1's 1 GiB in flight, and the prior (1 GiB/s) as the lowest rate: 1.5 s.
+  EXPECT_EQ(m.ttr_bound(1ULL << 29), milliseconds(1501) + Duration(1));
+  for (const auto& parts : std::vector<std::vector<RemoteTtrModel::Part>>{
+           {{"a:1", 1ULL << 29}}, {{"b:1", 1ULL << 29}}, {{"a:1", 1ULL << 28}, {"b:1", 1ULL << 28}},
+           {{"c:1", 1ULL << 29}}}) {
+    EXPECT_LE(*m.ttr(parts, now), m.ttr_bound(1ULL << 29));
+  }
+}
+
 TEST(RemoteTtr, TheRateFollowsCompletedFetches) {
   RemoteTtrModel m(options());
   const TimePoint now{};

@@ -1,8 +1,9 @@
 // Two tempokvd processes sharing one real Redis Cluster (scripts/cluster, docs/cluster.md):
-// a put on A is published write-behind; B's lookup finds it in the cluster and B's claim fetches
-// it into B's store, verified, and stages it like any local object. A corrupted value is a miss
-// (the claim fails, never KV); publishes beyond the bound are dropped and counted while the
-// engine's puts never wait on the cluster.
+// a put on A is published write-behind; B's lookup finds it in the cluster, B's report_hit returns
+// at once, and once B's provider commits the claim it fetches the object into B's store, verified,
+// and stages it like any local object. A corrupted value or a master killed mid-fetch fails the
+// claim's load (never KV, nothing left protected); publishes beyond the bound are dropped and
+// counted while the engine's puts never wait on the cluster.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -99,14 +100,30 @@ class RemoteDaemons : public DaemonTest {
     return sum;
   }
 
-  // Claims `entries` as request id on c: the report_hit's status; when it is OK the claim is
-  // staged, its bytes checked against what was put, copied and the request finished.
+  // A reported request from order and admission to its retrieval: OK once its claim is ready,
+  // else the load error the engine gets (its staging failed: the engine recomputes).
+  static Status load(ServiceClient& c, uint64_t id) {
+    EXPECT_TRUE(c.update_order(std::vector<uint64_t>{id}).is_ok());
+    EXPECT_TRUE(c.admitted(id).is_ok());
+    std::optional<Status> loaded;
+    auto answer = c.request_retrieval(
+        id, [&](ClaimId, Result<RetrievalPath> p) { loaded = p.status(); });
+    if (!answer.is_ok()) return answer.status();
+    if (*answer != RetrievalAnswer::kWait) return Status::ok();
+    if (!DaemonTest::wait_for(c, [&] { return loaded.has_value(); })) {
+      return Status::internal("claim " + std::to_string(id) + " never became ready");
+    }
+    return *loaded;
+  }
+  // Claims `entries` as request id on c: the report_hit's status, or when it is OK the load's;
+  // a claim loaded has its bytes checked against what was put and is copied; the request is
+  // finished either way.
   static Status claim_and_check(ServiceClient& c, uint64_t id,
                                 const std::vector<ManifestEntry>& entries) {
     EXPECT_TRUE(c.add_request({id, 2048, 1024, entries.size() * kObject, 16}).is_ok());
     Status hit = c.report_hit(id, entries);
+    if (hit.is_ok()) hit = load(c, id);
     if (hit.is_ok()) {
-      await_ready(c, id);
       expect_bytes(c, id, entries);
       EXPECT_TRUE(c.begin_transfer(id).is_ok());
       EXPECT_TRUE(c.end_transfer(id).is_ok());
@@ -167,16 +184,25 @@ TEST_F(RemoteDaemons, WhatAPutsIsStagedOnAnotherDaemonThroughTheCluster) {
   EXPECT_EQ(DaemonTest::stat_of(*b, "remote_lookup_objects_total"), 3);
   EXPECT_EQ(DaemonTest::stat_of(*b, "store_objects"), 0);
 
-  // B's claim fetches them into its store, then stages them: the bytes A put.
-  DaemonTest::stage(*b, 7, m);
+  // B's report_hit returns without fetching; the claim commits later (here at its retrieval),
+  // fetches them into B's store as its staging, then stages them: the bytes A put.
+  ASSERT_TRUE(b->add_request({7, 2048, 1024, m.size() * kObject, 16}).is_ok());
+  ASSERT_TRUE(b->report_hit(7, m).is_ok());
+  EXPECT_EQ(DaemonTest::stat_of(*b, "commits_total"), 0);
+  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_claim_fetches_total"), 0);
+  EXPECT_EQ(DaemonTest::stat_of(*b, "store_objects"), 0);
+  ASSERT_TRUE(load(*b, 7).is_ok());
+  EXPECT_EQ(DaemonTest::stat_of(*b, "commits_total"), 1);
+  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_claim_fetches_total"), 3);
+  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_claim_fetching"), 0);
   DaemonTest::expect_bytes(*b, 7, m);
   EXPECT_EQ(DaemonTest::stat_of(*b, "remote_objects_stored_total"), 3);
   EXPECT_EQ(DaemonTest::stat_of(*b, "remote_fetches_total_hit"), 3);
   EXPECT_EQ(DaemonTest::stat_of(*b, "store_objects"), 3);
   EXPECT_EQ(node_sum(*b, "remote_node_fetches_total"), 3);
   EXPECT_EQ(node_sum(*b, "remote_node_fetch_bytes_total"), 3.0 * kObject);
-  // The claim's remote TTR was projected (from the prior rate) and its fetch timed.
-  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_claims_timed_total"), 1);
+  // Each fetch's remote TTR was projected (from the prior rate) and the fetch timed.
+  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_claims_timed_total"), 3);
   EXPECT_GT(DaemonTest::stat_of(*b, "remote_claim_ttr_projected_seconds_total"), 0);
   EXPECT_GT(DaemonTest::stat_of(*b, "remote_claim_fetch_seconds_total"), 0);
   EXPECT_EQ(node_sum(*b, "remote_node_bytes_in_flight"), 0);
@@ -200,13 +226,18 @@ TEST_F(RemoteDaemons, ACorruptedValueIsAMissNeverKV) {
   auto sizes = lookup(*b, keys_of(m));
   ASSERT_TRUE(sizes.is_ok());
   EXPECT_EQ(*sizes, std::vector<uint64_t>(2, kObject));  // headers are fine
-  ASSERT_TRUE(b->add_request({9, 2048, 1024, 2 * kObject, 16}).is_ok());
-  Status hit = b->report_hit(9, m);
+  // The report_hit is taken; the claim's load fails (its fetch is its staging): the engine
+  // recomputes, and nothing stays protected or reserved.
+  Status hit = claim_and_check(*b, 9, m);
   EXPECT_EQ(hit.code(), StatusCode::kNotFound) << hit.to_string();
   EXPECT_NE(hit.message().find("checksum"), std::string::npos) << hit.to_string();
   EXPECT_EQ(DaemonTest::stat_of(*b, "remote_fetches_total_checksum"), 1);
   EXPECT_EQ(DaemonTest::stat_of(*b, "remote_claim_misses_total"), 1);
-  // The good object was stored; the corrupted one never was.
+  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_claim_fetch_errors_total"), 1);
+  EXPECT_EQ(DaemonTest::stat_of(*b, "tier_protected_bytes"), 0);
+  EXPECT_EQ(DaemonTest::stat_of(*b, "tier_reserved_bytes"), 0);
+  // The good object was stored (as cache); the corrupted one never was.
+  EXPECT_TRUE(wait_stat(*b, "remote_objects_stored_total", 1));
   EXPECT_EQ(DaemonTest::stat_of(*b, "store_objects"), 1);
   auto again = lookup(*b, std::vector<Key>{m[1].key});
   ASSERT_TRUE(again.is_ok());
@@ -308,7 +339,10 @@ TEST_F(RemoteDaemons, AShutdownDuringARemoteFetchStopsCleanly) {
   ASSERT_TRUE(b->add_request({51, 2048, 1024, kObject, 16}).is_ok());
   ASSERT_EQ(::kill(m.pid, SIGSTOP), 0);
   Status hit;
-  std::thread engine([&] { hit = b->report_hit(51, {m.objects[0]}); });
+  std::thread engine([&] {
+    hit = b->report_hit(51, {m.objects[0]});
+    if (hit.is_ok()) hit = load(*b, 51);  // commits it: the fetch waits on the stopped node
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const int stopped = daemons_[1]->stop();
   engine.join();
@@ -319,10 +353,12 @@ TEST_F(RemoteDaemons, AShutdownDuringARemoteFetchStopsCleanly) {
   ASSERT_TRUE(daemons_[1]->start());  // for TearDown, which stops it again
 }
 
-// A master killed (kill -9) while B claims objects it held: claims fail (NotFound, never other
-// bytes) until the cluster promotes its replica, which then serves the same bytes; every claim
-// ends and no protection is left. The node is restarted and rejoins as a replica. Runs before the
-// full cluster's test: a flood of writes can send a replica into a full resync.
+// A master killed (kill -9) while B's committed claim fetches from it (stopped first, so the
+// fetch is in flight when it dies): the claim's load fails, what it reserved is given back and
+// nothing is stored. Then claims fail (NotFound, never other bytes) until the cluster promotes
+// its replica, which then serves the same bytes; every claim ends and no protection is left. The
+// node is restarted and rejoins as a replica. Runs before the full cluster's test: a flood of
+// writes can send a replica into a full resync.
 TEST_F(RemoteDaemons, AKilledMasterFailsOverWithNoWrongBytesAndNothingHeld) {
   auto a = client(0);
   auto b = client(1);
@@ -347,7 +383,35 @@ TEST_F(RemoteDaemons, AKilledMasterFailsOverWithNoWrongBytesAndNothingHeld) {
     if (!caught_up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_TRUE(caught_up) << "the replica of " << master << " did not catch up";
+  ASSERT_TRUE(lookup(*b, keys_of(on_master)).is_ok());  // B's probe learns the owner node
+  const std::vector<ManifestEntry> mid{on_master[0], on_master[1]};
+  ASSERT_EQ(::kill(m.pid, SIGSTOP), 0);
+  ASSERT_TRUE(b->add_request({99, 2048, 1024, mid.size() * kObject, 16}).is_ok());
+  ASSERT_TRUE(b->report_hit(99, mid).is_ok());
+  std::optional<Status> loaded;
+  ASSERT_TRUE(b->update_order(std::vector<uint64_t>{99}).is_ok());
+  ASSERT_TRUE(b->admitted(99).is_ok());
+  auto answer =
+      b->request_retrieval(99, [&](ClaimId, Result<RetrievalPath> p) { loaded = p.status(); });
+  ASSERT_TRUE(answer.is_ok()) << answer.status().to_string();
+  ASSERT_EQ(*answer, RetrievalAnswer::kWait);
+  // Committed and fetching: both objects reserved while their fetch waits on the stopped node.
+  EXPECT_EQ(DaemonTest::stat_of(*b, "tier_reserved_bytes"), 2.0 * kObject);
+  EXPECT_GE(DaemonTest::stat_of(*b, "remote_claim_fetching"), 1);
   ASSERT_EQ(::kill(m.pid, SIGKILL), 0);
+  ASSERT_TRUE(DaemonTest::wait_for(*b, [&] { return loaded.has_value(); }));
+  EXPECT_EQ(loaded->code(), StatusCode::kNotFound) << loaded->to_string();
+  EXPECT_NE(loaded->message().find("unavailable"), std::string::npos) << loaded->to_string();
+  EXPECT_TRUE(b->finished(99, 16).is_ok());
+  EXPECT_EQ(DaemonTest::stat_of(*b, "tier_protected_bytes"), 0);
+  EXPECT_EQ(DaemonTest::stat_of(*b, "tier_reserved_bytes"), 0);
+  EXPECT_EQ(DaemonTest::stat_of(*b, "store_objects"), 0);  // nothing unverified stored
+  // The claim failed at its first failed fetch; its other fetch ends (and is counted) on its own.
+  for (int i = 0; i < 500 && node_sum(*b, "remote_node_bytes_in_flight") != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const double mid_misses = DaemonTest::stat_of(*b, "remote_claim_misses_total");
+  EXPECT_GE(mid_misses, 1);
   size_t next = 0, failed = 0, served = 0;
   uint64_t id = 100;
   const Clock::time_point start = Clock::now();
@@ -365,7 +429,9 @@ TEST_F(RemoteDaemons, AKilledMasterFailsOverWithNoWrongBytesAndNothingHeld) {
   EXPECT_GT(failed, 0u);
   EXPECT_EQ(served, 3u) << "the replica never served the killed master's objects";
   EXPECT_EQ(DaemonTest::stat_of(*b, "remote_objects_stored_total"), double(served));
-  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_claim_misses_total"), double(failed));
+  EXPECT_EQ(DaemonTest::stat_of(*b, "remote_claim_misses_total") - mid_misses +
+                DaemonTest::stat_of(*b, "remote_claims_refused_unhealthy_total"),
+            double(failed));
   EXPECT_EQ(DaemonTest::stat_of(*b, "tier_protected_bytes"), 0);
   EXPECT_EQ(DaemonTest::stat_of(*b, "tier_reserved_bytes"), 0);
   EXPECT_EQ(DaemonTest::stat_of(*b, "claims_staging"), 0);
