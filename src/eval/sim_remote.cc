@@ -21,7 +21,14 @@ uint32_t SimRemoteCluster::node_of(const Key& key) const {
   return static_cast<uint32_t>(splitmix64_mix(key.hash ^ key.model) % options_.nodes);
 }
 
-TimePoint SimRemoteCluster::transfer(TimePoint& from, TimePoint& to, uint64_t bytes) {
+std::optional<std::pair<uint64_t, TokenRange>> SimRemoteCluster::find(const Key& key) const {
+  auto it = held_.find(key);
+  if (it == held_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::pair<TimePoint, TimePoint> SimRemoteCluster::transfer(TimePoint& from, TimePoint& to,
+                                                           uint64_t bytes) {
   const TimePoint begin = std::max({executor_.now(), from, to});
   const TimePoint end = begin + from_seconds(double(bytes) / options_.port_bytes_per_s);
   from = to = end;
@@ -29,17 +36,17 @@ TimePoint SimRemoteCluster::transfer(TimePoint& from, TimePoint& to, uint64_t by
   if (uniform01(rng_) < options_.tail_probability) {
     latency = from_seconds(to_seconds(latency) * options_.tail_factor);
   }
-  return end + latency;
+  return {begin, end + latency};
 }
 
-void SimRemoteCluster::publish(uint32_t engine, const Key& key, uint64_t bytes) {
+void SimRemoteCluster::publish(uint32_t engine, const Key& key, uint64_t bytes, TokenRange tokens) {
   if (held_.count(key) || !publishing_.insert(key).second) return;
-  const TimePoint lands = transfer(engine_out_.at(engine), node_in_[node_of(key)], bytes);
+  const TimePoint lands = transfer(engine_out_.at(engine), node_in_[node_of(key)], bytes).second;
   std::weak_ptr<int> alive = alive_;
-  executor_.at(lands, [this, alive, key, bytes] {
+  executor_.at(lands, [this, alive, key, bytes, tokens] {
     if (alive.expired()) return;
     publishing_.erase(key);
-    held_.insert(key);
+    held_[key] = {bytes, tokens};
     ++stats_.published;
     stats_.published_bytes += bytes;
   });
@@ -47,16 +54,19 @@ void SimRemoteCluster::publish(uint32_t engine, const Key& key, uint64_t bytes) 
 
 void SimRemoteCluster::fetch(uint32_t engine, const std::vector<Object>& objects,
                              std::function<void(Duration)> done) {
-  const TimePoint start = executor_.now();
-  TimePoint last = start;
+  std::optional<TimePoint> start;
+  TimePoint last = executor_.now();
   for (const Object& o : objects) {
-    last = std::max(last, transfer(node_out_[node_of(o.key)], engine_in_.at(engine), o.bytes));
+    const auto [begin, lands] = transfer(node_out_[node_of(o.key)], engine_in_.at(engine), o.bytes);
+    if (!start) start = begin;
+    last = std::max(last, lands);
     ++stats_.fetched;
     stats_.fetched_bytes += o.bytes;
   }
   std::weak_ptr<int> alive = alive_;
-  executor_.at(last, [alive, start, last, done = std::move(done)] {
-    if (!alive.expired()) done(last - start);
+  const Duration took = last - start.value_or(last);
+  executor_.at(last, [alive, took, done = std::move(done)] {
+    if (!alive.expired()) done(took);
   });
 }
 

@@ -12,8 +12,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "tempokv/executor.h"
@@ -45,10 +47,13 @@ class SimRemoteCluster {
   uint32_t node_of(const Key& key) const;
   // The cluster holds the object (its publish has landed).
   bool contains(const Key& key) const { return held_.count(key) != 0; }
+  // The object's payload bytes and tokens while the cluster holds it.
+  std::optional<std::pair<uint64_t, TokenRange>> find(const Key& key) const;
   // Engine `engine` publishes an object it stored (write-behind): held once its bytes landed.
   // Nothing when the cluster holds it or a publish of it is under way.
-  void publish(uint32_t engine, const Key& key, uint64_t bytes);
-  // Engine `engine` fetches objects the cluster holds; done(took) once the last has landed.
+  void publish(uint32_t engine, const Key& key, uint64_t bytes, TokenRange tokens);
+  // Engine `engine` fetches objects the cluster holds; done(took) once the last has landed, took
+  // from the first one's start on the pipes (the wait behind earlier transfers not included).
   struct Object {
     Key key;
     uint64_t bytes = 0;
@@ -58,13 +63,15 @@ class SimRemoteCluster {
   SimRemoteStats stats() const { return stats_; }
 
  private:
-  // One transfer from pipe `from` to pipe `to` (each a direction of a port): when it lands.
-  TimePoint transfer(TimePoint& from, TimePoint& to, uint64_t bytes);
+  // One transfer from pipe `from` to pipe `to` (each a direction of a port): when it starts on
+  // them and when it lands.
+  std::pair<TimePoint, TimePoint> transfer(TimePoint& from, TimePoint& to, uint64_t bytes);
 
   Executor& executor_;
   SimNetworkOptions options_;
   std::vector<TimePoint> engine_in_, engine_out_, node_in_, node_out_;  // pipes free at
-  std::unordered_set<Key> held_, publishing_;
+  std::unordered_map<Key, std::pair<uint64_t, TokenRange>> held_;
+  std::unordered_set<Key> publishing_;
   uint64_t rng_;
   SimRemoteStats stats_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

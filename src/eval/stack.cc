@@ -143,6 +143,7 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
   }
   TEMPOKV_ASSIGN_OR_RETURN(s->provider_,
                            StagingProvider::create(ex, storage.store(), *s->tier_, po));
+  if (config.remote_source) s->provider_->set_remote_source(config.remote_source);
 
   // The baseline's engines never call the controller; it still meters the tier (C stays 0 there
   // because nothing is protected).
@@ -181,7 +182,7 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
     eo.truth = config.truth;
     eo.wait_order_statistics = config.wait_order_statistics;
     EngineContext c{&ex,
-                    &storage.store(),
+                    config.lookup_store ? config.lookup_store : &storage.store(),
                     s->provider_.get(),
                     config.baseline() ? nullptr : s->controller_.get(),
                     s->links_.back().get(),

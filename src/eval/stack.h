@@ -133,6 +133,11 @@ struct StackConfig {
   bool write_produced_kv = false;           // KvWriter for requests with writes_kv
   bool verify_bytes = false;                // real mode: check restored bytes
   std::string service_endpoint;             // set: the engines talk to the tempokvd there
+  // In-process: a remote tier the provider may claim from (StagingProvider::set_remote_source),
+  // and the store the engines look their prefixes up in (null: the storage's). Borrowed; they
+  // outlive the stack. The simulated fleet sets both (sim_remote_source.h).
+  RemoteSource* remote_source = nullptr;
+  Store* lookup_store = nullptr;
   bool pipeline_reports = true;  // service mode: progress reports do not wait for their replies
 
   bool baseline() const { return policy == "lmcache-dax"; }
