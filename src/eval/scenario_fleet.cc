@@ -34,6 +34,7 @@ Result<FleetWorkload> fleet_workload(Runner& runner, const CostProfile& profile)
                 std::to_string(o.window_start_s) + " s");
   } else {
     s.seed = o.seed;
+    s.conversations = 6 * w.engines;  // real mode: 6 per engine, one begun every 0.4 s
     if (runner.sim()) {
       // Paper scale, the H100 profiles: 8 conversations per engine, all begun within the first
       // 20 s, a turn every 20 s (about 0.4 requests/s per engine).

@@ -178,6 +178,7 @@ Result<FleetOutcome> run_fleet_once(FleetRun& f, const std::string& policy, bool
   std::vector<RequestRecord> records;
   double protected_gib_s = 0, leaked = 0;
   double remote_objects = 0, remote_bytes = 0, remote_claims = 0, remote_misses = 0;
+  double fetch_errors = 0, remote_refused = 0;
   uint64_t commits = 0, refused = 0, refused_attempts = 0, tier_bytes = 0, budget_bytes = 0;
   for (uint32_t k = 0; k < n; ++k) {
     for (RequestRecord r : stacks[k]->records()) {
@@ -197,6 +198,9 @@ Result<FleetOutcome> run_fleet_once(FleetRun& f, const std::string& policy, bool
     remote_bytes += stat(stats, "remote_bytes_stored_total");
     remote_claims += stat(stats, "remote_claims_total");
     remote_misses += stat(stats, "remote_claim_misses_total");
+    fetch_errors += stat(stats, "remote_claim_fetch_errors_total");
+    remote_refused += stat(stats, "remote_claims_refused_unhealthy_total") +
+                      stat(stats, "remote_claims_refused_slow_total");
   }
   TEMPOKV_RETURN_IF_ERROR(stop_all());
   if (!run_error.is_ok()) f.runner.note("fleet: " + policy + ": " + run_error.message());
@@ -223,6 +227,8 @@ Result<FleetOutcome> run_fleet_once(FleetRun& f, const std::string& policy, bool
            {"remote_claims", remote_claims},
            {"remote_hit_recomputed_chunks", recomputed_hits(records)},
            {"remote_claim_misses", remote_misses},
+           {"remote_fetch_errors", fetch_errors},
+           {"remote_claims_refused", remote_refused},
            {"written_chunks", double(w.puts)},
            {"write_failures", double(w.failures)},
            {"wrong_chunks", double(m.mismatched_chunks)},

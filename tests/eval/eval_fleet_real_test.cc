@@ -46,6 +46,7 @@ TEST(EvalFleetReal, EnginesReuseEachOthersKvThroughTheClusterAndAKilledMasterLea
   EXPECT_GT(plain.get("hit_remote"), 0.0);
   EXPECT_GT(plain.get("remote_gib"), 0.0);
   EXPECT_EQ(plain.get("remote_claim_misses"), 0.0);
+  EXPECT_EQ(plain.get("remote_fetch_errors"), 0.0);
   EXPECT_EQ(plain.get("remote_hit_recomputed_chunks"), 0.0);
   EXPECT_EQ(plain.recomputes, 0u);
   const EvalRow& killed = r->rows[1];
