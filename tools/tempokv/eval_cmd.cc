@@ -224,7 +224,9 @@ void add_eval_command(CLI::App& app, int* exit_code) {
                   "vllm, fig4: arrival interval in seconds (default: by ratio, from the engine's "
                   "measured speed and the protocol's offered load)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--requests", c->requests, "vllm: requests per run (default 12, as the paper's); fleet: the first N requests")
+  cmd->add_option("--requests", c->requests,
+                  "vllm: requests per run (default 12, as the paper's); fleet: the first N "
+                  "requests")
       ->check(CLI::Range(1u, 100000u));
   cmd->add_option("--out", c->out_dir, "Write eval-<scenario>.json and requests-<scenario>.csv here");
   cmd->add_option("--json", c->json_path, "Write the JSON rows to this file");
@@ -266,7 +268,8 @@ void add_eval_command(CLI::App& app, int* exit_code) {
                   "Fast-tier capacity (budget: half); default 100 (sim), 3.125 (real)");
   cmd->add_option("--jitter", c->jitter, "Step-time jitter sigma (default 0.05)");
   cmd->add_option("--trace", c->options.trace_path,
-                  "Mooncake trace (default ../shared/traces/mooncake_conversation_trace.jsonl)");
+                  "Mooncake trace (default ../shared/traces/mooncake_conversation_trace.jsonl; "
+                  "fleet: 'none' for its synthetic conversations)");
   cmd->add_option("--window-s", c->window_s, "trace: seconds of trace to replay (default all)");
   cmd->add_option("--window-start-s", c->options.window_start_s, "trace: where the window starts")
       ->capture_default_str();
