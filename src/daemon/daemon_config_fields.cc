@@ -174,9 +174,9 @@ const Field kFields[] = {
      "store.max_object_bytes."},
     {"remote", "max_claim_fetch_ms", FieldType::kInteger,
      TEMPOKV_FIELD_REF(remote.max_claim_fetch_ms),
-     "A claim on objects only in the cluster is fetched before its report is answered; one whose "
-     "remote TTR (bytes in flight and its own over the nodes' measured rates) is longer is "
-     "refused at once and the engine recomputes. 1 to 60000."},
+     "A claim on objects only in the cluster whose remote TTR (bytes in flight and its own over "
+     "the nodes' measured rates) is longer is refused at its report_hit and the engine "
+     "recomputes. 1 to 60000."},
 };
 
 #undef TEMPOKV_FIELD_REF

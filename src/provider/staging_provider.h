@@ -94,8 +94,9 @@ class StagingProvider {
   StagingProvider(const StagingProvider&) = delete;
   StagingProvider& operator=(const StagingProvider&) = delete;
 
-  // Commits a claim: every object must be in the store with the manifest's size (NotFound /
-  // FailedPrecondition otherwise); the extra protected bytes must fit the budget and the tier
+  // Commits a claim: every object must be in the store with the manifest's size, or held by the
+  // remote source (NotFound / FailedPrecondition otherwise; Unavailable when such an object's
+  // node is held unhealthy); the extra protected bytes must fit the budget and the tier
   // (ResourceExhausted naming bytes needed and available otherwise). A refusal changes nothing.
   // on_ready is called only when the result is kStaging. FailedPrecondition for a known id.
   // ttr_before (optional): set to ttr(claim) as it was just before the commit, computed only when
@@ -138,7 +139,8 @@ class StagingProvider {
   // its use time): the state-aware projection (ttr_projection.h) in issue order. 0 when all are
   // resident. For a committed claim: the time until its outstanding reads are done. A claim that
   // needs any read also waits for the store's writes in flight (write_ahead_s(): the device serves
-  // the writes issued before its reads; writes issued later are not known). No I/O.
+  // the writes issued before its reads; writes issued later are not known). Objects still to be
+  // fetched from the remote source add remote_extra(). No I/O.
   Duration ttr(const StagingClaim& claim) const;
   // The same projection run for this claim alone over the queued reads used no later than it:
   // the definition ttr() must equal. ttr() shares the part before the queue runs out between

@@ -25,6 +25,7 @@ class StagingProvider::TtrBoundWalk {
   // A claim with no new read also has hi <= (bytes up to M + (slots - 1) x largest) / rate: the
   // reads issued after M share the rate with the claim's last read to finish, so they get at
   // most its bytes each by then. lo = hi = 0 when every object is resident (all_resident).
+  // Both add the claim's remote part (remote_extra()); bound() adds remote_bound(bytes).
   struct Range {
     Duration lo{0}, hi{0};
     bool all_resident = true;
