@@ -92,6 +92,7 @@ Status RuntimeAdapter::add_request(const RequestInfo& request) {
                                     " has a generation limit of zero");
   }
   requests_[request.id].info = request;
+  ++requests_changes_;
   return Status::ok();
 }
 
@@ -173,16 +174,25 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   }
   snap.waiting.reserve(waiting.size());
   std::vector<uint64_t>& order = scratch_order_;  // `waiting` without requests admitted before
-  order.clear();
-  order.reserve(waiting.size());
-  scratch_waiting_.clear();
-  for (uint64_t id : waiting) {
-    TEMPOKV_ASSIGN_OR_RETURN(Req * r, find(id, "update_order"));
-    // Admitted once, admitted for good: a runtime may queue it again (its KV load failed, or
-    // its claim ended otherwise, and it waits to be computed), but its slot is taken.
-    if (r->phase != Phase::kWaiting) continue;
-    order.push_back(id);
-    scratch_waiting_.push_back(r);
+  if (order_changes_ != requests_changes_ ||
+      !std::equal(waiting.begin(), waiting.end(), order_given_.begin(), order_given_.end())) {
+    order_changes_ = UINT64_MAX;  // until every request is found
+    order.clear();
+    order.reserve(waiting.size());
+    scratch_waiting_.clear();
+    for (uint64_t id : waiting) {
+      TEMPOKV_ASSIGN_OR_RETURN(Req * r, find(id, "update_order"));
+      // Admitted once, admitted for good: a runtime may queue it again (its KV load failed, or
+      // its claim ended otherwise, and it waits to be computed), but its slot is taken.
+      if (r->phase != Phase::kWaiting) continue;
+      order.push_back(id);
+      scratch_waiting_.push_back(r);
+    }
+    order_given_.assign(waiting.begin(), waiting.end());
+    order_changes_ = requests_changes_;
+  }
+  for (const Req* r : scratch_waiting_) {
+    const uint64_t id = r->info.id;
     // Filled in place, field by field: a temporary copied in whole stalled on store forwarding
     // (two 8-byte stores read back as one 16-byte load), a third of this loop's time.
     WaitingRequest& w = snap.waiting.emplace_back();
@@ -227,7 +237,7 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   }
   // The whole queue, hits or not: Queue-K ranks over the runtime's full waiting queue.
   Status st = controller_.update(updates, order, options_.runtime_id, lower_bound);
-  last_order_.swap(order);  // a revision (posted, never inside update) reads it
+  last_order_.assign(order.begin(), order.end());  // a revision (posted) reads it
   return st;
 }
 
@@ -290,6 +300,7 @@ Status RuntimeAdapter::admitted(uint64_t id) {
                                        " is not waiting");
   }
   r->phase = Phase::kRunning;
+  ++requests_changes_;
   running_.push_back(id);
   return Status::ok();
 }
@@ -329,6 +340,7 @@ Status RuntimeAdapter::finished(uint64_t id, uint32_t output_tokens) {
   const bool claimed = r->has_claim;
   std::erase(running_, id);
   requests_.erase(id);
+  ++requests_changes_;
   // A claim the finished request no longer needs must not stay behind to commit or stay
   // protected: it is cancelled (one being copied ends when its copier reports end_transfer).
   if (!claimed || claim_ended(id)) return Status::ok();
@@ -380,6 +392,7 @@ Status RuntimeAdapter::cancel(uint64_t id) {
   if (known) {
     std::erase(running_, id);
     requests_.erase(id);
+    ++requests_changes_;
     // Its claim may have ended already (its KV was copied): then there is nothing to cancel.
     // A runtime that preempts a running request cancels it to forget it (vLLM recomputes it
     // and the connector queues it again under a new id, with a new claim).

@@ -217,10 +217,15 @@ class RuntimeAdapter : public RuntimeApi {
 
   Controller& controller_;
   // update_order's scratch, kept to allocate nothing per update: the waiting requests' records,
-  // the snapshot, the order without requests admitted before, the controller's updates.
+  // the snapshot, the order without requests admitted before, the controller's updates. The
+  // first two are those of the order last given (order_given_) and stand while no request has
+  // been added, erased or admitted since (requests_changes_ was order_changes_): the next update
+  // of the same order looks up none of its requests.
   std::vector<Req*> scratch_waiting_;
   RuntimeSnapshot snap_;
   std::vector<uint64_t> scratch_order_;
+  std::vector<uint64_t> order_given_;
+  uint64_t requests_changes_ = 0, order_changes_ = UINT64_MAX;
   std::vector<std::pair<ClaimId, Duration>> scratch_updates_;
   std::vector<uint8_t> scratch_lower_bound_;
   CostProfile profile_;     // as given

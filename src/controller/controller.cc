@@ -93,6 +93,24 @@ void Controller::unindex(Rec& r) {
   planned_footprints_.erase(planned_footprints_.find(r.info.footprint_bytes));
 }
 
+namespace {
+
+// An index key (by_use_'s and the other use indexes', parked_by_use_'s) may lag the use time by
+// up to an eighth of the key's distance from now, never exceed it: a queue whose projection drifts
+// a little at every update then costs no index change per claim, and the window walk (and the
+// chain's gather) still finds every claim used inside the window. A use that moved earlier than
+// its key is keyed a 64th of its distance early, so that a projection that keeps moving a little
+// earlier (an iteration's jitter moves every use of the queue) keeps its new key too.
+bool key_holds(TimePoint key, TimePoint use, TimePoint now) {
+  return use >= key && (key <= now ? use == key : use - key <= (key - now) / 8);
+}
+
+TimePoint new_key(TimePoint key, TimePoint use, TimePoint now) {
+  return use < key && use > now ? use - (use - now) / 64 : use;
+}
+
+}  // namespace
+
 void Controller::set_ttu(Rec& r, Duration ttu, TimePoint now) {
   const TimePoint use = now + ttu;
   r.ttu = ttu;
@@ -103,22 +121,17 @@ void Controller::set_ttu(Rec& r, Duration ttu, TimePoint now) {
   if (r.info.state != ClaimState::kPlanned) return;
   if (!r.requested) r.claim.use_at = use;  // its reads, if committed, go in use order
   if (r.parked) {  // indexed at its use time when unparked; by use among the parked meanwhile
+    if (key_holds(r.park_use_at, use, now)) return;  // as by_use_'s key, below
     parked_by_use_.erase({r.park_use_at, r.info.id});
-    r.park_use_at = use;
-    parked_by_use_.emplace(use, r.info.id);
+    r.park_use_at = new_key(r.park_use_at, use, now);
+    parked_by_use_.emplace(r.park_use_at, r.info.id);
     return;
   }
-  // The index key may lag the use time by up to an eighth of the key's distance from now, never
-  // exceed it: a queue whose projection drifts a little at every update then costs no index
-  // change per claim, and the window walk still finds every claim used inside the window.
-  if (r.indexed && use >= r.index_at &&
-      (r.index_at <= now ? use == r.index_at : use - r.index_at <= (r.index_at - now) / 8)) {
-    return;
-  }
+  if (r.indexed && key_holds(r.index_at, use, now)) return;
   if (r.indexed) index_of(r).erase({r.index_at, r.info.id});
-  r.index_at = use;
+  r.index_at = r.indexed ? new_key(r.index_at, use, now) : use;
   r.indexed = true;
-  index_of(r).emplace(use, r.info.id);
+  index_of(r).emplace(r.index_at, r.info.id);
 }
 
 void Controller::keep_prior_use(Rec& r, TimePoint now) {
@@ -147,6 +160,7 @@ Status Controller::report(ClaimId id, std::vector<ManifestEntry> manifest, Durat
                                          " was released but its reads are still in flight");
     }
     claims_.erase(id);
+    ++claims_erased_;
   }
   if (manifest.empty()) {
     return Status::invalid_argument("claim " + std::to_string(id) + " has an empty manifest");
@@ -205,11 +219,21 @@ Status Controller::update(std::span<const std::pair<ClaimId, Duration>> ttus,
                                     " lower-bound flags for " + std::to_string(ttus.size()) +
                                     " estimates");
   }
-  scratch_recs_.clear();
-  for (const auto& [id, ttu] : ttus) {
-    Rec* r = find(id);
-    if (!r) return Status::not_found("update: claim " + std::to_string(id) + " is not reported");
-    scratch_recs_.push_back(r);
+  const bool same_claims =
+      update_erased_ == claims_erased_ &&
+      std::equal(ttus.begin(), ttus.end(), update_ids_.begin(), update_ids_.end(),
+                 [](const auto& u, ClaimId id) { return u.first == id; });
+  if (!same_claims) {
+    update_erased_ = UINT64_MAX;  // until every claim is found
+    scratch_recs_.clear();
+    update_ids_.clear();
+    for (const auto& [id, ttu] : ttus) {
+      Rec* r = find(id);
+      if (!r) return Status::not_found("update: claim " + std::to_string(id) + " is not reported");
+      scratch_recs_.push_back(r);
+      update_ids_.push_back(id);
+    }
+    update_erased_ = claims_erased_;
   }
   TimePoint now = executor_.now();
   for (size_t i = 0; i < ttus.size(); ++i) {

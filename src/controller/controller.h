@@ -377,7 +377,12 @@ class Controller {
   // is not looked at before then, and the controller wakes then.
   bool waiting(const Rec& r, TimePoint now);
   std::vector<ClaimId> scratch_ids_;                        // scratch of the attempt-order walk
-  std::vector<Rec*> scratch_recs_;                          // scratch of update()
+  // update(): the records of the claims its last call updated (update_ids_), kept while no
+  // record has been erased since (claims_erased_ then was update_erased_): claims_ is node-based,
+  // so a queue that lists the same claims again needs no lookup of each.
+  std::vector<Rec*> scratch_recs_;
+  std::vector<ClaimId> update_ids_;
+  uint64_t claims_erased_ = 0, update_erased_ = UINT64_MAX;
   std::map<uint32_t, std::function<void()>> revisers_;      // set_reviser()
   std::set<uint32_t> revising_;  // runtimes with a revision posted and not yet run
   std::map<uint32_t, TimePoint> revised_at_;  // when each runtime's last revision ran

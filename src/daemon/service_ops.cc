@@ -43,8 +43,11 @@ Result<std::vector<uint64_t>> ServiceCore::live_order(const Session& s,
   std::vector<uint64_t> order;
   order.reserve(waiting.size());
   for (uint64_t rid : waiting) {
-    if (!s.runtime->requests.count(rid) && s.runtime->ended.count(rid)) continue;
-    TEMPOKV_RETURN_IF_ERROR(owned(s, rid, op));
+    // One lookup for a live request: a runtime's requests are its own in owner_ until they end.
+    if (!s.runtime->requests.count(rid)) {
+      if (s.runtime->ended.count(rid)) continue;
+      TEMPOKV_RETURN_IF_ERROR(owned(s, rid, op));
+    }
     order.push_back(rid);
   }
   return order;

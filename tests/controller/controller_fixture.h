@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "adapter/cost_profile.h"
 #include "controller/controller.h"
 #include "provider/sim_fixture.h"
 
@@ -17,6 +18,16 @@ namespace tempokv::testing {
 
 inline std::vector<ManifestEntry> manifest(std::vector<uint64_t> objects) {
   return claim_of(0, std::move(objects)).objects;
+}
+
+// A runtime's profile for the adapter tests: 10 ms decode steps, retrieval at no cost.
+inline CostProfile steps_profile() {
+  CostProfile profile;
+  profile.name = "steps";
+  profile.kv_bytes_per_token = 1;
+  profile.decode_a_s = 0.010;
+  profile.retrieval_bytes_per_s = 1e18;
+  return profile;
 }
 
 struct Fixture {

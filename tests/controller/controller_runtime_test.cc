@@ -97,11 +97,7 @@ TEST(ControllerRuntimes, ARefusedClaimDoesNotBlockTheClaimsBehindIt) {
 TEST(ControllerRuntimes, TwoAdaptersKeepTheirQueuesApart) {
   testing::SimStack stack;
   Controller controller(stack.ex, *stack.provider, make_commit_policy("queue-1").value());
-  CostProfile profile;
-  profile.name = "steps";
-  profile.kv_bytes_per_token = 1;
-  profile.decode_a_s = 0.010;
-  profile.retrieval_bytes_per_s = 1e18;
+  const CostProfile profile = testing::steps_profile();
   std::vector<std::unique_ptr<RuntimeAdapter>> adapters;
   for (uint32_t rt : {0u, 1u}) {
     AdapterOptions o;
