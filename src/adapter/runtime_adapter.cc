@@ -149,6 +149,7 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
     if (prefilled && r.prefill_in_iteration) generated = std::max<uint32_t>(generated, 1);
     RunningRequest rr{id, r.info.prompt_tokens + generated, generated, r.info.max_output_tokens,
                       prefilled ? 0u : to_compute - chunks_done};
+    rr.preempted = r.preempted;
     if (options_.async_loads) {
       // Admitted with a claim and no chunk run yet: loading, off the slots (vLLM's
       // WAITING_FOR_REMOTE_KVS); otherwise its KV has arrived.
@@ -261,6 +262,7 @@ Status RuntimeAdapter::iteration_started(std::span<const uint64_t> prefills,
     }
     r->prefill_in_iteration = true;
   }
+  uint64_t decode_context = 0;
   for (uint64_t id : decoders) {
     TEMPOKV_ASSIGN_OR_RETURN(Req * r, find(id, "iteration_started"));
     if (r->phase != Phase::kRunning) {
@@ -268,6 +270,12 @@ Status RuntimeAdapter::iteration_started(std::span<const uint64_t> prefills,
                                          " decodes but is not running");
     }
     r->decode_in_iteration = true;
+    decode_context += r->info.prompt_tokens + r->generated;
+  }
+  // A step at or below the preemption line ends the episode of KV pressure.
+  const uint64_t line = estimator_.preemption_line();
+  if (line > 0 && !decoders.empty() && decode_context <= line) {
+    for (uint64_t id : running_) requests_.find(id)->preempted = false;
   }
   iteration_open_ = true;
   iteration_start_ = controller_.now();

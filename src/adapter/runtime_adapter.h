@@ -127,6 +127,16 @@ class RuntimeAdapter : public RuntimeApi {
   // The request is done; a claim of it that is not released yet is cancelled.
   Status finished(uint64_t id, uint32_t output_tokens) override;
 
+  // The runtime preempted this running (decoding) request in the iteration now running and
+  // recomputes its context there: vLLM's recompute preemption when the KV cache runs short, which
+  // its scheduler reports. The recompute (the profile's prefill of the context) joins the open
+  // iteration's cost, so the iteration's measurement calibrates no scale by it, and the decoders'
+  // summed context in that iteration bounds the preemption line (preemption_line()).
+  Status preempted(uint64_t id);
+  // The lowest summed decode context at which the runtime has preempted (0 before any): the TTU
+  // projection preempts above it (TtuEstimator::set_preemption_line).
+  uint64_t preemption_line() const { return estimator_.preemption_line(); }
+
   Result<RetrievalAnswer> request_retrieval(uint64_t id, RetrievalCallback on_ready) override;
   Status begin_transfer(uint64_t id) override;
   Status end_transfer(uint64_t id) override;
@@ -194,6 +204,9 @@ class RuntimeAdapter : public RuntimeApi {
     // With a claim: the use time last reported for it was only a lower bound, at least this.
     std::optional<TimePoint> bound_use_at;
     std::optional<TimePoint> transfer_began;  // begin_transfer of its claim
+    // Preempted in the current episode of KV pressure (until an iteration whose decoders' summed
+    // context is at or below the preemption line).
+    bool preempted = false;
   };
   Result<Req*> find(uint64_t id, const char* call);
   // The given profile's cost of one iteration of these requests.

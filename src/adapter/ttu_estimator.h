@@ -68,6 +68,15 @@ class TtuEstimator {
   static constexpr uint32_t kMaxOrderSlots = 8;
   static constexpr uint32_t kOrderAtoms = 16;
 
+  // KV-pressure preemption, as the runtime showed it (RuntimeAdapter::preempted): a decode step
+  // that starts with the batch's summed context above `context_tokens` preempts each decoder not
+  // yet preempted in this episode of pressure, which recomputes its context (a prefill of it,
+  // vLLM's recompute preemption); the episode ends at a step at or below the line. 0: none
+  // (the default). Projected at the episode's first step, and a run of decode steps stops
+  // before the step that crosses the line.
+  void set_preemption_line(uint64_t context_tokens) { preemption_line_ = context_tokens; }
+  uint64_t preemption_line() const { return preemption_line_; }
+
   // ttu[i] is the TTU of snapshot.waiting[i], measured from the moment the snapshot was taken.
   // Requests not admitted by the first boundary past `horizon` get that boundary (a lower bound).
   std::vector<Duration> estimate(const RuntimeSnapshot& snapshot,
@@ -84,6 +93,7 @@ class TtuEstimator {
   const OutputPredictor& predictor_;
   double wait_quantile_;
   bool order_statistics_;
+  uint64_t preemption_line_ = 0;
 };
 
 }  // namespace tempokv
