@@ -24,6 +24,9 @@ Status AdapterOptions::validate() const {
   if (!(wait_quantile >= 0 && wait_quantile <= 1)) {
     return Status::invalid_argument("AdapterOptions.wait_quantile must be in [0, 1]");
   }
+  if (!(pressure_deferral >= 0)) {
+    return Status::invalid_argument("AdapterOptions.pressure_deferral must be >= 0");
+  }
   if (wait_order_statistics && wait_quantile > 0) {
     return Status::invalid_argument(
         "AdapterOptions.wait_order_statistics takes the conditional distributions: wait_quantile "
@@ -207,7 +210,18 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   // needs no new one (the controller ages it, and it cannot reach the window before it is
   // revised); so a long queue beyond the horizon costs no controller work per update.
   const Duration horizon = controller_.ttu_horizon();
-  std::vector<Duration> ttu = estimator_.estimate(snap, horizon);
+  const double deferral_line =
+      options_.pressure_deferral * double(estimator_.preemption_line());
+  std::vector<uint64_t>* admission_context =
+      deferral_line > 0 && !options_.async_loads ? &scratch_admission_context_ : nullptr;
+  std::vector<Duration> ttu = estimator_.estimate(snap, horizon, admission_context);
+  if (admission_context) {
+    for (size_t i = 0; i < ttu.size(); ++i) {
+      if (double((*admission_context)[i]) > deferral_line) {
+        ttu[i] = std::max(ttu[i], kUnknownTtu);
+      }
+    }
+  }
   std::vector<std::pair<ClaimId, Duration>>& updates = scratch_updates_;
   std::vector<uint8_t>& lower_bound = scratch_lower_bound_;  // per update: a bound only
   updates.clear();

@@ -142,9 +142,11 @@ constexpr Duration kNever = std::chrono::hours(24 * 365);
 
 }  // namespace
 
-std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Duration horizon) const {
+std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Duration horizon,
+                                             std::vector<uint64_t>* admission_context) const {
   const size_t n_waiting = snap.waiting.size();
   std::vector<Duration> ttu(n_waiting, kNever);
+  if (admission_context) admission_context->assign(n_waiting, 0);
   if (n_waiting == 0 || snap.max_active == 0) return ttu;
 
   const bool async = snap.async_loads;
@@ -246,6 +248,7 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
                          std::max<uint32_t>(1, w.prompt_tokens - w.cached_tokens), w.cached_bytes,
                          Duration(int64_t(w.ready_in_ns))});
       pending_context += w.prompt_tokens;
+      if (admission_context) (*admission_context)[next] = decoders.context() + pending_context;
       ++next;
     }
     if (next >= n_waiting) break;

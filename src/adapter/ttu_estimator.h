@@ -79,8 +79,13 @@ class TtuEstimator {
 
   // ttu[i] is the TTU of snapshot.waiting[i], measured from the moment the snapshot was taken.
   // Requests not admitted by the first boundary past `horizon` get that boundary (a lower bound).
+  // admission_context (optional; the emulated engine's rule, not async loads): for each waiting
+  // request admitted in the projection, the summed context of the slots right after its admission
+  // (the decoders' and the admitted requests' not yet prefilled, its own prompt included): the
+  // batch it will decode in; 0 for one not admitted before the horizon.
   std::vector<Duration> estimate(const RuntimeSnapshot& snapshot,
-                                 Duration horizon = Duration::max()) const;
+                                 Duration horizon = Duration::max(),
+                                 std::vector<uint64_t>* admission_context = nullptr) const;
 
  private:
   // Tokens still to generate by a request ahead with `generated` tokens so far.
