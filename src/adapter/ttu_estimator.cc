@@ -31,14 +31,15 @@ struct Loading {
 // tick j + r, and its context at tick k is c + (k − j). So the batch's summed context is
 // Σ(c − j) + batch·tick, and completions come off a heap of completion ticks.
 // Preemption (TtuEstimator::set_preemption_line): each decoder is preempted and recomputes its
-// context once per episode of KV pressure; an entry remembers the episode it was preempted in.
+// context once per episode of KV pressure, the youngest first, one per step; an entry remembers
+// the episode it was preempted in.
 class Decoders {
  public:
-  // preempted: already in the current episode of pressure.
+  // preempted: already in the current episode of pressure. Joins in admission order.
   void join(uint64_t context, uint32_t remaining, bool preempted = false) {
     const int64_t base = static_cast<int64_t>(context) - tick_;
     base_ += base;
-    done_.push_back({tick_ + remaining, base, preempted ? episode_ : -1});
+    done_.push_back({tick_ + remaining, base, preempted ? episode_ : -1, joined_++});
     std::push_heap(done_.begin(), done_.end(), LaterCompletion{});
     if (!preempted) ++unpreempted_;
   }
@@ -46,6 +47,7 @@ class Decoders {
   uint64_t context() const {
     return static_cast<uint64_t>(base_ + static_cast<int64_t>(batch()) * tick_);
   }
+  uint64_t unpreempted() const { return unpreempted_; }
   // Steps until the first completion (at least one).
   uint32_t steps_to_first_completion() const {
     return static_cast<uint32_t>(std::max<int64_t>(1, done_.front().done - tick_));
@@ -60,10 +62,9 @@ class Decoders {
       done_.pop_back();
     }
   }
-  // A step starts with the batch's summed context above `line` (> 0): every decoder not yet
-  // preempted in this episode recomputes its context (the runtime preempts them one step after
-  // another; projected at once). At or below the line the episode ends. Returns the recomputes'
-  // cost; O(batch) only when one is preempted.
+  // A step starts with the batch's summed context above `line` (> 0): the youngest decoder not
+  // yet preempted in this episode recomputes its context. At or below the line the episode ends.
+  // Returns the recompute's cost; O(batch) only when one is preempted.
   Duration preempt(uint64_t line, const CostProfile& profile) {
     if (context() <= line) {
       if (unpreempted_ != batch()) {
@@ -72,15 +73,14 @@ class Decoders {
       }
       return Duration::zero();
     }
-    Duration cost{0};
-    if (unpreempted_ == 0) return cost;
+    if (unpreempted_ == 0) return Duration::zero();
+    Entry* youngest = nullptr;
     for (Entry& e : done_) {
-      if (e.preempted_in == episode_) continue;
-      e.preempted_in = episode_;
-      cost += profile.prefill(static_cast<uint64_t>(e.base + tick_), 0);
+      if (e.preempted_in != episode_ && (!youngest || e.joined > youngest->joined)) youngest = &e;
     }
-    unpreempted_ = 0;
-    return cost;
+    youngest->preempted_in = episode_;
+    --unpreempted_;
+    return profile.prefill(static_cast<uint64_t>(youngest->base + tick_), 0);
   }
 
  private:
@@ -88,6 +88,7 @@ class Decoders {
     int64_t done;          // completion tick
     int64_t base;          // context − joining tick
     int64_t preempted_in;  // the episode it was preempted in (−1: none)
+    int64_t joined;        // join order
   };
   // A heap ordered by completion tick only: entries of one tick leave together, in any order.
   struct LaterCompletion {
@@ -97,6 +98,7 @@ class Decoders {
   int64_t tick_ = 0;
   int64_t base_ = 0;  // Σ(context − joining tick) of the decoders
   int64_t episode_ = 0;
+  int64_t joined_ = 0;
   uint64_t unpreempted_ = 0;  // decoders not preempted in the current episode
 };
 
@@ -308,6 +310,8 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
         // The run stops before the first step above the line (an episode starts there).
         const uint64_t below = (preemption_line_ - context) / batch + 1;
         steps = static_cast<uint32_t>(std::min<uint64_t>(steps, below));
+      } else if (preemption_line_ > 0 && decoders.unpreempted() > 0) {
+        steps = 1;  // one preemption per step while some decoder is not preempted yet
       }
       if (blocked_until != Duration::max()) {
         uint32_t lo = 1, hi = steps;  // fewest steps that reach blocked_until

@@ -69,11 +69,11 @@ class TtuEstimator {
   static constexpr uint32_t kOrderAtoms = 16;
 
   // KV-pressure preemption, as the runtime showed it (RuntimeAdapter::preempted): a decode step
-  // that starts with the batch's summed context above `context_tokens` preempts each decoder not
-  // yet preempted in this episode of pressure, which recomputes its context (a prefill of it,
-  // vLLM's recompute preemption); the episode ends at a step at or below the line. 0: none
-  // (the default). Projected at the episode's first step, and a run of decode steps stops
-  // before the step that crosses the line.
+  // that starts with the batch's summed context above `context_tokens` preempts the youngest
+  // decoder not yet preempted in this episode of pressure, which recomputes its context in the
+  // step (a prefill of it, vLLM's recompute preemption); the episode ends at a step at or below
+  // the line. 0: none (the default). A run of decode steps stops before the step that crosses
+  // the line and goes one step at a time while a decoder is left to preempt.
   void set_preemption_line(uint64_t context_tokens) { preemption_line_ = context_tokens; }
   uint64_t preemption_line() const { return preemption_line_; }
 

@@ -259,11 +259,11 @@ TEST(TtuEstimator, DecodeStepsCostTheBatchContext) {
   EXPECT_EQ(ttu[0], milliseconds(40) + std::chrono::microseconds(8002));
 }
 
-// KV-pressure preemption (set_preemption_line): a step that starts above the line preempts each
-// decoder once per episode, and each recomputes its context (a prefill of it). Decoders 1 (1000
-// tokens, 2 steps to go) and 2 (3000 tokens, 6 to go) sum 4000 tokens; the waiting request gets
-// the slot after request 1's two steps.
-TEST(TtuEstimator, APreemptionLineAddsOneRecomputePerDecoderPerEpisode) {
+// KV-pressure preemption (set_preemption_line): a step that starts above the line preempts the
+// youngest decoder not preempted in this episode, which recomputes its context (a prefill of it).
+// Decoders 1 (1000 tokens, 2 steps to go) and 2 (3000 tokens, 6 to go, admitted after 1) sum
+// 4000 tokens; the waiting request gets the slot after request 1's two steps.
+TEST(TtuEstimator, APreemptionLinePreemptsTheYoungestDecoderOnePerStep) {
   CostProfile profile = simple_profile();
   OutputPredictor predictor(8, 16);
   TtuEstimator est(profile, predictor);
@@ -273,12 +273,13 @@ TEST(TtuEstimator, APreemptionLineAddsOneRecomputePerDecoderPerEpisode) {
   snap.running.push_back({2, 3000, 10, 100, 0});
   snap.waiting.push_back({3, 100, 0, 0, 64});
   EXPECT_EQ(est.estimate(snap)[0], milliseconds(40));
-  // Above the line from the first step: recomputes of 1010 ms and 3010 ms, once.
+  // Above the line from the first step: request 2 recomputes 3000 tokens in it (3010 ms), then
+  // request 1 its 1001 in the second (1011 ms).
   est.set_preemption_line(3999);
-  EXPECT_EQ(est.estimate(snap)[0], milliseconds(40 + 1010 + 3010));
-  // The line is crossed at the second step (4002 tokens): the contexts are one token longer.
+  EXPECT_EQ(est.estimate(snap)[0], milliseconds(40 + 3010 + 1011));
+  // The line is crossed at the second step (4002 tokens): only request 2 is preempted (3001).
   est.set_preemption_line(4000);
-  EXPECT_EQ(est.estimate(snap)[0], milliseconds(40 + 1011 + 3011));
+  EXPECT_EQ(est.estimate(snap)[0], milliseconds(40 + 3011));
   // Never crossed before the slot frees.
   est.set_preemption_line(4002);
   EXPECT_EQ(est.estimate(snap)[0], milliseconds(40));
