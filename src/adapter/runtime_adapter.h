@@ -84,7 +84,7 @@ struct AdapterOptions {
   // once beside the long contexts already there, and each episode of pressure recomputes every
   // decoder's context; read after admission, it joins while the batch drains (docs/evaluation.md,
   // "Preemptions"). 0.7 was chosen on fig4's tuning seeds 1-10 (Qwen: p95 within 2-5 % of
-  // Demand's at every ratio; 1.0 left it 9-18 % above). 0: off.
+  // Demand's at every ratio, as with 0.5; 0.9 left it 5-18 % above, 1.0 28 % at 100 %). 0: off.
   double pressure_deferral = 0.7;
   Status validate() const;
 };
