@@ -26,6 +26,9 @@ struct RunningRequest {
   // (vLLM's WAITING_FOR_REMOTE_KVS). ready_in_ns is then the time until that KV is on the device
   // (0: it is); from then on it takes the first free slot, ahead of every waiting request.
   bool loading = false;
+  // Preempted (its context recomputed) in the current episode of KV pressure, which has not
+  // ended since: the runtime preempts a decoder once per episode (TtuEstimator).
+  bool preempted = false;
 };
 
 // A request waiting for a slot, in the runtime's scheduling order.

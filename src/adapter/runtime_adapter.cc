@@ -24,6 +24,9 @@ Status AdapterOptions::validate() const {
   if (!(wait_quantile >= 0 && wait_quantile <= 1)) {
     return Status::invalid_argument("AdapterOptions.wait_quantile must be in [0, 1]");
   }
+  if (!(pressure_deferral >= 0)) {
+    return Status::invalid_argument("AdapterOptions.pressure_deferral must be >= 0");
+  }
   if (wait_order_statistics && wait_quantile > 0) {
     return Status::invalid_argument(
         "AdapterOptions.wait_order_statistics takes the conditional distributions: wait_quantile "
@@ -150,6 +153,7 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
     if (prefilled && r.prefill_in_iteration) generated = std::max<uint32_t>(generated, 1);
     RunningRequest rr{id, r.info.prompt_tokens + generated, generated, r.info.max_output_tokens,
                       prefilled ? 0u : to_compute - chunks_done};
+    rr.preempted = r.preempted;
     if (options_.async_loads) {
       // Admitted with a claim and no chunk run yet: loading, off the slots (vLLM's
       // WAITING_FOR_REMOTE_KVS); otherwise its KV has arrived.
@@ -216,7 +220,18 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   // needs no new one (the controller ages it, and it cannot reach the window before it is
   // revised); so a long queue beyond the horizon costs no controller work per update.
   const Duration horizon = controller_.ttu_horizon();
-  std::vector<Duration> ttu = estimator_.estimate(snap, horizon);
+  const double deferral_line =
+      options_.pressure_deferral * double(estimator_.preemption_line());
+  std::vector<uint64_t>* admission_context =
+      deferral_line > 0 && !options_.async_loads ? &scratch_admission_context_ : nullptr;
+  std::vector<Duration> ttu = estimator_.estimate(snap, horizon, admission_context);
+  if (admission_context) {
+    for (size_t i = 0; i < ttu.size(); ++i) {
+      if (double((*admission_context)[i]) > deferral_line) {
+        ttu[i] = std::max(ttu[i], kUnknownTtu);
+      }
+    }
+  }
   std::vector<std::pair<ClaimId, Duration>>& updates = scratch_updates_;
   std::vector<uint8_t>& lower_bound = scratch_lower_bound_;  // per update: a bound only
   updates.clear();
@@ -271,6 +286,7 @@ Status RuntimeAdapter::iteration_started(std::span<const uint64_t> prefills,
     }
     r->prefill_in_iteration = true;
   }
+  uint64_t decode_context = 0;
   for (uint64_t id : decoders) {
     TEMPOKV_ASSIGN_OR_RETURN(Req * r, find(id, "iteration_started"));
     if (r->phase != Phase::kRunning) {
@@ -278,6 +294,12 @@ Status RuntimeAdapter::iteration_started(std::span<const uint64_t> prefills,
                                          " decodes but is not running");
     }
     r->decode_in_iteration = true;
+    decode_context += r->info.prompt_tokens + r->generated;
+  }
+  // A step at or below the preemption line ends the episode of KV pressure.
+  const uint64_t line = estimator_.preemption_line();
+  if (line > 0 && !decoders.empty() && decode_context <= line) {
+    for (uint64_t id : running_) requests_.find(id)->preempted = false;
   }
   iteration_open_ = true;
   iteration_start_ = controller_.now();

@@ -35,6 +35,30 @@ IterationCost RuntimeAdapter::iteration_cost(std::span<const uint64_t> prefills,
   return it;
 }
 
+Status RuntimeAdapter::preempted(uint64_t id) {
+  TEMPOKV_ASSIGN_OR_RETURN(Req * r, find(id, "preempted"));
+  if (r->phase != Phase::kRunning || !r->decode_in_iteration || !iteration_open_) {
+    return Status::failed_precondition("preempted: request " + std::to_string(id) +
+                                       " does not decode in a running iteration");
+  }
+  const uint64_t context = r->info.prompt_tokens + r->generated;
+  iteration_cost_.prefill += profile_.prefill(context, 0);
+  r->preempted = true;
+  uint64_t batch_context = 0;
+  for (uint64_t d : running_) {
+    const Req& q = *requests_.find(d);
+    if (q.decode_in_iteration) batch_context += q.info.prompt_tokens + q.generated;
+  }
+  // The line lies below every context the runtime preempted at (a deterministic rule, such as
+  // running out of KV blocks); a context it did not preempt at says nothing, as each decoder is
+  // preempted once per episode of pressure.
+  const uint64_t line = estimator_.preemption_line();
+  if (batch_context > 0 && (line == 0 || batch_context - 1 < line)) {
+    estimator_.set_preemption_line(batch_context - 1);
+  }
+  return Status::ok();
+}
+
 void RuntimeAdapter::iteration_ended() {
   if (!iteration_open_) return;
   iteration_open_ = false;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <queue>
 
 #include "adapter/order_statistics.h"
 
@@ -31,39 +30,76 @@ struct Loading {
 // for the decoders in it); a slot joining at tick j with context c and r tokens to go completes at
 // tick j + r, and its context at tick k is c + (k − j). So the batch's summed context is
 // Σ(c − j) + batch·tick, and completions come off a heap of completion ticks.
+// Preemption (TtuEstimator::set_preemption_line): each decoder is preempted and recomputes its
+// context once per episode of KV pressure, the youngest first, one per step; an entry remembers
+// the episode it was preempted in.
 class Decoders {
  public:
-  void join(uint64_t context, uint32_t remaining) {
+  // preempted: already in the current episode of pressure. Joins in admission order.
+  void join(uint64_t context, uint32_t remaining, bool preempted = false) {
     const int64_t base = static_cast<int64_t>(context) - tick_;
     base_ += base;
-    done_.push({tick_ + remaining, base});
+    done_.push_back({tick_ + remaining, base, preempted ? episode_ : -1, joined_++});
+    std::push_heap(done_.begin(), done_.end(), LaterCompletion{});
+    if (!preempted) ++unpreempted_;
   }
   uint64_t batch() const { return done_.size(); }
   uint64_t context() const {
     return static_cast<uint64_t>(base_ + static_cast<int64_t>(batch()) * tick_);
   }
+  uint64_t unpreempted() const { return unpreempted_; }
   // Steps until the first completion (at least one).
   uint32_t steps_to_first_completion() const {
-    return static_cast<uint32_t>(std::max<int64_t>(1, done_.top().first - tick_));
+    return static_cast<uint32_t>(std::max<int64_t>(1, done_.front().done - tick_));
   }
   // Every decoder advances `steps` tokens; those that reach their predicted length leave.
   void advance(uint32_t steps) {
     tick_ += steps;
-    while (!done_.empty() && done_.top().first <= tick_) {
-      base_ -= done_.top().second;
-      done_.pop();
+    while (!done_.empty() && done_.front().done <= tick_) {
+      base_ -= done_.front().base;
+      if (done_.front().preempted_in != episode_) --unpreempted_;
+      std::pop_heap(done_.begin(), done_.end(), LaterCompletion{});
+      done_.pop_back();
     }
+  }
+  // A step starts with the batch's summed context above `line` (> 0): the youngest decoder not
+  // yet preempted in this episode recomputes its context. At or below the line the episode ends.
+  // Returns the recompute's cost; O(batch) only when one is preempted.
+  Duration preempt(uint64_t line, const CostProfile& profile) {
+    if (context() <= line) {
+      if (unpreempted_ != batch()) {
+        ++episode_;
+        unpreempted_ = batch();
+      }
+      return Duration::zero();
+    }
+    if (unpreempted_ == 0) return Duration::zero();
+    Entry* youngest = nullptr;
+    for (Entry& e : done_) {
+      if (e.preempted_in != episode_ && (!youngest || e.joined > youngest->joined)) youngest = &e;
+    }
+    youngest->preempted_in = episode_;
+    --unpreempted_;
+    return profile.prefill(static_cast<uint64_t>(youngest->base + tick_), 0);
   }
 
  private:
-  using Entry = std::pair<int64_t, int64_t>;  // (completion tick, context − joining tick)
-  // Ordered by completion tick only: entries of one tick leave together, in any order.
-  struct LaterCompletion {
-    bool operator()(const Entry& a, const Entry& b) const { return a.first > b.first; }
+  struct Entry {
+    int64_t done;          // completion tick
+    int64_t base;          // context − joining tick
+    int64_t preempted_in;  // the episode it was preempted in (−1: none)
+    int64_t joined;        // join order
   };
-  std::priority_queue<Entry, std::vector<Entry>, LaterCompletion> done_;
+  // A heap ordered by completion tick only: entries of one tick leave together, in any order.
+  struct LaterCompletion {
+    bool operator()(const Entry& a, const Entry& b) const { return a.done > b.done; }
+  };
+  std::vector<Entry> done_;
   int64_t tick_ = 0;
   int64_t base_ = 0;  // Σ(context − joining tick) of the decoders
+  int64_t episode_ = 0;
+  int64_t joined_ = 0;
+  uint64_t unpreempted_ = 0;  // decoders not preempted in the current episode
 };
 
 // A request decoding at the snapshot and the tokens it is projected to generate still.
@@ -108,9 +144,11 @@ constexpr Duration kNever = std::chrono::hours(24 * 365);
 
 }  // namespace
 
-std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Duration horizon) const {
+std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Duration horizon,
+                                             std::vector<uint64_t>* admission_context) const {
   const size_t n_waiting = snap.waiting.size();
   std::vector<Duration> ttu(n_waiting, kNever);
+  if (admission_context) admission_context->assign(n_waiting, 0);
   if (n_waiting == 0 || snap.max_active == 0) return ttu;
 
   const bool async = snap.async_loads;
@@ -142,7 +180,9 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
   if (order_statistics_ && decoding.size() >= 2 && decoding.size() <= kMaxOrderSlots) {
     complete_in_order(predictor_, decoding);
   }
-  for (const Decoding& d : decoding) decoders.join(d.request->context_tokens, d.remaining);
+  for (const Decoding& d : decoding) {
+    decoders.join(d.request->context_tokens, d.remaining, d.request->preempted);
+  }
   // The runtime's KV-capacity admission rule (as the engine's): the slots' contexts and the prompt
   // fit, or nothing holds a slot (a loading request holds its KV blocks too).
   auto kv_fits = [&](uint32_t prompt_tokens) {
@@ -210,6 +250,7 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
                          std::max<uint32_t>(1, w.prompt_tokens - w.cached_tokens), w.cached_bytes,
                          Duration(int64_t(w.ready_in_ns))});
       pending_context += w.prompt_tokens;
+      if (admission_context) (*admission_context)[next] = decoders.context() + pending_context;
       ++next;
     }
     if (next >= n_waiting) break;
@@ -247,6 +288,7 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
     if (prefills) {
       if (decoders.batch() > 0) {
         iteration += profile_.decode_step(decoders.context(), decoders.batch());
+        if (preemption_line_ > 0) iteration += decoders.preempt(preemption_line_, profile_);
       }
       decoders.advance(1);
       // A prefill's last chunk yields the first token, like a decode step: the request decodes
@@ -261,8 +303,16 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
     } else if (decoders.batch() > 0) {
       // Decode steps of a fixed batch until the first predicted completion, or until a waiting
       // request's KV is ready (it joins the iteration after).
+      if (preemption_line_ > 0) t += decoders.preempt(preemption_line_, profile_);
       uint32_t steps = decoders.steps_to_first_completion();
       const uint64_t context = decoders.context(), batch = decoders.batch();
+      if (preemption_line_ > 0 && context <= preemption_line_) {
+        // The run stops before the first step above the line (an episode starts there).
+        const uint64_t below = (preemption_line_ - context) / batch + 1;
+        steps = static_cast<uint32_t>(std::min<uint64_t>(steps, below));
+      } else if (preemption_line_ > 0 && decoders.unpreempted() > 0) {
+        steps = 1;  // one preemption per step while some decoder is not preempted yet
+      }
       if (blocked_until != Duration::max()) {
         uint32_t lo = 1, hi = steps;  // fewest steps that reach blocked_until
         while (lo < hi) {

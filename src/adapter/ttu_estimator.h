@@ -68,10 +68,24 @@ class TtuEstimator {
   static constexpr uint32_t kMaxOrderSlots = 8;
   static constexpr uint32_t kOrderAtoms = 16;
 
+  // KV-pressure preemption, as the runtime showed it (RuntimeAdapter::preempted): a decode step
+  // that starts with the batch's summed context above `context_tokens` preempts the youngest
+  // decoder not yet preempted in this episode of pressure, which recomputes its context in the
+  // step (a prefill of it, vLLM's recompute preemption); the episode ends at a step at or below
+  // the line. 0: none (the default). A run of decode steps stops before the step that crosses
+  // the line and goes one step at a time while a decoder is left to preempt.
+  void set_preemption_line(uint64_t context_tokens) { preemption_line_ = context_tokens; }
+  uint64_t preemption_line() const { return preemption_line_; }
+
   // ttu[i] is the TTU of snapshot.waiting[i], measured from the moment the snapshot was taken.
   // Requests not admitted by the first boundary past `horizon` get that boundary (a lower bound).
+  // admission_context (optional; the emulated engine's rule, not async loads): for each waiting
+  // request admitted in the projection, the summed context of the slots right after its admission
+  // (the decoders' and the admitted requests' not yet prefilled, its own prompt included): the
+  // batch it will decode in; 0 for one not admitted before the horizon.
   std::vector<Duration> estimate(const RuntimeSnapshot& snapshot,
-                                 Duration horizon = Duration::max()) const;
+                                 Duration horizon = Duration::max(),
+                                 std::vector<uint64_t>* admission_context = nullptr) const;
 
  private:
   // Tokens still to generate by a request ahead with `generated` tokens so far.
@@ -84,6 +98,7 @@ class TtuEstimator {
   const OutputPredictor& predictor_;
   double wait_quantile_;
   bool order_statistics_;
+  uint64_t preemption_line_ = 0;
 };
 
 }  // namespace tempokv

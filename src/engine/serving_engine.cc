@@ -197,6 +197,7 @@ void ServingEngine::start_compute() {
         if (r.preempted) continue;
         r.preempted = true;
         ++stats_.preemptions;
+        if (adapter_) (void)adapter_->preempted(*id);  // a runtime reports its preemptions
         compute += truth_.recompute(r.req.prompt_tokens + r.generated);
         break;
       }

@@ -139,6 +139,70 @@ TEST(RuntimeAdapter, MeasuredIterationsCalibrateTheCostsItProjectsWith) {
   EXPECT_NEAR(to_seconds(f.adapter->last_ttu(2).value()), 61 * 0.020, 0.01);
 }
 
+// A preemption the runtime reports: its recompute joins the open iteration (the boundary is
+// projected after it and the measurement that includes it moves no scale), and the decoders'
+// summed context sets the line above which the projection preempts.
+TEST(RuntimeAdapter, AReportedPreemptionIsCostedAndSetsThePreemptionLine) {
+  AdapterFixture f;  // 10 ms decode steps, prior output 100 tokens
+  f.profile.prefill_b_s_per_token = 0.0001;  // a recompute of 1000 tokens: 100 ms
+  AdapterOptions o{.max_active = 1, .prior_output_tokens = 100};
+  o.pressure_deferral = 0;  // the projection itself (deferral: the next test)
+  f.adapter = RuntimeAdapter::create(*f.controller, f.profile, o).value();
+  ASSERT_TRUE(f.adapter->add_request({1, 999, 0, 0, 400}).is_ok());
+  ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+  ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());  // its first token: a context of 1000
+  EXPECT_EQ(f.adapter->preempted(1).code(), StatusCode::kFailedPrecondition);  // no iteration
+  EXPECT_EQ(f.adapter->preempted(9).code(), StatusCode::kNotFound);
+  std::vector<uint64_t> decoders{1};
+  ASSERT_TRUE(f.adapter->iteration_started({}, decoders).is_ok());
+  EXPECT_EQ(f.adapter->preemption_line(), 0u);
+  ASSERT_TRUE(f.adapter->preempted(1).is_ok());
+  EXPECT_EQ(f.adapter->preemption_line(), 999u);
+  ASSERT_TRUE(f.adapter->add_request({2, 1000, 0, 0, 400}).is_ok());
+  std::vector<uint64_t> waiting{2};
+  ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
+  // The open iteration: its 10 ms step and the 100 ms recompute; then request 1's 98 more
+  // predicted tokens at 10 ms, with no second recompute: it was preempted in this episode.
+  EXPECT_EQ(f.adapter->last_ttu(2).value(), milliseconds(110 + 980));
+  f.stack.ex.run_for(milliseconds(110));
+  ASSERT_TRUE(f.adapter->tokens_generated(1, 2).is_ok());
+  EXPECT_DOUBLE_EQ(f.adapter->cost_scale(), 1.0);  // the iteration took what was projected
+}
+
+// Pressure deferral: once the runtime has preempted, a claim whose request would be admitted into
+// slots whose summed context passes pressure_deferral × the line is reported with no near use, so
+// TempoKV leaves it to its retrieval request; off, it commits at once (its use, the boundary 110
+// ms away, is nearer than its 125 ms read).
+TEST(RuntimeAdapter, UnderPressureAClaimIsLeftToItsRetrievalRequest) {
+  for (double deferral : {0.0, 0.7}) {
+    AdapterFixture f;  // 10 ms decode steps, prior output 100 tokens
+    f.profile.prefill_b_s_per_token = 0.0001;
+    AdapterOptions o{.max_active = 2, .prior_output_tokens = 100};
+    o.pressure_deferral = deferral;
+    f.adapter = RuntimeAdapter::create(*f.controller, f.profile, o).value();
+    ASSERT_TRUE(f.adapter->add_request({1, 999, 0, 0, 400}).is_ok());
+    ASSERT_TRUE(f.adapter->admitted(1).is_ok());
+    ASSERT_TRUE(f.adapter->prefill_done(1).is_ok());
+    std::vector<uint64_t> decoders{1};
+    ASSERT_TRUE(f.adapter->iteration_started({}, decoders).is_ok());
+    ASSERT_TRUE(f.adapter->preempted(1).is_ok());  // the line: 999 tokens
+    ASSERT_TRUE(f.adapter->add_request({2, 1000, 512, 2 * testing::kObj, 400}).is_ok());
+    ASSERT_TRUE(f.adapter->report_hit(2, claim_of(2, {1, 2}).objects).is_ok());
+    std::vector<uint64_t> waiting{2};
+    ASSERT_TRUE(f.adapter->update_order(waiting).is_ok());
+    f.stack.ex.run_for(milliseconds(50));
+    // Admitted at the boundary beside request 1: 1002 + 1000 tokens, above 0.7 × 999.
+    const auto committed = f.controller->info(2).value().timeline.committed;
+    EXPECT_EQ(committed.has_value(), deferral == 0) << "pressure_deferral " << deferral;
+    EXPECT_EQ(f.adapter->last_ttu(2).is_ok(), deferral == 0);
+  }
+  AdapterFixture f;
+  AdapterOptions bad;
+  bad.pressure_deferral = -1;
+  EXPECT_EQ(RuntimeAdapter::create(*f.controller, f.profile, bad).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST(RuntimeAdapter, AChunkedPrefillCostsEachChunkAfterTheTokensBeforeIt) {
   AdapterFixture f;
   f.profile.prefill_c_s_per_token2 = 1e-6;  // attention only: n² + 2·n·context µs

@@ -259,6 +259,45 @@ TEST(TtuEstimator, DecodeStepsCostTheBatchContext) {
   EXPECT_EQ(ttu[0], milliseconds(40) + std::chrono::microseconds(8002));
 }
 
+// KV-pressure preemption (set_preemption_line): a step that starts above the line preempts the
+// youngest decoder not preempted in this episode, which recomputes its context (a prefill of it).
+// Decoders 1 (1000 tokens, 2 steps to go) and 2 (3000 tokens, 6 to go, admitted after 1) sum
+// 4000 tokens; the waiting request gets the slot after request 1's two steps.
+TEST(TtuEstimator, APreemptionLinePreemptsTheYoungestDecoderOnePerStep) {
+  CostProfile profile = simple_profile();
+  OutputPredictor predictor(8, 16);
+  TtuEstimator est(profile, predictor);
+  RuntimeSnapshot snap;
+  snap.max_active = 2;
+  snap.running.push_back({1, 1000, 14, 100, 0});
+  snap.running.push_back({2, 3000, 10, 100, 0});
+  snap.waiting.push_back({3, 100, 0, 0, 64});
+  EXPECT_EQ(est.estimate(snap)[0], milliseconds(40));
+  // Above the line from the first step: request 2 recomputes 3000 tokens in it (3010 ms), then
+  // request 1 its 1001 in the second (1011 ms).
+  est.set_preemption_line(3999);
+  EXPECT_EQ(est.estimate(snap)[0], milliseconds(40 + 3010 + 1011));
+  // The line is crossed at the second step (4002 tokens): only request 2 is preempted (3001).
+  est.set_preemption_line(4000);
+  EXPECT_EQ(est.estimate(snap)[0], milliseconds(40 + 3011));
+  // Never crossed before the slot frees.
+  est.set_preemption_line(4002);
+  EXPECT_EQ(est.estimate(snap)[0], milliseconds(40));
+}
+
+// One decoder above the line for its six remaining steps is preempted once, not at every step.
+TEST(TtuEstimator, ADecoderIsPreemptedOnceWhileThePressureLasts) {
+  CostProfile profile = simple_profile();
+  OutputPredictor predictor(8, 16);
+  TtuEstimator est(profile, predictor);
+  est.set_preemption_line(2999);
+  RuntimeSnapshot snap;
+  snap.max_active = 1;
+  snap.running.push_back({2, 3000, 10, 100, 0});
+  snap.waiting.push_back({3, 100, 0, 0, 64});
+  EXPECT_EQ(est.estimate(snap)[0], milliseconds(6 * 20 + 3010));
+}
+
 // Chunked prefill (vLLM's token budget per iteration): request 1's 300-token prefill shares each
 // iteration's 100 tokens with decoder 7 (one token), so it runs in chunks of 99, 99, 99 and 3
 // (10 ms + 1 ms/token each, plus the 20 ms decode step: 129, 129, 129, 33 ms), then decoder 7's

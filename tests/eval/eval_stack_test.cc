@@ -103,6 +103,35 @@ TEST(EvalStack, DemandRunHasExactTimesAndItsCIsTheStagingFloor) {
   EXPECT_EQ(tier.protected_bytes + tier.reserved_bytes, 0u);
 }
 
+// The engine reports its KV-pressure preemptions to its adapter as a runtime does, and the
+// adapter learns the line from them alone: three 1040-token prompts decoding at once pass the
+// hidden truth's 85 % of a 3200-token KV cache (2720 tokens).
+TEST(EvalStack, TheAdapterLearnsThePreemptionLineFromTheEnginesReports) {
+  StorageConfig sc;
+  sc.sim_read_bytes_per_s = sc.sim_write_bytes_per_s = 1000.0 * kMiB;
+  sc.sim_latency = Duration::zero();
+  sc.chunk_bytes = kChunk;
+  auto storage = EvalStorage::open(sc).value();
+  std::vector<Request> reqs{request(1, 1024, 16, 20, 0), request(2, 1024, 16, 20, 0),
+                            request(3, 1024, 16, 20, 0)};
+  ASSERT_TRUE(storage->precompute(reqs).is_ok());
+  StackConfig c;
+  c.policy = "tempokv";
+  c.profile = exact_profile();
+  c.profile.kv_capacity_tokens = 3200;
+  c.truth.hidden = true;
+  c.fast_tier_bytes = 64 * kChunk;
+  c.budget_bytes = 32 * kChunk;
+  auto stack = EvalStack::create(*storage, c).value();
+  ASSERT_TRUE(stack->submit(reqs, storage->executor().now()).is_ok());
+  ASSERT_TRUE(stack->run(nullptr).is_ok());
+  ServingEngine& engine = *stack->engines().at(0);
+  EXPECT_GT(engine.stats().preemptions, 0u);
+  const uint64_t line = engine.adapter()->preemption_line();
+  EXPECT_GE(line, 2720u);            // preempted only above the truth's line
+  EXPECT_LT(line, 3 * (1040 + 20));  // at a context the three reached
+}
+
 TEST(EvalStack, BaselineNeverProtectsAnything) {
   Tiny t = run_tiny("lmcache-dax");
   std::vector<RequestRecord> recs = t.stack->records();
