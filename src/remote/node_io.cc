@@ -39,7 +39,21 @@ RedirectLine parse_redirect(std::string_view e) {
   return r;
 }
 
-Status ReplyReader::wait_readable() { return wait_fd(fd_, POLLIN, deadline_); }
+Status ReplyReader::recv_some(void* dst, size_t max, size_t* got, const char* closed) {
+  for (;;) {
+    const ssize_t n = ::recv(fd_, dst, max, MSG_DONTWAIT);
+    if (n > 0) {
+      *got = static_cast<size_t>(n);
+      return Status::ok();
+    }
+    if (n == 0) return Status::io_error(closed);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (Status s = wait_fd(fd_, POLLIN, deadline_); !s) return s;
+    } else if (errno != EINTR) {
+      return Status::from_errno(errno, "recv");
+    }
+  }
+}
 
 Status ReplyReader::read_line(std::string* line) {
   line->clear();
@@ -56,17 +70,7 @@ Status ReplyReader::read_line(std::string* line) {
     if (line->size() > 4096) return Status::io_error("reply line too long");
     // A small read: the first line of a reply is short, and what follows it is the value,
     // which read_exact puts straight where it belongs. poll() only when nothing is there yet.
-    const ssize_t n = ::recv(fd_, buf_, 64, MSG_DONTWAIT);
-    if (n == 0) return Status::io_error("connection closed");
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        if (Status s = wait_readable(); !s) return s;
-        continue;
-      }
-      if (errno == EINTR) continue;
-      return Status::from_errno(errno, "recv");
-    }
-    end_ = static_cast<size_t>(n);
+    if (Status s = recv_some(buf_, 64, &end_, "connection closed"); !s) return s;
   }
 }
 
@@ -79,17 +83,11 @@ Status ReplyReader::read_exact(void* dst, size_t bytes) {
   while (got < bytes) {
     // A value that keeps trickling in is bounded too: the deadline is the whole call's.
     if (Clock::now() >= deadline_) return Status::unavailable("timed out");
-    const ssize_t n = ::recv(fd_, out + got, bytes - got, MSG_DONTWAIT);
-    if (n == 0) return Status::io_error("connection closed mid-value");
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        if (Status s = wait_readable(); !s) return s;
-        continue;
-      }
-      if (errno == EINTR) continue;
-      return Status::from_errno(errno, "recv");
+    size_t n = 0;
+    if (Status s = recv_some(out + got, bytes - got, &n, "connection closed mid-value"); !s) {
+      return s;
     }
-    got += static_cast<size_t>(n);
+    got += n;
   }
   return Status::ok();
 }

@@ -35,7 +35,9 @@ class ReplyReader {
   Status read_exact(void* dst, size_t bytes);
 
  private:
-  Status wait_readable();
+  // Some bytes (at most max) into dst, waiting for them until the deadline; IOError with the
+  // message closed on EOF.
+  Status recv_some(void* dst, size_t max, size_t* got, const char* closed);
   int fd_;
   Clock::time_point deadline_;
   char buf_[512];
