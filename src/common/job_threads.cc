@@ -35,6 +35,8 @@ void JobThreads::loop() {
     jobs_.pop_front();
     lock.unlock();
     job();
+    // Its captures go before the lock is taken again: releasing one may queue a job (run()).
+    job = nullptr;
     lock.lock();
   }
 }

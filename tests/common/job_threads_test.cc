@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -55,6 +57,23 @@ TEST(JobThreads, SeveralThreadsRunJobsAtOnce) {
     }
   }
   EXPECT_EQ(met.load(), 2);
+}
+
+TEST(JobThreads, AJobsCapturesAreReleasedWithoutTheLockSoTheirReleaseMayQueueAJob) {
+  // tempokvd's write region is deleted by a job its last owner queues; when that owner is a job's
+  // closure, the closure's release runs run() on the job thread. Held under the pool's lock, it
+  // would deadlock that thread (and every job after it).
+  auto* jobs = new JobThreads(1);  // leaked if the thread deadlocks: it could not be joined
+  std::promise<void> queued_job_ran;
+  auto owner = std::shared_ptr<int>(new int(0), [&, jobs](int* p) {
+    delete p;
+    jobs->run([&] { queued_job_ran.set_value(); });
+  });
+  jobs->run([owner = std::move(owner)] {});  // the closure is the last owner
+  const bool ran = queued_job_ran.get_future().wait_for(std::chrono::seconds(10)) ==
+                   std::future_status::ready;
+  ASSERT_TRUE(ran) << "the job queued by a capture's release never ran";
+  delete jobs;
 }
 
 }  // namespace
