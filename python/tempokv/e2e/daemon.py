@@ -11,23 +11,72 @@ import os
 import json
 import re
 import socket
+import stat
 import subprocess
 import time
 import urllib.request
 
 from .. import TempoKVClient
 
-def remove_shared_files(data_dir):
-    """Removes the shared files (tier, write region) a tempokvd on ``data_dir`` recorded in
-    ``tempokvd.shared``, as the next daemon on that directory would: a SIGKILLed daemon leaves
-    them on /dev/shm (1.25 GiB in the e2e check). A missing list or file is not an error."""
+_SHARED_NAME = re.compile(r"tempokvd-[0-9a-f]{16}-(tier|writes|keys)")
+_REGION_NAME = re.compile(r"rt-[0-9a-f]{32}")
+
+
+def _own_file(path):
+    """True for a regular file (not a symbolic link) of this user."""
     try:
-        with open(os.path.join(data_dir, "tempokvd.shared")) as f:
-            for path in f.read().split():
-                if os.path.exists(path):
-                    os.unlink(path)
+        st = os.lstat(path)
     except OSError:
-        pass
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+
+
+def remove_shared_files(data_dir):
+    """Removes the shared files (tier, write regions, key filter) a tempokvd on ``data_dir``
+    recorded in ``tempokvd.shared``, as the next daemon on that directory would: a SIGKILLed daemon
+    leaves them on /dev/shm (1.25 GiB in the e2e check). Only names the daemon gives its files are
+    removed (``tempokvd-<16 hex>-tier|writes|keys``, runtimes' ``rt-<32 hex>`` regions in the
+    ``-writes`` directory), only regular files of this user, never through a symbolic link; each
+    path on its own, so one that cannot be removed keeps no other. A missing list or file is not an
+    error. Returns the paths it kept."""
+    record = os.path.join(data_dir, "tempokvd.shared")
+    if not _own_file(record):
+        return []
+    kept = []
+    with open(record) as f:
+        paths = f.read().split()
+    for path in paths:
+        name = os.path.basename(path)
+        if not os.path.isabs(path) or not _SHARED_NAME.fullmatch(name):
+            kept.append(path)
+            continue
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            kept.append(path)
+            continue
+        try:
+            if stat.S_ISDIR(st.st_mode) and name.endswith("-writes") and st.st_uid == os.geteuid():
+                for region in os.listdir(path):
+                    inner = os.path.join(path, region)
+                    if _REGION_NAME.fullmatch(region) and _own_file(inner):
+                        os.unlink(inner)
+                    else:
+                        kept.append(inner)
+                os.rmdir(path)
+            elif _own_file(path):
+                os.unlink(path)
+            else:
+                kept.append(path)
+        except OSError:
+            kept.append(path)
+    try:
+        os.unlink(record)
+    except OSError:
+        kept.append(record)
+    return kept
 
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
