@@ -41,8 +41,18 @@ using RestoreCallback = std::function<void(Result<uint64_t>)>;
 struct RestorePathOptions {
   uint64_t slot_bytes = 16ULL << 20;  // one staging slot = the largest single read request
   uint32_t depth = 4;                 // staging slots, so reads (and copies) in flight
-  Status validate() const;            // slot_bytes a positive multiple of 4 KiB, depth >= 1
+  // The taper at a session's end (0: none): see piece_bytes.
+  uint64_t tail_min_bytes = 0;
+  // slot_bytes and tail_min_bytes multiples of 4 KiB, slot_bytes positive, depth >= 1.
+  Status validate() const;
 };
+
+// The bytes of a session's next read: at most slot_bytes and what is left of its extent; with a
+// taper, also at most a quarter of what is left of the session (no less than tail_min_bytes), so
+// near the end each read's device copy ends while the reads after it still keep the drive busy,
+// and the copy after the last read, which nothing overlaps, is short. Multiples of 4 KiB when
+// the options are. restore-bench's fio replays the same pieces.
+uint64_t piece_bytes(uint64_t extent_left, uint64_t session_left, const RestorePathOptions& o);
 
 struct RestoreStats {
   uint64_t restores = 0;
@@ -58,6 +68,9 @@ struct RestoreStats {
   uint64_t restore_ns = 0;
   uint64_t read_ns = 0;
   uint64_t copy_ns = 0;
+  // The tail: from the last read's completion to the callback, what no read overlaps (the last
+  // copies and the hand-off).
+  uint64_t tail_ns = 0;
   uint64_t read_depth_ns = 0;
   CopyCountersSnapshot cpu_copies;  // host-side CPU copies made by the path itself
 };
@@ -98,8 +111,8 @@ std::unique_ptr<RestorePath> make_gds_restore_path(Executor& executor, TransferE
 
 // The request size and depth a path runs at when not told otherwise. direct: 4 MiB pieces (the
 // largest request a typical NVMe or virtio queue takes whole, max_sectors_kb) 16 deep, so 64 MiB
-// is in flight and the last piece's copy, which nothing overlaps, is short (fio reads these
-// extents fastest around 16 x 4 MiB; 4 x 24 MiB left the drive idle behind each copy). gds: 4
+// is in flight (fio reads these extents fastest around 16 x 4 MiB; 4 x 24 MiB left the drive idle
+// behind each copy), tapered to 512 KiB pieces at the session's end so the last copy is short. gds: 4
 // requests of up to 16 MiB. posix and odirect-bounce: whole chunks (up to 64 MiB), one at a
 // time, as a naive backend reads them. A chunk smaller than the piece is read whole.
 RestorePathOptions default_restore_options(std::string_view path, uint64_t chunk_bytes);

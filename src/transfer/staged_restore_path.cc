@@ -18,6 +18,11 @@ Status RestorePathOptions::validate() const {
                                     ") must be a positive multiple of 4096");
   }
   if (depth == 0) return Status::invalid_argument("RestorePathOptions.depth must be at least 1");
+  if (!is_aligned(tail_min_bytes, kBlockBytes)) {
+    return Status::invalid_argument("RestorePathOptions.tail_min_bytes (" +
+                                    std::to_string(tail_min_bytes) +
+                                    ") must be a multiple of 4096");
+  }
   return Status::ok();
 }
 
@@ -87,7 +92,9 @@ void StagedRestorePath::release() {
 std::string StagedRestorePath::detail() const {
   return std::string(ssd_.name()) + ", " + std::to_string(options_.depth) + " reads in flight, " +
          std::to_string(slots_) + " x " + format_bytes(options_.slot_bytes) + " slots" +
-         (config_.bounce ? " + bounce" : "");
+         (config_.bounce ? " + bounce" : "") +
+         (options_.tail_min_bytes ? ", last reads down to " + format_bytes(options_.tail_min_bytes)
+                                  : "");
 }
 
 RestoreStats StagedRestorePath::stats() const {
@@ -134,6 +141,8 @@ void StagedRestorePath::restore(const RestoreSession& session, DeviceBuffer& dst
   cb_ = std::move(cb);
   next_extent_ = 0;
   next_offset_ = 0;
+  session_left_ = 0;
+  for (const RestoreExtent& e : session.extents()) session_left_ += e.read_bytes;
   restored_bytes_ = 0;
   error_ = Status::ok();
   started_at_ = reads_counted_at_ = executor_.now();
@@ -148,7 +157,8 @@ bool StagedRestorePath::next_piece(Piece* piece) {
   const RestoreExtent& e = extents[next_extent_];
   piece->file = e.file_index;
   piece->file_offset = e.file_offset + next_offset_;
-  piece->read_bytes = std::min<uint64_t>(options_.slot_bytes, e.read_bytes - next_offset_);
+  piece->read_bytes = piece_bytes(e.read_bytes - next_offset_, session_left_, options_);
+  session_left_ -= piece->read_bytes;
   piece->copy_bytes = std::min<uint64_t>(piece->read_bytes, e.payload_bytes - next_offset_);
   piece->device_offset = e.device_offset + next_offset_;
   next_offset_ += piece->read_bytes;
@@ -201,6 +211,7 @@ void StagedRestorePath::count_reads(int delta) {
 void StagedRestorePath::on_read(uint32_t slot, Result<size_t> r) {
   const Piece& piece = slot_piece_[slot];
   count_reads(-1);
+  last_read_done_ = executor_.now();
   stats_.read_ns += uint64_t((executor_.now() - slot_since_[slot]).count());
   slot_since_[slot] = executor_.now();
   Status st = r.status();
@@ -244,6 +255,9 @@ void StagedRestorePath::maybe_finish() {
   if (error_.is_ok() && next_extent_ < session_->extents().size()) return;
   close_files();
   stats_.restore_ns += uint64_t((executor_.now() - started_at_).count());
+  if (last_read_done_ > started_at_) {
+    stats_.tail_ns += uint64_t((executor_.now() - last_read_done_).count());
+  }
   active_ = false;
   session_ = nullptr;
   dst_ = nullptr;

@@ -95,8 +95,10 @@ class StagedRestorePath final : public RestorePath {
   std::vector<FileId> file_ids_;
   size_t next_extent_ = 0;
   uint64_t next_offset_ = 0;  // within the next extent
+  uint64_t session_left_ = 0;  // bytes not yet asked for
   uint32_t in_flight_ = 0;        // pieces holding a slot (read or being copied)
   uint32_t reads_in_flight_ = 0;  // of those, pieces being read
+  TimePoint last_read_done_{};   // when the restore's latest read completed
   TimePoint reads_counted_at_{};  // when reads_in_flight_ last changed
   TimePoint started_at_{};
   uint64_t restored_bytes_ = 0;

@@ -76,21 +76,30 @@ double read_gbps(const RestoreSample& s) {
 
 // The reads a path issues for a session, request by request (what fio is to read beside it).
 std::vector<FioReadExtent> session_reads(Store& store, const BenchSession& s,
-                                         uint64_t request_bytes) {
-  std::vector<FioReadExtent> reads;
+                                         const RestorePathOptions& options) {
+  std::vector<ObjectInfo> objects;
+  uint64_t left = 0;
   for (const Key& k : s.keys) {
     std::optional<ObjectInfo> o = store.lookup(k);
     if (!o) continue;
-    std::string file = store.segment_path(o->segment);
-    for (uint64_t off = 0; off < o->read_bytes(); off += request_bytes) {
-      reads.push_back({file, o->offset + off, std::min(request_bytes, o->read_bytes() - off)});
+    objects.push_back(*o);
+    left += o->read_bytes();
+  }
+  std::vector<FioReadExtent> reads;
+  for (const ObjectInfo& o : objects) {
+    std::string file = store.segment_path(o.segment);
+    for (uint64_t off = 0; off < o.read_bytes();) {
+      const uint64_t bytes = piece_bytes(o.read_bytes() - off, left, options);
+      reads.push_back({file, o.offset + off, bytes});
+      off += bytes;
+      left -= bytes;
     }
   }
   return reads;
 }
 
 void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) {
-  std::vector<double> ms, disk, delivery, cpu, cpu_host, depth, read_ms, copy_ms, path_ms;
+  std::vector<double> ms, disk, delivery, cpu, cpu_host, depth, read_ms, copy_ms, tail_ms, path_ms;
   uint64_t payload = 0, host_copy = 0, emulated_copy = 0;
   row.verified = !samples.empty();
   for (const RestoreSample& s : samples) {
@@ -109,6 +118,7 @@ void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) 
     depth.push_back(s.mean_read_depth);
     read_ms.push_back(s.read_ms_mean);
     copy_ms.push_back(s.copy_ms_mean);
+    tail_ms.push_back(s.tail_ms);
     path_ms.push_back(s.path_ms);
     payload += s.payload_bytes;
     host_copy += s.host_copy_bytes;
@@ -124,6 +134,7 @@ void summarize(RestoreBenchRow& row, const std::vector<RestoreSample>& samples) 
   row.mean_read_depth = nearest_rank_percentile(depth, 0.5);
   row.read_ms_mean = nearest_rank_percentile(read_ms, 0.5);
   row.copy_ms_mean = nearest_rank_percentile(copy_ms, 0.5);
+  row.tail_ms = nearest_rank_percentile(tail_ms, 0.5);
   row.path_ms_median = nearest_rank_percentile(path_ms, 0.5);
   if (payload > 0) {
     row.cpu_copy_bytes_per_byte = double(host_copy) / double(payload);
@@ -156,6 +167,9 @@ Status RestoreBenchConfig::validate() const {
   if (baseline_depth == 0) return Status::invalid_argument("--baseline-depth must be >= 1");
   if (!is_aligned(max_request_bytes, kBlockBytes)) {
     return Status::invalid_argument("--max-request must be a multiple of 4 KiB");
+  }
+  if (!is_aligned(tail_piece_bytes.value_or(0), kBlockBytes)) {
+    return Status::invalid_argument("--tail-piece must be a multiple of 4 KiB");
   }
   if (paths.empty()) return Status::invalid_argument("--paths is empty");
   const auto& known = restore_path_names();
@@ -227,6 +241,10 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
                                  ? std::min(chunk_bytes, config.max_request_bytes)
                                  : default_restore_options(name, chunk_bytes).slot_bytes;
     run.options.depth = run.row.depth;
+    run.options.tail_min_bytes =
+        std::min(run.options.slot_bytes,
+                 config.tail_piece_bytes.value_or(
+                     default_restore_options(name, chunk_bytes).tail_min_bytes));
     run.row.request_bytes = name == "gds" ? std::min<uint64_t>(run.options.slot_bytes, 16ULL << 20)
                                           : run.options.slot_bytes;
     Status st;
@@ -347,8 +365,14 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
       bool compare = config.compare_fio && fio_error.empty();
       std::optional<FioCeiling> ceiling;
       auto fio = [&] {
+        // The same bytes at the path's request size (gds reads at most 16 MiB at a time), not
+        // tapered: a taper would make fio's last records jobs of their own, each ending in a
+        // drain, and lower the ceiling.
+        RestorePathOptions pieces = run.options;
+        pieces.slot_bytes = run.row.request_bytes;
+        pieces.tail_min_bytes = 0;
         Result<FioCeiling> c =
-            run_fio_ceiling(session_reads(*store, list[i], run.row.request_bytes), run.row.depth);
+            run_fio_ceiling(session_reads(*store, list[i], pieces), run.row.depth);
         if (c.is_ok()) ceiling = std::move(c).value();
         else fio_error = c.status().to_string();
       };

@@ -31,6 +31,9 @@ struct RestoreBenchConfig {
   bool equal_depth = false;         // also run posix/odirect-bounce at `depth` ("posix@8" rows)
   // Cap on one read request (a staging slot); 0: the path's own (default_restore_options).
   uint64_t max_request_bytes = 0;
+  // The smallest read of the taper at a session's end (piece_bytes); unset: the path's own
+  // (direct 512 KiB, the others none), 0: no taper.
+  std::optional<uint64_t> tail_piece_bytes;
   std::string transfer = "auto";    // transfer engine: auto, emulated, cuda
   int cuda_device = 0;
   uint32_t warmup = 1;              // unmeasured restores per path first (page tables, caches)
@@ -71,7 +74,7 @@ struct RestoreBenchRow {
   uint64_t peak_rss_bytes = 0;
   // Stages, medians over restores (restore_measure.h): reads in flight on average, and per piece
   // the mean read and device copy times.
-  double mean_read_depth = 0, read_ms_mean = 0, copy_ms_mean = 0;
+  double mean_read_depth = 0, read_ms_mean = 0, copy_ms_mean = 0, tail_ms = 0;
   double path_ms_median = 0;  // the path's own window, without resolving and the hand-back
   bool verified = false;
   std::string error;                                 // first failure, if any restore failed

@@ -47,6 +47,11 @@ void add_restore_bench_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-request", *max_request,
                   "Largest single read request. Default: the path's own (direct 4 MiB, the "
                   "others a whole chunk up to 64 MiB, gds reads of up to 16 MiB)");
+  auto tail_piece = std::make_shared<std::string>();
+  cmd->add_option("--tail-piece", *tail_piece,
+                  "Smallest read of the taper at a session's end (its last reads shrink to a "
+                  "quarter of what is left, so the last device copy is short); 0: no taper. "
+                  "Default: the path's own (direct 512 KiB, the others none)");
   cmd->add_option("--transfer", config->transfer, "Transfer engine: auto, emulated, cuda")
       ->capture_default_str();
   cmd->add_option("--cuda-device", config->cuda_device, "CUDA device ordinal")
@@ -61,7 +66,7 @@ void add_restore_bench_command(CLI::App& app, int* exit_code) {
                 "or reclaimed), and a missing chunk is an error");
   cmd->add_option("--json", config->json_path, "Write the rows as JSON to this file");
 
-  cmd->callback([config, session_bytes, max_request, exit_code] {
+  cmd->callback([config, session_bytes, max_request, tail_piece, exit_code] {
     if (!session_bytes->empty()) {
       Result<uint64_t> b = parse_bytes(*session_bytes);
       if (!b.is_ok()) {
@@ -80,6 +85,15 @@ void add_restore_bench_command(CLI::App& app, int* exit_code) {
         return;
       }
       config->max_request_bytes = *mr;
+    }
+    if (!tail_piece->empty()) {
+      Result<uint64_t> tp = parse_bytes(*tail_piece);
+      if (!tp.is_ok()) {
+        std::cerr << "restore-bench: --tail-piece: " << tp.status().to_string() << "\n";
+        *exit_code = 2;
+        return;
+      }
+      config->tail_piece_bytes = *tp;
     }
     Result<RestoreBenchResult> r = run_restore_bench(*config);
     if (!r.is_ok()) {

@@ -71,6 +71,7 @@ RestoreSample measure_restore(RestoreRig& rig, RestorePath& path, const std::vec
     }
     sample.read_ms_mean = double(stages1.read_ns - stages0.read_ns) / double(reads) / 1e6;
     sample.copy_ms_mean = double(stages1.copy_ns - stages0.copy_ns) / double(reads) / 1e6;
+    sample.tail_ms = double(stages1.tail_ns - stages0.tail_ns) / 1e6;
   }
   CopyCountersSnapshot engine1 = rig.transfer.stats().cpu_copies;
   sample.host_copy_bytes = (path1.host_copy_bytes - path0.host_copy_bytes) +

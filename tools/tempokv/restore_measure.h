@@ -32,6 +32,7 @@ struct RestoreSample {
   double mean_read_depth = 0;
   double read_ms_mean = 0;
   double copy_ms_mean = 0;
+  double tail_ms = 0;  // the last read's completion to the callback
   bool verified = false;
 };
 
