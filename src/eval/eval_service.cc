@@ -153,6 +153,9 @@ Status EvalService::start(const StorageConfig& storage, const StackConfig& stack
   TEMPOKV_ASSIGN_OR_RETURN(so.extra_args, daemon_args(storage, stack, profile_path));
   so.extra_args.insert(so.extra_args.end(), extra_args_.begin(), extra_args_.end());
   so.log_path = data_dir_ + "/tempokvd.log";
+  // The socket appears once the daemon has populated its tier (3.1 GiB in real mode's scaled
+  // testbed): seconds on a quiet machine, more than the default 20 s on a loaded two-core one.
+  so.ready_timeout = std::chrono::seconds(90);
   auto daemon = service::SpawnedDaemon::start(so);
   if (!daemon.is_ok()) {
     return Status(daemon.status().code(), daemon.status().message() + log_tail(so.log_path));

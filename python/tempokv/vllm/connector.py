@@ -13,7 +13,9 @@ by this engine's scheduler and workers; default derived from the endpoint and th
 ``token`` or ``token_file`` (the runtime's token where tempokvd's ``server.tokens_file`` lists it),
 ``chunk_tokens`` (default 256, a multiple of vLLM's block size), ``timeout_s`` (per call, default
 2), ``load_timeout_s`` (a claim not ready by then is recomputed, default 60), ``put_timeout_s``
-(a save's wait for durability, on the saver thread only, default 30), ``digest_file``
+(a save's wait for durability, on the saver thread only, default 30), ``lookup_wait_ms`` (how
+long one ``schedule()`` may wait in all for lookups still in flight, default 5; 0: never),
+``digest_file``
 (test only: digests of saved and loaded blocks), ``test_load_delay_s`` (test only: hold each
 ready claim that long before copying it), ``test_save_delay_s`` (test only: each save waits
 that long before its copy), ``test_alter_loaded_block`` (test only: the first block loaded
@@ -74,6 +76,10 @@ class TempoKVConnector(KVConnectorBase_V1):
         self.timeout_s = float(extra.get("timeout_s", 2.0))
         self.load_timeout_s = float(extra.get("load_timeout_s", 60.0))
         self.put_timeout_s = float(extra.get("put_timeout_s", 30.0))
+        self.lookup_wait_s = float(extra.get("lookup_wait_ms", 5.0)) / 1e3
+        if not self.lookup_wait_s >= 0:
+            raise ValueError("TempoKVConnector: kv_connector_extra_config.lookup_wait_ms must be "
+                             f">= 0, got {extra.get('lookup_wait_ms')!r}")
         # How long the scheduler's agent and the workers' links stay down after the daemon
         # could not be reached before they say hello again.
         self.retry_s = float(extra.get("retry_s", 1.0))
@@ -130,7 +136,7 @@ class TempoKVConnector(KVConnectorBase_V1):
                                         async_loads=self.runtime_settings["async_loads"],
                                         ranks=self.runtime_settings["ranks"])
             self._sched = ConnectorScheduler(self.agent, self.model_ids, self.chunk_tokens,
-                                             self.block_size)
+                                             self.block_size, lookup_wait_s=self.lookup_wait_s)
         self.loader = self.saver = self.layout = None
         self._sending = set()  # finished requests with saves, waiting to be reported
         self._load_errors = set()

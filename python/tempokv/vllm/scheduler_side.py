@@ -1,11 +1,16 @@
 """The connector's scheduler side: keys and lookups at queue time, loads and saves per step.
 
-Runs on vLLM's engine thread and never waits on tempokvd (the ``SchedulerAgent`` does). A
-request's chunk keys are computed and its hit looked up and claimed when it is *queued*
-(``on_new_request``), so the daemon has the whole queue time as lead. ``get_num_new_matched_tokens``
-answers from the published lookup: ``(None, False)`` while it is pending (vLLM asks again next
-step), else the claimed tokens beyond what vLLM already has, always as an asynchronous load
-(the request waits in WAITING_FOR_REMOTE_KVS until the worker has copied or failed).
+Runs on vLLM's engine thread, which waits on tempokvd only within a small budget (the
+``SchedulerAgent`` makes the calls). A request's chunk keys are computed and its hit looked up
+and claimed when it is *queued* (``on_new_request``), so the daemon has the whole queue time as
+lead. ``get_num_new_matched_tokens`` answers from the published lookup; while it is pending it
+waits for it up to ``lookup_wait_s`` per ``schedule()`` in all (a local lookup takes about a
+millisecond, a step tens: without the wait a request that arrives just before ``schedule()``
+loses a whole step), then answers ``(None, False)`` (vLLM asks again next step). A wait that runs
+out turns waiting off for ``LOOKUP_WAIT_BACKOFF_S``, so a daemon that hangs costs the engine at
+most one budget, not one per step. A hit is the claimed tokens beyond what vLLM already has,
+always as an asynchronous load (the request waits in WAITING_FOR_REMOTE_KVS until the worker
+has copied or failed).
 
 A definite miss waits for nothing: when the daemon's filter of stored keys (``tempokv.key_filter``,
 mapped by the agent) says the first chunk's object of some rank is not stored, the request is
@@ -19,6 +24,7 @@ claim, staged once, from which each worker copies its own rank's objects.
 """
 
 import logging
+import time
 from dataclasses import dataclass
 
 from ..keys import RequestIds, chunk_keys
@@ -31,6 +37,7 @@ __all__ = ["ConnectorScheduler"]
 log = logging.getLogger("tempokv.vllm")
 
 _MAX_SAVING = 1 << 20  # chunks remembered as saved by this engine
+LOOKUP_WAIT_BACKOFF_S = 1.0  # no waiting for lookups this long after a wait ran out
 
 
 @dataclass
@@ -51,12 +58,20 @@ class _Req:
 
 
 class ConnectorScheduler:
-    def __init__(self, agent, model_ids, chunk_tokens, block_size, ids=None):
-        """``model_ids``: every rank's model id, in ``Rank.index`` order."""
+    def __init__(self, agent, model_ids, chunk_tokens, block_size, ids=None, lookup_wait_s=0.0):
+        """``model_ids``: every rank's model id, in ``Rank.index`` order; ``lookup_wait_s``: how
+        long one ``schedule()`` may wait in all for pending lookups (0: never)."""
+        if lookup_wait_s < 0:
+            raise ValueError(f"lookup_wait_s must be >= 0, got {lookup_wait_s!r}")
         if chunk_tokens % block_size:
             raise ValueError(f"chunk_tokens {chunk_tokens} is not a multiple of vLLM's block "
                              f"size {block_size}")
         self.agent = agent
+        self.lookup_wait_s = lookup_wait_s
+        self._wait_left = lookup_wait_s  # of this schedule()'s budget
+        self._no_wait_until = 0.0  # after a wait ran out
+        self.lookup_waits = 0  # lookups waited for (observability)
+        self.lookup_wait_timeouts = 0  # of those, waits that ran out
         self.model_ids = list(model_ids)
         self.ranks = len(self.model_ids)
         self.chunk_tokens = chunk_tokens
@@ -129,6 +144,8 @@ class ConnectorScheduler:
         if lk is None:
             return 0, False
         if not lk.done:
+            self._wait_for(lk)
+        if not lk.done:
             return None, False  # asked again next step
         if not lk.claimed:
             return 0, False
@@ -140,6 +157,17 @@ class ConnectorScheduler:
             self._cancel_claim(st)
             return 0, False
         return end - num_computed_tokens, True
+
+    def _wait_for(self, lk):
+        """Waits for a pending lookup within what is left of this schedule()'s budget."""
+        now = time.monotonic()
+        if self._wait_left <= 0 or now < self._no_wait_until:
+            return
+        self.lookup_waits += 1
+        if not lk.ready.wait(self._wait_left):
+            self.lookup_wait_timeouts += 1
+            self._no_wait_until = time.monotonic() + LOOKUP_WAIT_BACKOFF_S
+        self._wait_left = max(0.0, self._wait_left - (time.monotonic() - now))
 
     def _cancel_claim(self, st):
         self.agent.preempted(st.rid)  # the daemon forgets the request with its claim
@@ -169,6 +197,7 @@ class ConnectorScheduler:
                                     local // self.block_size, ranks=self.ranks))
 
     def build_connector_meta(self, out):
+        self._wait_left = self.lookup_wait_s  # called once per schedule(): a new budget
         meta = TempoKVMetadata(loads=self._loads, freed_by_load=self._freed_by_load)
         self._loads, self._freed_by_load = [], set()
         for req_id in out.preempted_req_ids or ():

@@ -162,9 +162,12 @@ def load_as_the_worker(endpoint, runtime, rid):
         w.end_transfer(rid)
 
 
+@pytest.mark.parametrize("wait_ms", [0, 10000])
 def test_a_preempted_request_is_queued_again_with_a_new_claim_and_loads_its_prefix_again(
-        model_dir, daemon):
-    s = make_scheduler(model_dir, daemon.endpoint)
+        model_dir, daemon, wait_ms):
+    # wait_ms: the connector's lookup_wait_ms. 0: the new lookup is answered between steps, so
+    # the load is planned in the step after the preemption; with a wait, in the preempting step.
+    s = make_scheduler(model_dir, daemon.endpoint, extra={"lookup_wait_ms": wait_ms})
     conn = s.connector
     tokens = list(range(7, 7 + 2 * CHUNK + 1))
     keys = chunk_keys(conn.model_id, tokens, CHUNK)
@@ -182,12 +185,14 @@ def test_a_preempted_request_is_queued_again_with_a_new_claim_and_loads_its_pref
     # vLLM preempts it (recompute): blocks freed, back to the front of the queue.
     s.running.remove(req)
     s._preempt_request(req, time.monotonic())
-    out = s.schedule()  # no waiting request is scheduled in a step that preempted
+    out = s.schedule()  # no waiting request is computed in a step that preempted
     assert out.preempted_req_ids == {"c"} and "c" in out.kv_connector_metadata.preempted
     st = conn._sched.reqs["c"]
     assert st.rid != first.rid and st.preemptions == 1 and conn._sched.requeued == 1
-    conn.agent.flush()
-    out = s.schedule()  # its new lookup is published: loaded again, under the new id
+    if not wait_ms:
+        assert out.kv_connector_metadata.loads == []
+        conn.agent.flush()
+        out = s.schedule()  # its new lookup is published: loaded again, under the new id
     loads = out.kv_connector_metadata.loads
     assert [(ld.req_id, ld.rid, ld.hashes) for ld in loads] == [("c", st.rid, hashes(keys[:2]))]
     assert s.requests["c"].status == RequestStatus.WAITING_FOR_REMOTE_KVS

@@ -84,7 +84,9 @@ def test_a_preempted_request_with_saves_aborted_while_its_new_load_waits_is_free
     # Its blocks are held for the load (vLLM frees them on finished_recving) and, as a request
     # with saves, for finished_sending: reported in both, vLLM freed it on the first and failed
     # `assert req_id in self.requests` on the second.
-    e = Engine(make_scheduler(model_dir, daemon.endpoint, cls))
+    # Lookups answered between steps (no wait in schedule()): the new load is planned in the
+    # step after the preemption, as where the daemon is slower than the wait's budget.
+    e = Engine(make_scheduler(model_dir, daemon.endpoint, cls, extra={"lookup_wait_ms": 0}))
     conn = e.s.connector
     prefix = list(range(11, 11 + 2 * CHUNK + 1))
     e.s.add_request(request("a", prefix, max_tokens=1))  # computes and saves two chunks
