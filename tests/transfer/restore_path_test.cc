@@ -122,8 +122,12 @@ TEST(PieceBytes, ShrinkNearTheSessionsEndNeverBelowTheMinimum) {
         ASSERT_GT(n, 0u);
         EXPECT_EQ(n % 4096, 0u);
         EXPECT_LE(n, 4 * mib);
-        if (tail != 0) EXPECT_LE(n, std::max(tail, left / 4)) << "left " << left;
-        if (left - n >= 16 * mib && e - off >= 4 * mib) EXPECT_EQ(n, 4 * mib) << "left " << left;
+        if (tail != 0) {
+          EXPECT_LE(n, std::max(tail, left / 4)) << "left " << left;
+        }
+        if (left - n >= 16 * mib && e - off >= 4 * mib) {
+          EXPECT_EQ(n, 4 * mib) << "left " << left;
+        }
         pieces.push_back(n);
         off += n;
         left -= n;
