@@ -289,7 +289,9 @@ class TempoKVConnector(KVConnectorBase_V1):
             return {"role": "scheduler", "agent_errors": a.errors,
                     "trimmed_claims": a.trimmed_claims, "dropped_steps": a.dropped_steps,
                     "requeued": self._sched.requeued,
-                    "cancelled_claims": self._sched.cancelled_claims}
+                    "cancelled_claims": self._sched.cancelled_claims,
+                    "lookup_waits": self._sched.lookup_waits,
+                    "lookup_wait_timeouts": self._sched.lookup_wait_timeouts}
         if self.loader is not None:
             ld = self.loader
             return {"role": "worker", "loaded_tokens": ld.loaded_tokens,
@@ -308,7 +310,9 @@ class TempoKVConnector(KVConnectorBase_V1):
     def _stat_totals(self):
         if self._sched is not None:
             return {"hit_tokens": self._sched.hit_tokens,
-                    "cancelled_claims": self._sched.cancelled_claims}
+                    "cancelled_claims": self._sched.cancelled_claims,
+                    "lookup_waits": self._sched.lookup_waits,
+                    "lookup_wait_timeouts": self._sched.lookup_wait_timeouts}
         if self.loader is None:
             return {}
         ld, ob = self.loader, self.layout.object_bytes

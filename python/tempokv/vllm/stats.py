@@ -24,6 +24,10 @@ FIELDS = {
     "save_failures": ("vllm:tempokv_save_failures", "Chunks whose save failed"),
     "cancelled_claims": ("vllm:tempokv_cancelled_claims",
                          "Claims cancelled because vLLM's own prefix cache held their KV"),
+    "lookup_waits": ("vllm:tempokv_lookup_waits",
+                     "Lookups still in flight that schedule() waited for (lookup_wait_ms)"),
+    "lookup_wait_timeouts": ("vllm:tempokv_lookup_wait_timeouts",
+                             "Of those, waits that ran out (waiting then pauses for a second)"),
 }
 
 

@@ -46,6 +46,8 @@ def test_a_lookup_in_flight_is_waited_for_so_its_hit_loads_in_the_same_step(mode
         sched = s.connector._sched
         assert [len(x.hashes) for x in out.kv_connector_metadata.loads] == [2]
         assert sched.lookup_waits == 1 and sched.lookup_wait_timeouts == 0
+        stats = s.connector.get_kv_connector_stats()  # vLLM's metrics carry the wait
+        assert stats.data.get("lookup_waits") == 1 and "lookup_wait_timeouts" not in stats.data
     finally:
         os.kill(daemon.proc.pid, signal.SIGCONT)
         s.connector.shutdown()
@@ -76,6 +78,8 @@ def test_a_wait_that_runs_out_costs_one_budget_then_steps_do_not_wait(model_dir,
         assert first_s >= 0.9 * budget_s, "waited its budget for the hung daemon"
         sched = s.connector._sched
         assert sched.lookup_waits == 1 and sched.lookup_wait_timeouts == 1
+        stats = s.connector.get_kv_connector_stats()
+        assert stats.data.get("lookup_waits") == 1 and stats.data.get("lookup_wait_timeouts") == 1
         t0 = time.monotonic()
         out = s.schedule()  # within the backoff: no wait at all
         assert time.monotonic() - t0 < min(budget_s, LOOKUP_WAIT_BACKOFF_S)
