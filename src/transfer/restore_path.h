@@ -51,7 +51,7 @@ struct RestorePathOptions {
 // taper, also at most a quarter of what is left of the session (no less than tail_min_bytes), so
 // near the end each read's device copy ends while the reads after it still keep the drive busy,
 // and the copy after the last read, which nothing overlaps, is short. Multiples of 4 KiB when
-// the options are. restore-bench's fio replays the same pieces.
+// the options are. restore-bench's fio reads the same bytes untapered.
 uint64_t piece_bytes(uint64_t extent_left, uint64_t session_left, const RestorePathOptions& o);
 
 struct RestoreStats {

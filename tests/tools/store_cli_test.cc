@@ -112,7 +112,7 @@ TEST_F(StoreCliTest, WritersAreRefusedAStoreALiveWriterHolds) {
   for (const std::string cmd :
        {"store put --key 00000000000000000000000000000001 --file /dev/null",
         "store bench --objects 1 --object-bytes 64KiB",
-        "restore-bench --paths posix --sessions 1 --session-bytes 1MiB --chunk-tokens 4 "
+        "restore-bench --paths posix --sessions=1 --session-bytes 1MiB --chunk-tokens 4 "
         "--model llama-3.1-8b"}) {
     CliRun r = tempokv(cmd + dir());
     EXPECT_NE(r.exit_code, 0) << cmd << ": " << r.output;
@@ -225,10 +225,25 @@ TEST(BenchCli, StoreBenchRefusesACapacityThatCannotHoldItsObjects) {
   EXPECT_NE(r.output.find("cannot hold --objects 8"), std::string::npos) << r.output;
 }
 
+// Each size flag's bad value exits 2 naming the flag, before anything is written.
+TEST(BenchCli, RestoreBenchRefusesABadSizeNamingItsFlag) {
+  TempDir dir;
+  const std::string store = dir.path() + "/store";
+  for (const std::string flag : {"--session-bytes 12parsecs", "--max-request 0",
+                                 "--tail-piece lots", "--tail-piece 5000"}) {
+    CliRun r = tempokv("restore-bench --paths direct --sessions=1 --dir " + store + " " + flag +
+                       (flag.rfind("--session-bytes", 0) == 0 ? "" : " --session-bytes 8MiB"));
+    const std::string name = flag.substr(0, flag.find(' '));
+    EXPECT_NE(r.exit_code, 0) << flag << ": " << r.output;
+    EXPECT_NE(r.output.find(name), std::string::npos) << flag << ": " << r.output;
+    EXPECT_FALSE(std::filesystem::exists(store)) << flag << ": a store was written";
+  }
+}
+
 TEST(BenchCli, RestoreBenchReuseOfAMissingDirectoryCreatesNothing) {
   TempDir dir;
   const std::string missing = dir.path() + "/never-written";
-  CliRun r = tempokv("restore-bench --reuse --paths posix --sessions 1 --session-bytes 8MiB --dir " +
+  CliRun r = tempokv("restore-bench --reuse --paths posix --sessions=1 --session-bytes 8MiB --dir " +
                      missing);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("does not exist"), std::string::npos) << r.output;
@@ -246,7 +261,7 @@ TEST(BenchCli, RestoreBenchIntoAnExistingStoreKeepsItsCapacity) {
   ASSERT_EQ(put.exit_code, 0) << put.output;
   // 8 MiB of sessions in 1 MiB chunks do not fit beside what the 8 MiB store holds: refused, not
   // written into a store grown to the bench's own 64 GiB default.
-  CliRun r = tempokv("restore-bench --paths posix --sessions 1 --session-bytes 8MiB "
+  CliRun r = tempokv("restore-bench --paths posix --sessions=1 --session-bytes 8MiB "
                      "--chunk-tokens 8 --model llama-3.1-8b --dir " + store);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("holds a store of capacity " + std::to_string(8 * kMiB)),
@@ -265,7 +280,7 @@ TEST(BenchCli, RestoreBenchPathsChooseTheirOwnRequestSizeAndDepth) {
   // 32 MiB chunks (256 tokens of 128 KiB), no --depth or --max-request: direct reads 4 MiB
   // pieces 16 deep, the baseline whole chunks one at a time.
   CliRun r = tempokv("restore-bench --dir " + dir.path() + "/s --paths odirect-bounce,direct "
-                     "--tokens 512 --sessions 1 --warmup 0 --model llama-3.1-8b --json " + json);
+                     "--tokens 512 --sessions=1 --warmup 0 --model llama-3.1-8b --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   nlohmann::json j = read_json(json);
   ASSERT_EQ(j["rows"].size(), 2u) << r.output;
@@ -319,7 +334,7 @@ TEST(BenchCli, RestoreBenchPairsEveryRestoreWithFio) {
   std::string json = dir.path() + "/out.json";
   // 1.5 MiB chunks read in 1 MiB requests (1 + 0.5 MiB each), a 1 MiB final chunk.
   CliRun r = tempokv("restore-bench --dir " + dir.path() + "/s --paths direct --tokens 512 " +
-                     "--chunk-tokens 12 --max-request 1MiB --depth 4 --sessions 2 " +
+                     "--chunk-tokens 12 --max-request 1MiB --depth 4 --sessions=2 " +
                      "--model llama-3.1-8b " +
                      "--compare-fio --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.output;

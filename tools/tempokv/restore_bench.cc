@@ -74,25 +74,18 @@ double read_gbps(const RestoreSample& s) {
   return double(bytes) / (s.ms / 1e3) / 1e9;
 }
 
-// The reads a path issues for a session, request by request (what fio is to read beside it).
+// The bytes a path reads for a session in requests of at most request_bytes (what fio is to
+// read beside it). Without the direct path's taper at the session's end: a taper would make
+// fio's last records jobs of their own, each ending in a drain, and lower the ceiling.
 std::vector<FioReadExtent> session_reads(Store& store, const BenchSession& s,
-                                         const RestorePathOptions& options) {
-  std::vector<ObjectInfo> objects;
-  uint64_t left = 0;
+                                         uint64_t request_bytes) {
+  std::vector<FioReadExtent> reads;
   for (const Key& k : s.keys) {
     std::optional<ObjectInfo> o = store.lookup(k);
     if (!o) continue;
-    objects.push_back(*o);
-    left += o->read_bytes();
-  }
-  std::vector<FioReadExtent> reads;
-  for (const ObjectInfo& o : objects) {
-    std::string file = store.segment_path(o.segment);
-    for (uint64_t off = 0; off < o.read_bytes();) {
-      const uint64_t bytes = piece_bytes(o.read_bytes() - off, left, options);
-      reads.push_back({file, o.offset + off, bytes});
-      off += bytes;
-      left -= bytes;
+    std::string file = store.segment_path(o->segment);
+    for (uint64_t off = 0; off < o->read_bytes(); off += request_bytes) {
+      reads.push_back({file, o->offset + off, std::min(request_bytes, o->read_bytes() - off)});
     }
   }
   return reads;
@@ -365,14 +358,8 @@ Result<RestoreBenchResult> run_restore_bench(const RestoreBenchConfig& config) {
       bool compare = config.compare_fio && fio_error.empty();
       std::optional<FioCeiling> ceiling;
       auto fio = [&] {
-        // The same bytes at the path's request size (gds reads at most 16 MiB at a time), not
-        // tapered: a taper would make fio's last records jobs of their own, each ending in a
-        // drain, and lower the ceiling.
-        RestorePathOptions pieces = run.options;
-        pieces.slot_bytes = run.row.request_bytes;
-        pieces.tail_min_bytes = 0;
         Result<FioCeiling> c =
-            run_fio_ceiling(session_reads(*store, list[i], pieces), run.row.depth);
+            run_fio_ceiling(session_reads(*store, list[i], run.row.request_bytes), run.row.depth);
         if (c.is_ok()) ceiling = std::move(c).value();
         else fio_error = c.status().to_string();
       };

@@ -67,33 +67,27 @@ void add_restore_bench_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--json", config->json_path, "Write the rows as JSON to this file");
 
   cmd->callback([config, session_bytes, max_request, tail_piece, exit_code] {
-    if (!session_bytes->empty()) {
-      Result<uint64_t> b = parse_bytes(*session_bytes);
-      if (!b.is_ok()) {
-        std::cerr << "restore-bench: --session-bytes: " << b.status().to_string() << "\n";
+    // A size flag given as text ("512MiB"): its bytes, or exit 2 naming the flag.
+    auto size = [&](const std::string& text, const char* flag, bool positive,
+                    auto&& set) -> bool {
+      if (text.empty()) return true;
+      Result<uint64_t> b = parse_bytes(text);
+      if (!b.is_ok() || (positive && *b == 0)) {
+        std::cerr << "restore-bench: " << flag << ": "
+                  << (b.is_ok() ? "must be positive" : b.status().to_string()) << "\n";
         *exit_code = 2;
-        return;
+        return false;
       }
-      config->session_bytes = *b;
-    }
-    if (!max_request->empty()) {
-      Result<uint64_t> mr = parse_bytes(*max_request);
-      if (!mr.is_ok() || *mr == 0) {
-        std::cerr << "restore-bench: --max-request: "
-                  << (mr.is_ok() ? "must be positive" : mr.status().to_string()) << "\n";
-        *exit_code = 2;
-        return;
-      }
-      config->max_request_bytes = *mr;
-    }
-    if (!tail_piece->empty()) {
-      Result<uint64_t> tp = parse_bytes(*tail_piece);
-      if (!tp.is_ok()) {
-        std::cerr << "restore-bench: --tail-piece: " << tp.status().to_string() << "\n";
-        *exit_code = 2;
-        return;
-      }
-      config->tail_piece_bytes = *tp;
+      set(*b);
+      return true;
+    };
+    if (!size(*session_bytes, "--session-bytes", false,
+              [&](uint64_t b) { config->session_bytes = b; }) ||
+        !size(*max_request, "--max-request", true,
+              [&](uint64_t b) { config->max_request_bytes = b; }) ||
+        !size(*tail_piece, "--tail-piece", false,
+              [&](uint64_t b) { config->tail_piece_bytes = b; })) {
+      return;
     }
     Result<RestoreBenchResult> r = run_restore_bench(*config);
     if (!r.is_ok()) {

@@ -35,15 +35,18 @@ IDLE_FLUSH_S = 2.0  # requests finished (or queued) wait this long for a step to
 class Lookup:
     """A queued request's lookup: ``hit_chunks`` leading chunks are in the store (every rank's
     object of each) and claimed; ``object_bytes`` are the claimed objects' sizes."""
-    __slots__ = ("done", "ready", "hit_chunks", "object_bytes", "claimed", "posted")
+    __slots__ = ("ready", "hit_chunks", "object_bytes", "claimed", "posted")
 
     def __init__(self):
         self.posted = time.monotonic()
-        self.done = False
-        self.ready = threading.Event()  # set with done: the engine thread may wait on it
+        self.ready = threading.Event()  # set once published: the engine thread may wait on it
         self.hit_chunks = 0
         self.object_bytes = []
         self.claimed = False  # add_request + report_hit succeeded
+
+    @property
+    def done(self):
+        return self.ready.is_set()
 
 
 class SchedulerAgent:
@@ -89,8 +92,7 @@ class SchedulerAgent:
         if ranks < 1 or len(keys) % ranks:
             raise ValueError(f"{len(keys)} keys are not whole chunks of {ranks} ranks")
         lk = Lookup()
-        lk.done = not keys  # nothing to look up (a short prompt, or vLLM holds it all): no wait
-        if lk.done:
+        if not keys:  # nothing to look up (a short prompt, or vLLM holds it all): no wait
             lk.ready.set()
         with self._lock:
             self._lookups[rid] = lk
@@ -295,7 +297,6 @@ class SchedulerAgent:
                 if not lk.done:
                     self.lookup_s.append(time.monotonic() - lk.posted)
                 lk.hit_chunks, lk.object_bytes, lk.claimed = hit_chunks, sizes, claimed
-                lk.done = True
                 lk.ready.set()
 
     def _on_new(self, rid, keys, prompt_tokens, max_output_tokens, chunk_tokens, ranks):
