@@ -3,7 +3,11 @@
 // salt, so two runtimes may use the same ids: a collision of the salted ids needs another
 // runtime's secret salt. Translating is arithmetic, not a lookup, so a step of 1,000 ids costs
 // no map probes. Ids go back to the runtime's own in notifications and error messages.
+#include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -47,45 +51,32 @@ struct Salter {
   void operator()(T&) const {}  // no request ids
 };
 
-// The request ids an op names, its first kMaxNamed (an error message names one or two): the
-// cost of translating a message stays bounded whatever the op's lists hold.
-constexpr size_t kMaxNamed = 256;
+// Every request id an op names (salted). Only an error reply collects them.
 std::vector<uint64_t> named_ids(const Op& op) {
   std::vector<uint64_t> out;
-  auto add = [&](uint64_t id) {
-    if (out.size() < kMaxNamed) out.push_back(id);
-  };
-  auto add_all = [&](const std::vector<uint64_t>& ids) {
-    for (uint64_t id : ids) add(id);
-  };
+  auto add_all = [&](const std::vector<uint64_t>& ids) { out.insert(out.end(), ids.begin(), ids.end()); };
   std::visit(
       [&](const auto& m) {
         using T = std::decay_t<decltype(m)>;
-        if constexpr (requires { m.request_id; }) add(m.request_id);
-        if constexpr (std::is_same_v<T, AddRequest>) add(m.request.id);
+        if constexpr (requires { m.request_id; }) out.push_back(m.request_id);
+        if constexpr (std::is_same_v<T, AddRequest>) out.push_back(m.request.id);
         if constexpr (std::is_same_v<T, UpdateOrder>) add_all(m.waiting);
         if constexpr (std::is_same_v<T, IterationStarted>) {
           add_all(m.prefills);
           add_all(m.decoders);
         }
         if constexpr (std::is_same_v<T, Step>) {
-          for (const RequestInfo& r : m.queued) add(r.id);
-          for (const StepFinished& f : m.finished) add(f.request_id);
-          for (const StepPrefill& p : m.prefills) add(p.request_id);
+          for (const RequestInfo& r : m.queued) out.push_back(r.id);
+          for (const StepFinished& f : m.finished) out.push_back(f.request_id);
+          for (const StepPrefill& p : m.prefills) out.push_back(p.request_id);
           add_all(m.decoders);
           add_all(m.waiting);
           add_all(m.admitted);
         }
       },
       op);
+  std::sort(out.begin(), out.end());
   return out;
-}
-
-void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  if (from == to) return;
-  for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) {
-    s.replace(at, from.size(), to);
-  }
 }
 
 }  // namespace
@@ -97,11 +88,32 @@ Op ServiceCore::to_internal_ids(Op op, uint64_t salt) {
 
 Status ServiceCore::to_runtime_ids(const Status& st, const Op& internal, uint64_t salt) {
   if (st.is_ok()) return st;
-  std::string message = st.message();
-  for (uint64_t id : named_ids(internal)) {
-    replace_all(message, std::to_string(id), std::to_string(id ^ salt));
+  // Each whole number in the message that is one of the op's ids goes back to the runtime's own:
+  // a message names one or two, so the cost is the op's size (once, sorted) whatever its lists
+  // hold, and an id anywhere in them is translated.
+  const std::vector<uint64_t> ids = named_ids(internal);
+  const std::string& in = st.message();
+  std::string out;
+  out.reserve(in.size());
+  for (size_t at = 0; at < in.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(in[at]))) {
+      out += in[at++];
+      continue;
+    }
+    size_t end = at;
+    while (end < in.size() && std::isdigit(static_cast<unsigned char>(in[end]))) ++end;
+    const std::string_view number(in.data() + at, end - at);
+    uint64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
+    if (ec == std::errc() && ptr == number.data() + number.size() &&
+        std::binary_search(ids.begin(), ids.end(), v)) {
+      out += std::to_string(v ^ salt);
+    } else {
+      out += number;
+    }
+    at = end;
   }
-  return Status(st.code(), message);
+  return Status(st.code(), out);
 }
 
 }  // namespace tempokv::service

@@ -48,6 +48,27 @@ TEST_F(DaemonTest, StepsDriveARequestThroughItsLifeWithoutWaitingForReplies) {
       << c->last_late_error().to_string();
 }
 
+// Ids reach the adapter salted per runtime: an error puts back the runtime's own id wherever the
+// step lists it (here after the 600 ids it names before), never the salted one.
+TEST_F(DaemonTest, AStepErrorNamesTheRuntimesOwnIdWhereverTheStepListsIt) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  Step s;
+  for (uint64_t id = 1; id <= 300; ++id) {
+    s.queued.push_back(RequestInfo{id, 1024, 0, 0, 8});
+    s.waiting.push_back(id);
+    s.decoders.push_back(id);
+  }
+  s.decoders.push_back(424242);
+  ASSERT_TRUE(c->step(s).is_ok());
+  ASSERT_TRUE(c->heartbeat().is_ok());
+  ASSERT_EQ(c->late_errors(), 1u);
+  EXPECT_EQ(c->last_late_error().code(), StatusCode::kNotFound);
+  EXPECT_NE(c->last_late_error().message().find("request 424242 is not known"),
+            std::string::npos)
+      << c->last_late_error().to_string();
+}
+
 TEST_F(DaemonTest, AnOrderListingRequestsThatEndedLeavesThemOut) {
   auto c = client();
   ASSERT_TRUE(c);
