@@ -57,8 +57,26 @@ void RuntimeAdapter::register_reviser() {
       const Req* r = requests_.find(id);
       if (r && r->phase == Phase::kWaiting) order.push_back(id);
     }
+    revising_ = true;
     (void)update_order(order);
+    revising_ = false;
   });
+}
+
+Duration RuntimeAdapter::horizon_slack(TimePoint now, Duration boundary_in) {
+  if (!revising_) {
+    if (last_update_at_) {
+      gaps_[gap_next_ % gaps_.size()] = now - *last_update_at_;
+      ++gap_next_;
+    }
+    last_update_at_ = now;
+  }
+  if (gap_next_ == 0) return Controller::kMaxHorizonSlack;  // no rhythm known yet
+  Duration longest = boundary_in;
+  for (size_t i = 0; i < std::min(gap_next_, gaps_.size()); ++i) {
+    longest = std::max(longest, gaps_[i]);
+  }
+  return std::clamp(2 * longest, kMinHorizonSlack, Controller::kMaxHorizonSlack);
 }
 
 RuntimeAdapter::RuntimeAdapter(Controller& controller, const CostProfile& profile,
@@ -219,16 +237,29 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   // A claim whose last reported use was already a lower bound still at least a horizon away
   // needs no new one (the controller ages it, and it cannot reach the window before it is
   // revised); so a long queue beyond the horizon costs no controller work per update.
-  const Duration horizon = controller_.ttu_horizon();
+  const Duration horizon =
+      controller_.ttu_horizon(horizon_slack(now, Duration(int64_t(snap.boundary_in_ns))));
   const double deferral_line =
       options_.pressure_deferral * double(estimator_.preemption_line());
   std::vector<uint64_t>* admission_context =
       deferral_line > 0 && !options_.async_loads ? &scratch_admission_context_ : nullptr;
-  std::vector<Duration> ttu = estimator_.estimate(snap, horizon, admission_context);
+  // The chain's claims exactly, wherever they lie: a bound there would pull the deadlines of the
+  // claims before it earlier than their true chain does.
+  size_t exact_through = 0;
+  for (size_t i = 0, left = controller_.chain_span(); i < order.size() && left > 0; ++i) {
+    if (scratch_waiting_[i]->has_claim) {
+      exact_through = i + 1;
+      --left;
+    }
+  }
+  std::vector<Duration> ttu = estimator_.estimate(snap, horizon, admission_context, exact_through);
+  std::vector<uint8_t>& deferred = scratch_deferred_;  // a deferred TTU is a bound wherever
+  deferred.assign(admission_context ? ttu.size() : 0, 0);
   if (admission_context) {
     for (size_t i = 0; i < ttu.size(); ++i) {
       if (double((*admission_context)[i]) > deferral_line) {
         ttu[i] = std::max(ttu[i], kUnknownTtu);
+        deferred[i] = 1;
       }
     }
   }
@@ -238,7 +269,8 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   lower_bound.clear();
   for (size_t i = 0; i < order.size(); ++i) {
     Req& r = *scratch_waiting_[i];
-    const bool bounded = ttu[i] > horizon;
+    const bool bounded =
+        ttu[i] > horizon && (i >= exact_through || (!deferred.empty() && deferred[i]));
     r.last_ttu = bounded ? Duration(-1) : ttu[i];
     if (!r.has_claim) continue;
     if (bounded && r.bound_use_at && horizon < TimePoint::max() - now &&

@@ -18,6 +18,7 @@
 // Threading: the Executor's thread only (the service puts a socket in front of it).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -236,6 +237,15 @@ class RuntimeAdapter : public RuntimeApi {
   bool claim_ended(uint64_t id) const;
   // Lets the controller revise lower-bound TTUs between order updates (Controller::set_reviser).
   void register_reviser();
+  // How far past its commit window the controller's TTU horizon reaches (Controller::ttu_horizon):
+  // until this runtime's next order update with room to spare, twice the longest of the last
+  // gaps between its updates and the running iteration's time left (`boundary_in`), within
+  // [kMinHorizonSlack, Controller::kMaxHorizonSlack]; the maximum before the first gap. Records
+  // this update's gap (not a revision's). A runtime that steps often projects a short horizon, so
+  // its step touches only the claims near their use; a bound that reaches the window between
+  // updates is revised on the controller's request.
+  Duration horizon_slack(TimePoint now, Duration boundary_in);
+  static constexpr Duration kMinHorizonSlack = std::chrono::milliseconds(20);
 
   Controller& controller_;
   // update_order's scratch, kept to allocate nothing per update: the waiting requests' records,
@@ -251,6 +261,7 @@ class RuntimeAdapter : public RuntimeApi {
   std::vector<std::pair<ClaimId, Duration>> scratch_updates_;
   std::vector<uint8_t> scratch_lower_bound_;
   std::vector<uint64_t> scratch_admission_context_;
+  std::vector<uint8_t> scratch_deferred_;
   CostProfile profile_;     // as given
   CostProfile calibrated_;  // profile_ × the scales: what the estimator projects with
   AdapterOptions options_;
@@ -276,6 +287,11 @@ class RuntimeAdapter : public RuntimeApi {
   bool runtime_measures_ = false;
   uint64_t iterations_calibrated_ = 0;
   std::vector<uint64_t> last_order_;  // the last update_order's waiting requests
+  // horizon_slack(): the last gaps between order updates (a ring) and the last update's time.
+  std::array<Duration, 8> gaps_{};
+  size_t gap_next_ = 0;
+  std::optional<TimePoint> last_update_at_;
+  bool revising_ = false;  // update_order is the controller's revision
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // the reviser checks it
 };
 

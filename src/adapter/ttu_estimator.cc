@@ -145,7 +145,8 @@ constexpr Duration kNever = std::chrono::hours(24 * 365);
 }  // namespace
 
 std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Duration horizon,
-                                             std::vector<uint64_t>* admission_context) const {
+                                             std::vector<uint64_t>* admission_context,
+                                             size_t exact_through) const {
   const size_t n_waiting = snap.waiting.size();
   std::vector<Duration> ttu(n_waiting, kNever);
   if (admission_context) admission_context->assign(n_waiting, 0);
@@ -195,7 +196,7 @@ std::vector<Duration> TtuEstimator::estimate(const RuntimeSnapshot& snap, Durati
   Duration t{static_cast<int64_t>(snap.boundary_in_ns)};
   size_t next = 0;
   while (next < n_waiting) {
-    if (t > horizon) {
+    if (t > horizon && next >= exact_through) {
       std::fill(ttu.begin() + static_cast<std::ptrdiff_t>(next), ttu.end(), t);
       break;
     }

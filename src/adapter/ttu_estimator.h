@@ -78,14 +78,18 @@ class TtuEstimator {
   uint64_t preemption_line() const { return preemption_line_; }
 
   // ttu[i] is the TTU of snapshot.waiting[i], measured from the moment the snapshot was taken.
-  // Requests not admitted by the first boundary past `horizon` get that boundary (a lower bound).
+  // Requests not admitted by the first boundary past `horizon` (and past the admission of
+  // waiting[exact_through - 1]) get that boundary (a lower bound).
   // admission_context (optional; the emulated engine's rule, not async loads): for each waiting
   // request admitted in the projection, the summed context of the slots right after its admission
   // (the decoders' and the admitted requests' not yet prefilled, its own prompt included): the
   // batch it will decode in; 0 for one not admitted before the horizon.
+  // exact_through: the projection goes past `horizon` until snapshot.waiting[0, exact_through)
+  // have their exact TTUs (those a controller's chain of deadlines reads, wherever they lie).
   std::vector<Duration> estimate(const RuntimeSnapshot& snapshot,
                                  Duration horizon = Duration::max(),
-                                 std::vector<uint64_t>* admission_context = nullptr) const;
+                                 std::vector<uint64_t>* admission_context = nullptr,
+                                 size_t exact_through = 0) const;
 
  private:
   // Tokens still to generate by a request ahead with `generated` tokens so far.

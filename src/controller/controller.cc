@@ -96,13 +96,18 @@ void Controller::unindex(Rec& r) {
 namespace {
 
 // An index key (by_use_'s and the other use indexes', parked_by_use_'s) may lag the use time by
-// up to an eighth of the key's distance from now, never exceed it: a queue whose projection drifts
-// a little at every update then costs no index change per claim, and the window walk (and the
-// chain's gather) still finds every claim used inside the window. A use that moved earlier than
-// its key is keyed a 64th of its distance early, so that a projection that keeps moving a little
-// earlier (an iteration's jitter moves every use of the queue) keeps its new key too.
+// up to an eighth of the key's distance from now, or kKeyLag, never exceed it: a queue whose
+// projection drifts a little at every update then costs no index change per claim, and the
+// window walk (and the chain's gather) still finds every claim used inside the window. kKeyLag
+// keeps the claims used within a few ms (a batch due at the next iteration boundary, projected
+// a little later at every step) from being re-keyed at every update; a claim there is walked at
+// every pass either way. A use that moved earlier than its key is keyed a 64th of its distance
+// early, so that a projection that keeps moving a little earlier (an iteration's jitter moves
+// every use of the queue) keeps its new key too.
+constexpr Duration kKeyLag = std::chrono::milliseconds(1);
+
 bool key_holds(TimePoint key, TimePoint use, TimePoint now) {
-  return use >= key && (key <= now ? use == key : use - key <= (key - now) / 8);
+  return use >= key && use - key <= std::max(kKeyLag, key > now ? (key - now) / 8 : Duration(0));
 }
 
 TimePoint new_key(TimePoint key, TimePoint use, TimePoint now) {

@@ -123,10 +123,17 @@ class Controller {
   Duration feedback_margin() const { return feedback_.margin(); }
   // How far ahead a TTU can matter now: a planned claim used later than this cannot become
   // eligible before its TTU is revised (twice the policy's TTR window for the largest planned
-  // footprint, plus 5 s, since TTRs move between updates and a request may report a hit later).
-  // Duration::max() for policies that do not look at TTU, or when the window is unknown. A
-  // runtime adapter projects exact TTUs up to here and reports a lower bound beyond.
-  Duration ttu_horizon() const;
+  // footprint, plus `slack`: the time TTRs may move before the runtime's next update, which the
+  // runtime knows best). Duration::max() for policies that do not look at TTU, or when the window
+  // is unknown. A runtime adapter projects exact TTUs up to here and reports a lower bound beyond;
+  // a bound that comes into the window sooner is revised on request (set_reviser).
+  Duration ttu_horizon(Duration slack = kMaxHorizonSlack) const;
+  static constexpr Duration kMaxHorizonSlack = std::chrono::seconds(5);
+  // How many of the claims used soonest the chain of deadlines reads (0 without one): their TTUs
+  // matter wherever they lie, so a runtime adapter projects them exactly past ttu_horizon().
+  size_t chain_span() const {
+    return options_.chain_deadlines && policy_->state_aware() ? options_.chain_length : 0;
+  }
   Result<ClaimInfo> info(ClaimId id) const;
   std::vector<ClaimInfo> claims() const;
   ControllerStats stats() const;

@@ -81,14 +81,13 @@ void Controller::for_each_in_attempt_order(uint32_t rank_limit, Fn&& fn) {
   scratch_ids_ = std::move(ids);
 }
 
-Duration Controller::ttu_horizon() const {
+Duration Controller::ttu_horizon(Duration slack) const {
   if (!options_.ttu_horizon || !policy_->timed()) return Duration::max();
   const uint64_t footprint = planned_footprints_.empty() ? 0 : *planned_footprints_.rbegin();
   std::function<Duration()> ttr_bound = [&] { return provider_.ttr_bound(footprint); };
   std::function<Duration()> static_bound = [&] { return provider_.static_ttr_bound(footprint); };
   const Duration bound =
       policy_->ttr_bound(TtrBoundInput{ttr_bound, static_bound, feedback_.margin()});
-  const Duration slack = std::chrono::seconds(5);
   if (bound >= (Duration::max() - slack) / 2) return Duration::max();
   return 2 * bound + slack;
 }

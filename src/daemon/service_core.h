@@ -192,9 +192,11 @@ class ServiceCore {
   Status owned(const Session& s, uint64_t request_id, const char* op) const;
   // A waiting order without the requests of the runtime that ended (finished or cancelled, as
   // a claim that ended takes its request with it): a runtime's queue may still list them.
-  // Other ids the runtime does not know are an error (NotFound).
-  Result<std::vector<uint64_t>> live_order(const Session& s, std::span<const uint64_t> waiting,
-                                           const char* op) const;
+  // Other ids the runtime does not know are an error (NotFound). Valid until the runtime's next
+  // live_order; an order given again, no request added or ended since, is not looked up again.
+  Result<std::span<const uint64_t>> live_order(const Session& s,
+                                               std::span<const uint64_t> waiting,
+                                               const char* op) const;
   void request_ended(Runtime& rt, uint64_t request_id);
   void end_share(uint64_t request_id);
   // A claim the daemon cannot serve (spans() refused it): cancelled, every session told why.

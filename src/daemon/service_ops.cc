@@ -37,25 +37,34 @@ Status ServiceCore::owned(const Session& s, uint64_t request_id, const char* op)
   return Status::ok();
 }
 
-Result<std::vector<uint64_t>> ServiceCore::live_order(const Session& s,
-                                                      std::span<const uint64_t> waiting,
-                                                      const char* op) const {
-  std::vector<uint64_t> order;
-  order.reserve(waiting.size());
+Result<std::span<const uint64_t>> ServiceCore::live_order(const Session& s,
+                                                          std::span<const uint64_t> waiting,
+                                                          const char* op) const {
+  Runtime& rt = *s.runtime;
+  if (rt.order_changes == rt.requests_changes &&
+      std::equal(waiting.begin(), waiting.end(), rt.order_given.begin(), rt.order_given.end())) {
+    return std::span<const uint64_t>(rt.order_live);
+  }
+  rt.order_changes = UINT64_MAX;  // until every id is checked
+  rt.order_live.clear();
+  rt.order_live.reserve(waiting.size());
   for (uint64_t rid : waiting) {
     // One lookup for a live request: a runtime's requests are its own in owner_ until they end.
-    if (!s.runtime->requests.count(rid)) {
-      if (s.runtime->ended.count(rid)) continue;
+    if (!rt.requests.count(rid)) {
+      if (rt.ended.count(rid)) continue;
       TEMPOKV_RETURN_IF_ERROR(owned(s, rid, op));
     }
-    order.push_back(rid);
+    rt.order_live.push_back(rid);
   }
-  return order;
+  rt.order_given.assign(waiting.begin(), waiting.end());
+  rt.order_changes = rt.requests_changes;
+  return std::span<const uint64_t>(rt.order_live);
 }
 
 void ServiceCore::request_ended(Runtime& rt, uint64_t request_id) {
   constexpr size_t kEndedKept = 65536;  // as many as one order may list
   rt.requests.erase(request_id);
+  ++rt.requests_changes;
   rt.stepping.erase(request_id);
   if (!rt.ended.insert(request_id).second) return;
   rt.ended_order.push_back(request_id);
@@ -77,7 +86,7 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
     return reply(report_hit(s, *m));
   }
   if (const auto* m = std::get_if<UpdateOrder>(&op)) {
-    TEMPOKV_ASSIGN_OR_RETURN(std::vector<uint64_t> order,
+    TEMPOKV_ASSIGN_OR_RETURN(std::span<const uint64_t> order,
                              live_order(s, m->waiting, "update_order"));
     return reply(a.update_order(order, Duration(m->boundary_in_ns)));
   }
@@ -147,6 +156,7 @@ Status ServiceCore::add_request(Session& s, const RequestInfo& request) {
   TEMPOKV_RETURN_IF_ERROR(s.runtime->adapter->add_request(request));
   owner_[request.id] = s.runtime;
   s.runtime->requests.insert(request.id);
+  ++s.runtime->requests_changes;
   return Status::ok();
 }
 

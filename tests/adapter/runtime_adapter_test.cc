@@ -71,7 +71,11 @@ TEST(RuntimeAdapter, FinishedOutputsTrainThePredictor) {
 }
 
 TEST(RuntimeAdapter, OrderUpdateMidIterationProjectsFromItsOwnEstimateOfTheBoundary) {
-  AdapterFixture f;  // one slot, prior output 100 tokens, 10 ms decode steps
+  // Request 2 has no claim: once updates come 5 ms apart, its 30 ms TTU lies past the TTU horizon
+  // (20 ms past the window), where it would get none; this test projects in full.
+  ControllerOptions full;
+  full.ttu_horizon = false;
+  AdapterFixture f(full);  // one slot, prior output 100 tokens, 10 ms decode steps
   f.profile.prefill_a_s = 0.020;  // a 20 ms prefill
   f.adapter = RuntimeAdapter::create(*f.controller, f.profile, {.max_active = 1}).value();
   ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 4}).is_ok());  // limit 4 tokens
@@ -94,6 +98,56 @@ TEST(RuntimeAdapter, OrderUpdateMidIterationProjectsFromItsOwnEstimateOfTheBound
   EXPECT_DOUBLE_EQ(f.adapter->cost_scale(), 1.0);  // the prefill took what the profile said
   EXPECT_EQ(f.adapter->iteration_started(std::vector<uint64_t>{2}, {}).code(),
             StatusCode::kFailedPrecondition);
+}
+
+// The TTU horizon follows the runtime's rhythm (RuntimeAdapter::horizon_slack): before a gap
+// between order updates is known it reaches 5 s past the commit window; with updates 10 ms apart,
+// 20 ms. Beyond it a claim's TTU is a lower bound (no last_ttu) and a request without a claim has
+// none, except that the first chain_span() claims of the order are projected exactly wherever
+// they lie. One slot: each waiting request is admitted ~1 s (100 steps of 10 ms) after the one
+// before it.
+TEST(RuntimeAdapter, TheTtuHorizonFollowsTheRuntimesRhythmAndKeepsTheChainExact) {
+  ControllerOptions full;
+  full.ttu_horizon = false;
+  AdapterFixture f, reference(full);
+  std::vector<uint64_t> waiting{2, 3, 4, 5, 6, 7, 8};
+  for (AdapterFixture* a : {&f, &reference}) {
+    ASSERT_TRUE(a->adapter->add_request({1, 1000, 0, 0, 400}).is_ok());
+    ASSERT_TRUE(a->adapter->admitted(1).is_ok());
+    ASSERT_TRUE(a->adapter->prefill_done(1).is_ok());
+    for (uint64_t id : waiting) {
+      const bool hit = id != 8;  // request 8 has no claim
+      ASSERT_TRUE(a->adapter->add_request({id, 1000, hit ? 256u : 0u, hit ? testing::kObj : 0, 400})
+                      .is_ok());
+      if (hit) ASSERT_TRUE(a->adapter->report_hit(id, claim_of(id, {id}).objects).is_ok());
+    }
+  }
+  std::vector<uint64_t> decoders{1};
+  auto step = [&](AdapterFixture& a, uint32_t n) {
+    ASSERT_TRUE(a.adapter->iteration_started({}, decoders).is_ok());
+    ASSERT_TRUE(a.adapter->update_order(waiting).is_ok());
+    a.stack.ex.run_for(milliseconds(10));
+    ASSERT_TRUE(a.adapter->tokens_generated(1, n).is_ok());
+  };
+  step(f, 2);
+  step(reference, 2);
+  // No rhythm yet: 5 s past the window, so requests 2-6 (admitted at about 1-5 s) are exact.
+  for (uint64_t id : {2, 3, 4, 5, 6}) {
+    EXPECT_EQ(f.adapter->last_ttu(id).value(), reference.adapter->last_ttu(id).value()) << id;
+  }
+  for (uint32_t n = 3; n < 8; ++n) {
+    step(f, n);
+    step(reference, n);
+  }
+  // Updates 10 ms apart: the horizon is 20 ms past the window. Requests 2-5 hold the chain's
+  // four claims: exact. Requests 6 and 7 (claims) and 8 (none): bounds only.
+  for (uint64_t id : {2, 3, 4, 5}) {
+    EXPECT_EQ(f.adapter->last_ttu(id).value(), reference.adapter->last_ttu(id).value()) << id;
+  }
+  for (uint64_t id : {6, 7, 8}) {
+    EXPECT_FALSE(f.adapter->last_ttu(id).is_ok()) << id;
+    EXPECT_TRUE(reference.adapter->last_ttu(id).is_ok()) << id;
+  }
 }
 
 TEST(RuntimeAdapter, MeasuredIterationsCalibrateTheCostsItProjectsWith) {

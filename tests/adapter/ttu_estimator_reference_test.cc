@@ -202,6 +202,16 @@ TEST(TtuEstimator, AggregatedProjectionEqualsTheSlotBySlotOneAndTheHorizonOnlyBo
         EXPECT_LE(bounded[i], expected[i]) << "request " << i;
       }
     }
+    // Past the horizon until the first exact_through requests have theirs exactly.
+    const size_t exact_through = pick(snap.waiting.size() + 1);
+    const std::vector<Duration> reaching = est.estimate(snap, horizon, nullptr, exact_through);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      if (i < exact_through || reaching[i] <= horizon) {
+        EXPECT_EQ(reaching[i], expected[i]) << "request " << i << " of " << exact_through;
+      } else {
+        EXPECT_LE(reaching[i], expected[i]) << "request " << i;
+      }
+    }
   }
 }
 

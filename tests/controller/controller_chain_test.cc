@@ -57,6 +57,37 @@ TEST(ControllerChain, ClaimsUsedAtOneInstantAreReadOneAfterAnotherAndAllAreOnTim
               4 * 0.125 * 0.375, 1e-9);
 }
 
+// A claim whose TTU is only a lower bound (reported beyond its runtime's horizon) is no member of
+// the chain: by its bound it would be used with claims 1-3 and make each start a pair earlier.
+TEST(ControllerChain, AClaimProjectedOnlyToALowerBoundIsNoMember) {
+  Fixture f("tempokv", SimStackOptions{.max_reads_in_flight = 2}, chained(true));
+  const TimePoint t0 = f.controller->now();
+  // Claims 1-3 used at 1 s; claim 4 at 5 s, first projected only to a bound of 1 s.
+  auto update = [&](bool bound) {
+    const Duration at = f.controller->now() - t0;
+    std::vector<std::pair<ClaimId, Duration>> ttus;
+    for (ClaimId id = 1; id <= 3; ++id) ttus.emplace_back(id, milliseconds(1000) - at);
+    ttus.emplace_back(4, (bound ? milliseconds(1000) : milliseconds(5000)) - at);
+    const ClaimId order[] = {1, 2, 3, 4};
+    const uint8_t flags[] = {0, 0, 0, static_cast<uint8_t>(bound ? 1 : 0)};
+    ASSERT_TRUE(f.controller->update(ttus, order, 0, flags).is_ok());
+  };
+  f.controller->set_reviser(0, [&] { update(false); });
+  for (ClaimId id = 1; id <= 4; ++id) {
+    ASSERT_TRUE(
+        f.controller->report(id, manifest({2 * id - 1, 2 * id}), std::chrono::hours(1)).is_ok());
+  }
+  update(true);
+  f.run_to(milliseconds(1500));
+  // Claim 3 starts its pair at 875, claim 2 at 750, claim 1 at 625 (at 500 with claim 4 a member).
+  for (ClaimId id = 1; id <= 3; ++id) {
+    EXPECT_EQ(f.since(f.info(id).timeline.committed),
+              milliseconds(625) + (id - 1) * milliseconds(125))
+        << id;
+  }
+  EXPECT_EQ(f.info(4).state, ClaimState::kPlanned);  // its exact use is 5 s away
+}
+
 TEST(ControllerChain, AClaimWithNothingToReadIsNotMadeEarly) {
   // Objects 1-2 are resident (a claim used at once staged them and was released). Claim 2 (all
   // resident) and claim 3 (objects 3-4) are used at 1 s: claim 3 starts its pair at 875, and

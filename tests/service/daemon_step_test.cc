@@ -91,6 +91,39 @@ TEST_F(DaemonTest, AnOrderListingRequestsThatEndedLeavesThemOut) {
   EXPECT_EQ(c->update_order(std::vector<uint64_t>{4, 99}).code(), StatusCode::kNotFound);
 }
 
+// A step that repeats the last one's order and decoders is not checked again (service_step.cc)
+// while no request was added or ended: one that ends between two equal steps is left out of the
+// order the second time, and a decoder that finished is refused.
+TEST_F(DaemonTest, AStepRepeatingTheLastOnesListsSeesTheRequestsThatEndedBetween) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  Step first{.queued = {RequestInfo{1, 1024, 0, 0, 8}, RequestInfo{2, 1024, 0, 0, 8},
+                        RequestInfo{3, 1024, 0, 0, 8}, RequestInfo{4, 1024, 0, 0, 8}},
+             .prefills = {{4, 1024}},
+             .waiting = {1, 2, 3}};
+  ASSERT_TRUE(c->step(first).is_ok());
+  const Step again{.decoders = {4}, .waiting = {1, 2, 3}};
+  ASSERT_TRUE(c->step(again).is_ok());
+  ASSERT_TRUE(c->step(again).is_ok());
+  ASSERT_TRUE(c->heartbeat().is_ok());
+  ASSERT_EQ(c->late_errors(), 0u) << c->last_late_error().to_string();
+  EXPECT_EQ(runtime_stat(*c, "adapter_waiting_requests"), 3);
+  ASSERT_TRUE(c->finished(2, 0).is_ok());  // aborted while queued
+  ASSERT_TRUE(c->step(again).is_ok());
+  ASSERT_TRUE(c->heartbeat().is_ok());
+  ASSERT_EQ(c->late_errors(), 0u) << c->last_late_error().to_string();
+  EXPECT_EQ(runtime_stat(*c, "adapter_waiting_requests"), 2);
+  const Step decoding{.decoders = {4}, .waiting = {1, 3}};
+  ASSERT_TRUE(c->step(decoding).is_ok());
+  ASSERT_TRUE(c->finished(4, 3).is_ok());
+  ASSERT_TRUE(c->step(decoding).is_ok());
+  ASSERT_TRUE(c->heartbeat().is_ok());
+  ASSERT_EQ(c->late_errors(), 1u);
+  EXPECT_NE(c->last_late_error().message().find("step: request 4 is not known"),
+            std::string::npos)
+      << c->last_late_error().to_string();
+}
+
 TEST_F(DaemonTest, ARuntimesMeasuredStepTimesCalibrateItsAdapterAndArrivalTimesDoNot) {
   auto c = client();
   ASSERT_TRUE(c);
