@@ -71,7 +71,7 @@ Duration RuntimeAdapter::horizon_slack(TimePoint now, Duration boundary_in) {
     }
     last_update_at_ = now;
   }
-  if (gap_next_ == 0) return Controller::kMaxHorizonSlack;  // no rhythm known yet
+  if (!options_.rhythm_horizon || gap_next_ == 0) return Controller::kMaxHorizonSlack;
   Duration longest = boundary_in;
   for (size_t i = 0; i < std::min(gap_next_, gaps_.size()); ++i) {
     longest = std::max(longest, gaps_[i]);
@@ -243,10 +243,11 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
       options_.pressure_deferral * double(estimator_.preemption_line());
   std::vector<uint64_t>* admission_context =
       deferral_line > 0 && !options_.async_loads ? &scratch_admission_context_ : nullptr;
-  // The chain's claims exactly, wherever they lie: a bound there would pull the deadlines of the
-  // claims before it earlier than their true chain does.
+  // With the rhythm's short horizon, the chain's claims exactly, wherever they lie: a bound there
+  // would pull the deadlines of the claims before it earlier than their true chain does.
   size_t exact_through = 0;
-  for (size_t i = 0, left = controller_.chain_span(); i < order.size() && left > 0; ++i) {
+  for (size_t i = 0, left = options_.rhythm_horizon ? controller_.chain_span() : 0;
+       i < order.size() && left > 0; ++i) {
     if (scratch_waiting_[i]->has_claim) {
       exact_through = i + 1;
       --left;

@@ -39,6 +39,15 @@ struct AdapterOptions {
   uint32_t max_active = 4;           // the runtime's slot limit (active sequences)
   uint32_t predictor_window = 256;   // completed outputs remembered for the output predictor
   uint32_t prior_output_tokens = 128;  // expected output length before any completion
+  // The TTU horizon's slack past the commit window (Controller::ttu_horizon): on, the runtime's
+  // rhythm (horizon_slack(): twice its recent gap between order updates, 20 ms to 5 s), so a step
+  // projects and updates only the claims near their use; off, always 5 s. On, the step costs
+  // 0.65x back to back and 0.74x every 10 ms (docs/step-cost.md), and claims crossing the horizon
+  // between updates are revised mid-iteration, which moves simulated results by up to 2 % (fig4,
+  // seeds 101-110): off until the published figures are regenerated with it. On, the first
+  // chain_span() claims of the order are projected exactly wherever they lie; the controller's
+  // chain should then skip bounds (ControllerOptions::chain_skips_bounds).
+  bool rhythm_horizon = false;
   // Which runtime this adapter speaks for when several (data-parallel engines) share one
   // controller: its waiting order is kept and ranked apart from the others'.
   uint32_t runtime_id = 0;

@@ -33,10 +33,9 @@ TimePoint Controller::chain_deadlines(StagingProvider::TtrBoundWalk& bounds) {
       }
       Rec& r = claims_.at(id);
       if (r.info.state != ClaimState::kPlanned || r.info.ordinary_only) continue;
-      // A claim projected only to a lower bound (beyond its runtime's horizon) is no member: a
-      // bound would pull the deadlines before it earlier than its true use does. It still ends
-      // the gather as a member would (its true use is later still).
-      if (!r.ttu_bound) chain_.push_back({r.use_at, id, &r});
+      // ControllerOptions::chain_skips_bounds: a claim projected only to a lower bound is no
+      // member, but it still ends the gather as a member would (its true use is later still).
+      if (!(r.ttu_bound && options_.chain_skips_bounds)) chain_.push_back({r.use_at, id, &r});
       const std::pair<TimePoint, ClaimId> use{r.use_at, id};
       soonest_.insert(std::upper_bound(soonest_.begin(), soonest_.end(), use), use);
       if (soonest_.size() > length) soonest_.pop_back();

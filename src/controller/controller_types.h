@@ -50,6 +50,11 @@ struct ControllerOptions {
   // then: a longer chain made the first claims ready several reads before they were needed
   // (on vLLM: C 0.55 × Immediate's at 100 % with 8, no TTFT gained).
   uint32_t chain_length = 4;
+  // A claim whose TTU is only a lower bound (beyond its runtime's TTU horizon) is no member of the
+  // chain: by the bound it would pull the deadlines before it earlier than its true use does.
+  // Needed with a short horizon (AdapterOptions::rhythm_horizon, which sets it in tempokvd); off,
+  // a bound counts as a use (5 s away or more under the default horizon, where it rarely counts).
+  bool chain_skips_bounds = false;
   ErrorFeedbackOptions feedback;
   Status validate() const;
 };

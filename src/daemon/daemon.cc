@@ -92,6 +92,7 @@ Result<CoreOptions> core_options(const DaemonConfig& c, const std::string& profi
   o.feedback_quantile = c.controller.feedback_quantile;
   o.max_active = c.controller.max_active;
   o.prior_output_tokens = c.controller.prior_output_tokens;
+  o.rhythm_horizon = c.controller.rhythm_horizon;
   o.heartbeat_timeout = std::chrono::milliseconds(c.server.heartbeat_timeout_ms);
   o.server_name = "tempokvd 0.1.0";
   std::string profile = c.controller.profile;

@@ -144,6 +144,10 @@ const Field kFields[] = {
     {"controller", "prior_output_tokens", FieldType::kInteger,
      TEMPOKV_FIELD_REF(controller.prior_output_tokens),
      "Output length assumed for a request before one is predicted."},
+    {"controller", "rhythm_horizon", FieldType::kBool, TEMPOKV_FIELD_REF(controller.rhythm_horizon),
+     "Project exact TTUs only as far ahead as the runtime's next updates can matter (twice the "
+     "gap between them past the commit window), not 5 s past it: a cheaper step "
+     "(docs/step-cost.md)."},
 
     {"remote", "seeds", FieldType::kStrings, TEMPOKV_FIELD_REF(remote.seeds),
      "HOST:PORT of Redis Cluster nodes the slot map is asked of (docs/cluster.md); [] (the "

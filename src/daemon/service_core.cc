@@ -128,6 +128,7 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   ControllerOptions co;
   co.tick = options.tick;
   co.feedback.quantile = options.feedback_quantile;
+  co.chain_skips_bounds = options.rhythm_horizon;  // bounds come near with its short horizon
   TEMPOKV_ASSIGN_OR_RETURN(c->controller_,
                            make_controller(executor, *c->provider_, options.policy, co));
   TEMPOKV_RETURN_IF_ERROR(make_shared_dir(options.write_dir, options.shared_group));
@@ -169,6 +170,7 @@ Result<HelloResult> ServiceCore::open_session(uint64_t session, const Hello& hel
     AdapterOptions ao;
     ao.max_active = hello.max_active != 0 ? hello.max_active : options_.max_active;
     ao.prior_output_tokens = options_.prior_output_tokens;
+    ao.rhythm_horizon = options_.rhythm_horizon;
     ao.token_budget = hello.token_budget;
     ao.async_loads = hello.async_loads;
     ao.wait_order_statistics = projects_order_statistics(options_.policy);

@@ -71,11 +71,7 @@ TEST(RuntimeAdapter, FinishedOutputsTrainThePredictor) {
 }
 
 TEST(RuntimeAdapter, OrderUpdateMidIterationProjectsFromItsOwnEstimateOfTheBoundary) {
-  // Request 2 has no claim: once updates come 5 ms apart, its 30 ms TTU lies past the TTU horizon
-  // (20 ms past the window), where it would get none; this test projects in full.
-  ControllerOptions full;
-  full.ttu_horizon = false;
-  AdapterFixture f(full);  // one slot, prior output 100 tokens, 10 ms decode steps
+  AdapterFixture f;  // one slot, prior output 100 tokens, 10 ms decode steps
   f.profile.prefill_a_s = 0.020;  // a 20 ms prefill
   f.adapter = RuntimeAdapter::create(*f.controller, f.profile, {.max_active = 1}).value();
   ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 4}).is_ok());  // limit 4 tokens
@@ -100,7 +96,8 @@ TEST(RuntimeAdapter, OrderUpdateMidIterationProjectsFromItsOwnEstimateOfTheBound
             StatusCode::kFailedPrecondition);
 }
 
-// The TTU horizon follows the runtime's rhythm (RuntimeAdapter::horizon_slack): before a gap
+// AdapterOptions::rhythm_horizon: the TTU horizon follows the runtime's rhythm
+// (RuntimeAdapter::horizon_slack): before a gap
 // between order updates is known it reaches 5 s past the commit window; with updates 10 ms apart,
 // 20 ms. Beyond it a claim's TTU is a lower bound (no last_ttu) and a request without a claim has
 // none, except that the first chain_span() claims of the order are projected exactly wherever
@@ -110,6 +107,10 @@ TEST(RuntimeAdapter, TheTtuHorizonFollowsTheRuntimesRhythmAndKeepsTheChainExact)
   ControllerOptions full;
   full.ttu_horizon = false;
   AdapterFixture f, reference(full);
+  f.adapter = RuntimeAdapter::create(*f.controller, f.profile,
+                                     {.max_active = 1, .prior_output_tokens = 100,
+                                      .rhythm_horizon = true})
+                  .value();
   std::vector<uint64_t> waiting{2, 3, 4, 5, 6, 7, 8};
   for (AdapterFixture* a : {&f, &reference}) {
     ASSERT_TRUE(a->adapter->add_request({1, 1000, 0, 0, 400}).is_ok());

@@ -57,10 +57,13 @@ TEST(ControllerChain, ClaimsUsedAtOneInstantAreReadOneAfterAnotherAndAllAreOnTim
               4 * 0.125 * 0.375, 1e-9);
 }
 
-// A claim whose TTU is only a lower bound (reported beyond its runtime's horizon) is no member of
-// the chain: by its bound it would be used with claims 1-3 and make each start a pair earlier.
+// ControllerOptions::chain_skips_bounds: a claim whose TTU is only a lower bound (reported beyond
+// its runtime's horizon) is no member of the chain: by its bound it would be used with claims 1-3
+// and make each start a pair earlier.
 TEST(ControllerChain, AClaimProjectedOnlyToALowerBoundIsNoMember) {
-  Fixture f("tempokv", SimStackOptions{.max_reads_in_flight = 2}, chained(true));
+  ControllerOptions co = chained(true);
+  co.chain_skips_bounds = true;
+  Fixture f("tempokv", SimStackOptions{.max_reads_in_flight = 2}, co);
   const TimePoint t0 = f.controller->now();
   // Claims 1-3 used at 1 s; claim 4 at 5 s, first projected only to a bound of 1 s.
   auto update = [&](bool bound) {
