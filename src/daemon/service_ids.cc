@@ -54,7 +54,9 @@ struct Salter {
 // Every request id an op names (salted). Only an error reply collects them.
 std::vector<uint64_t> named_ids(const Op& op) {
   std::vector<uint64_t> out;
-  auto add_all = [&](const std::vector<uint64_t>& ids) { out.insert(out.end(), ids.begin(), ids.end()); };
+  auto add_all = [&](const std::vector<uint64_t>& ids) {
+    out.insert(out.end(), ids.begin(), ids.end());
+  };
   std::visit(
       [&](const auto& m) {
         using T = std::decay_t<decltype(m)>;
