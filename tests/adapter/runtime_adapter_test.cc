@@ -120,7 +120,9 @@ TEST(RuntimeAdapter, TheTtuHorizonFollowsTheRuntimesRhythmAndKeepsTheChainExact)
       const bool hit = id != 8;  // request 8 has no claim
       ASSERT_TRUE(a->adapter->add_request({id, 1000, hit ? 256u : 0u, hit ? testing::kObj : 0, 400})
                       .is_ok());
-      if (hit) ASSERT_TRUE(a->adapter->report_hit(id, claim_of(id, {id}).objects).is_ok());
+      if (hit) {
+        ASSERT_TRUE(a->adapter->report_hit(id, claim_of(id, {id}).objects).is_ok());
+      }
     }
   }
   std::vector<uint64_t> decoders{1};
