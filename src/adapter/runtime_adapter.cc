@@ -196,9 +196,8 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
   }
   snap.waiting.reserve(waiting.size());
   std::vector<uint64_t>& order = scratch_order_;  // `waiting` without requests admitted before
-  if (order_changes_ != requests_changes_ ||
-      !std::equal(waiting.begin(), waiting.end(), order_given_.begin(), order_given_.end())) {
-    order_changes_ = UINT64_MAX;  // until every request is found
+  if (!order_checked_.holds(waiting, requests_changes_)) {
+    order_checked_.forget();  // until every request is found
     order.clear();
     order.reserve(waiting.size());
     scratch_waiting_.clear();
@@ -210,8 +209,7 @@ Status RuntimeAdapter::update_order(std::span<const uint64_t> waiting, Duration)
       order.push_back(id);
       scratch_waiting_.push_back(r);
     }
-    order_given_.assign(waiting.begin(), waiting.end());
-    order_changes_ = requests_changes_;
+    order_checked_.checked(waiting, requests_changes_);
   }
   for (const Req* r : scratch_waiting_) {
     const uint64_t id = r->info.id;

@@ -28,6 +28,7 @@
 #include "adapter/cost_profile.h"
 #include "adapter/output_predictor.h"
 #include "adapter/ttu_estimator.h"
+#include "common/checked_ids.h"
 #include "common/flat_id_map.h"
 #include "controller/controller.h"
 #include "tempokv/runtime_api.h"
@@ -259,14 +260,14 @@ class RuntimeAdapter : public RuntimeApi {
   Controller& controller_;
   // update_order's scratch, kept to allocate nothing per update: the waiting requests' records,
   // the snapshot, the order without requests admitted before, the controller's updates. The
-  // first two are those of the order last given (order_given_) and stand while no request has
-  // been added, erased or admitted since (requests_changes_ was order_changes_): the next update
+  // first two are those of the order last checked (order_checked_) and stand while no request
+  // has been added, erased or admitted since (requests_changes_ counts those): the next update
   // of the same order looks up none of its requests.
   std::vector<Req*> scratch_waiting_;
   RuntimeSnapshot snap_;
   std::vector<uint64_t> scratch_order_;
-  std::vector<uint64_t> order_given_;
-  uint64_t requests_changes_ = 0, order_changes_ = UINT64_MAX;
+  CheckedIds order_checked_;
+  uint64_t requests_changes_ = 0;
   std::vector<std::pair<ClaimId, Duration>> scratch_updates_;
   std::vector<uint8_t> scratch_lower_bound_;
   std::vector<uint64_t> scratch_admission_context_;

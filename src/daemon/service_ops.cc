@@ -41,11 +41,10 @@ Result<std::span<const uint64_t>> ServiceCore::live_order(const Session& s,
                                                           std::span<const uint64_t> waiting,
                                                           const char* op) const {
   Runtime& rt = *s.runtime;
-  if (rt.order_changes == rt.requests_changes &&
-      std::equal(waiting.begin(), waiting.end(), rt.order_given.begin(), rt.order_given.end())) {
+  if (rt.order_checked.holds(waiting, rt.requests_changes)) {
     return std::span<const uint64_t>(rt.order_live);
   }
-  rt.order_changes = UINT64_MAX;  // until every id is checked
+  rt.order_checked.forget();  // until every id is checked
   rt.order_live.clear();
   rt.order_live.reserve(waiting.size());
   for (uint64_t rid : waiting) {
@@ -56,8 +55,7 @@ Result<std::span<const uint64_t>> ServiceCore::live_order(const Session& s,
     }
     rt.order_live.push_back(rid);
   }
-  rt.order_given.assign(waiting.begin(), waiting.end());
-  rt.order_changes = rt.requests_changes;
+  rt.order_checked.checked(waiting, rt.requests_changes);
   return std::span<const uint64_t>(rt.order_live);
 }
 

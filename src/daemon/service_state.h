@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/checked_ids.h"
 #include "daemon/service_core.h"
 
 namespace tempokv::service {
@@ -33,12 +34,12 @@ struct ServiceCore::Runtime {
   // the iteration the last step started.
   std::unordered_map<uint64_t, uint32_t> stepping;
   std::vector<uint64_t> step_prefills, step_decoders;
-  // live_order()'s last answer: the order given and the live part of it, which stand while no
-  // request was added or ended since (requests_changes was order_changes).
-  std::vector<uint64_t> order_given, order_live;
-  uint64_t requests_changes = 0, order_changes = UINT64_MAX;
-  // step_decoders were each found the runtime's when requests_changes was this (service_step.cc).
-  uint64_t decoders_checked = UINT64_MAX;
+  // Requests added or ended so far (CheckedIds' counter for the two lists below).
+  uint64_t requests_changes = 0;
+  // live_order()'s last order given and its live part, which stand while no request was added
+  // or ended since; the last step's decoders, each found the runtime's (service_step.cc).
+  CheckedIds order_checked, decoders_checked;
+  std::vector<uint64_t> order_live;
   // Its write region, made at its first reserve_write (service_writes.cc); puts in flight hold
   // it too, so it outlives the runtime until they are done.
   std::shared_ptr<WriteRegion> writes;

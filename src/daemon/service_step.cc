@@ -55,7 +55,6 @@ Status ServiceCore::step(Session& s, const Step& m) {
     if (it == rt.stepping.end()) continue;
     TEMPOKV_RETURN_IF_ERROR(a.tokens_generated(id, ++it->second));
   }
-  const bool same_decoders = m.decoders == rt.step_decoders;
   rt.step_prefills.clear();
   rt.step_decoders.clear();
   for (const RequestInfo& r : m.queued) TEMPOKV_RETURN_IF_ERROR(add_request(s, r));
@@ -79,10 +78,10 @@ Status ServiceCore::step(Session& s, const Step& m) {
   }
   // The last step's decoders again, no request added or ended since they were checked: each is
   // still the runtime's.
-  if (!same_decoders || rt.decoders_checked != rt.requests_changes) {
-    rt.decoders_checked = UINT64_MAX;
+  if (!rt.decoders_checked.holds(m.decoders, rt.requests_changes)) {
+    rt.decoders_checked.forget();
     for (uint64_t id : m.decoders) TEMPOKV_RETURN_IF_ERROR(owned(s, id, "step"));
-    rt.decoders_checked = rt.requests_changes;
+    rt.decoders_checked.checked(m.decoders, rt.requests_changes);
   }
   TEMPOKV_ASSIGN_OR_RETURN(std::span<const uint64_t> waiting, live_order(s, m.waiting, "step"));
   TEMPOKV_RETURN_IF_ERROR(a.iteration_started(prefills, chunks, m.decoders));

@@ -76,6 +76,7 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(const EngineContext
     ao.predictor_window = options.predictor_window;
     ao.runtime_id = options.engine_id;  // engines sharing the controller keep separate orders
     ao.wait_order_statistics = options.wait_order_statistics;
+    ao.rhythm_horizon = options.rhythm_horizon;
     TEMPOKV_ASSIGN_OR_RETURN(e->adapter_,
                              RuntimeAdapter::create(
                                  *c.controller, profile.scaled(1 + options.estimator_bias)

@@ -152,6 +152,7 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
   co.error_feedback = config.error_feedback;
   if (config.feedback_quantile) co.feedback.quantile = *config.feedback_quantile;
   if (config.ttu_horizon) co.ttu_horizon = *config.ttu_horizon;
+  co.chain_skips_bounds = config.rhythm_horizon;
   TEMPOKV_ASSIGN_OR_RETURN(
       s->controller_,
       make_controller(ex, *s->provider_, config.baseline() ? "demand" : config.policy, co));
@@ -181,6 +182,7 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
     eo.estimator_error = config.estimator_error;
     eo.truth = config.truth;
     eo.wait_order_statistics = config.wait_order_statistics;
+    eo.rhythm_horizon = config.rhythm_horizon;
     EngineContext c{&ex,
                     config.lookup_store ? config.lookup_store : &storage.store(),
                     s->provider_.get(),

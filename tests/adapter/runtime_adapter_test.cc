@@ -207,11 +207,13 @@ TEST(RuntimeAdapter, AReportedPreemptionIsCostedAndSetsThePreemptionLine) {
 // slots whose summed context passes pressure_deferral × the line is reported with no near use, so
 // TempoKV leaves it to its retrieval request; off, it commits at once (its use, the boundary 110
 // ms away, is nearer than its 125 ms read).
+// With rhythm_horizon too: the claim is the order's first, projected exactly wherever it lies,
+// but a deferred use stays a bound.
 TEST(RuntimeAdapter, UnderPressureAClaimIsLeftToItsRetrievalRequest) {
-  for (double deferral : {0.0, 0.7}) {
+  for (auto [deferral, rhythm] : {std::pair{0.0, false}, {0.7, false}, {0.0, true}, {0.7, true}}) {
     AdapterFixture f;  // 10 ms decode steps, prior output 100 tokens
     f.profile.prefill_b_s_per_token = 0.0001;
-    AdapterOptions o{.max_active = 2, .prior_output_tokens = 100};
+    AdapterOptions o{.max_active = 2, .prior_output_tokens = 100, .rhythm_horizon = rhythm};
     o.pressure_deferral = deferral;
     f.adapter = RuntimeAdapter::create(*f.controller, f.profile, o).value();
     ASSERT_TRUE(f.adapter->add_request({1, 999, 0, 0, 400}).is_ok());
@@ -227,8 +229,9 @@ TEST(RuntimeAdapter, UnderPressureAClaimIsLeftToItsRetrievalRequest) {
     f.stack.ex.run_for(milliseconds(50));
     // Admitted at the boundary beside request 1: 1002 + 1000 tokens, above 0.7 × 999.
     const auto committed = f.controller->info(2).value().timeline.committed;
-    EXPECT_EQ(committed.has_value(), deferral == 0) << "pressure_deferral " << deferral;
-    EXPECT_EQ(f.adapter->last_ttu(2).is_ok(), deferral == 0);
+    EXPECT_EQ(committed.has_value(), deferral == 0)
+        << "pressure_deferral " << deferral << ", rhythm " << rhythm;
+    EXPECT_EQ(f.adapter->last_ttu(2).is_ok(), deferral == 0) << "rhythm " << rhythm;
   }
   AdapterFixture f;
   AdapterOptions bad;
