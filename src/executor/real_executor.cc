@@ -64,6 +64,11 @@ TimerHandle RealExecutor::at(TimePoint t, Task fn) {
 }
 
 void RealExecutor::arm_timerfd() {
+  // Already armed for the earliest deadline (or disarmed with none): a timerfd_settime per loop
+  // turn and per timer was most of the loop's own system time.
+  std::optional<TimePoint> want;
+  if (!timers_.empty()) want = timers_.top().when;
+  if (want == armed_for_) return;
   itimerspec spec{};
   if (!timers_.empty()) {
     Duration wait = timers_.top().when - now();
@@ -72,6 +77,7 @@ void RealExecutor::arm_timerfd() {
     spec.it_value.tv_nsec = static_cast<long>(wait.count() % 1'000'000'000);
   }
   if (timerfd_settime(timer_fd_, 0, &spec, nullptr) != 0) die("timerfd_settime");
+  armed_for_ = want;
 }
 
 void RealExecutor::drain_posted() {
@@ -185,6 +191,7 @@ bool RealExecutor::run_until(const std::function<bool()>& pred) {
         [[maybe_unused]] ssize_t r = read(event_fd_, &count, sizeof count);
       } else if (events[i].data.u64 == kTimerToken) {
         [[maybe_unused]] ssize_t r = read(timer_fd_, &count, sizeof count);
+        armed_for_.reset();  // it expired: a one-shot timerfd is disarmed
       }
     }
     // Returning before run_due_timers() leaves the timers that are due to the next run: the

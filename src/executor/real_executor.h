@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <thread>
 #include <unordered_map>
@@ -90,6 +91,7 @@ class RealExecutor final : public Executor {
   int epoll_fd_ = -1;
   int event_fd_ = -1;
   int timer_fd_ = -1;
+  std::optional<TimePoint> armed_for_;  // the deadline timer_fd_ is armed for; none: disarmed
   std::mutex mu_;  // guards posted_
   std::vector<Task> posted_;
   std::priority_queue<Timer, std::vector<Timer>, Later> timers_;  // loop thread only
