@@ -41,7 +41,8 @@ bool recv_frame(void* socket, zmq_msg_t* msg) {
 
 }  // namespace
 
-Result<std::unique_ptr<Server>> Server::start(RealExecutor& executor, const ServerOptions& options) {
+Result<std::unique_ptr<Server>> Server::start(RealExecutor& executor,
+                                              const ServerOptions& options) {
   std::unique_ptr<Server> s(new Server(executor, options));
   s->context_ = zmq_ctx_new();
   if (!s->context_) return zmq_error("zmq_ctx_new");
@@ -153,8 +154,8 @@ void Server::read_messages() {
     size_t more_len = sizeof(more);
     zmq_getsockopt(router_, ZMQ_RCVMORE, &more, &more_len);
     Inbox& inbox = inboxes_[identity];
-    const bool full = inbox.messages.size() >= options_.max_queued_messages ||
-                      inbox.bytes >= kMaxQueuedBytes;
+    const bool full =
+        inbox.messages.size() >= options_.max_queued_messages || inbox.bytes >= kMaxQueuedBytes;
     while (more) {
       if (!recv_frame(router_, &frame)) break;
       ++frames;
@@ -310,11 +311,11 @@ void Server::open_session(const std::string& identity, const Request& r, int fd)
   if (!v) {
     ++stats_.bad_messages;
     ++stats_.hellos_refused;
-    return reply_error(identity, r.id,
-                       Status::invalid_argument(
-                           "hello: no common protocol version (this server speaks " +
-                           std::to_string(kMinProtocolVersion) + ".." +
-                           std::to_string(kProtocolVersion) + ")"));
+    return reply_error(
+        identity, r.id,
+        Status::invalid_argument("hello: no common protocol version (this server speaks " +
+                                 std::to_string(kMinProtocolVersion) + ".." +
+                                 std::to_string(kProtocolVersion) + ")"));
   }
   const uint64_t session = next_session_;
   Result<HelloResult> result = core_->open_session(session, hello, *v);
@@ -442,8 +443,8 @@ void Server::sweep() {
     end_peer(identity);
   }
   close_idle_connections();
-  const Duration period = std::max<Duration>(options_.heartbeat_timeout / 8,
-                                             std::chrono::milliseconds(5));
+  const Duration period =
+      std::max<Duration>(options_.heartbeat_timeout / 8, std::chrono::milliseconds(5));
   std::weak_ptr<int> alive = alive_;
   sweep_timer_ = executor_.after(period, [this, alive] {
     if (!alive.expired()) sweep();

@@ -92,7 +92,7 @@ class RealExecutor final : public Executor {
   int event_fd_ = -1;
   int timer_fd_ = -1;
   std::optional<TimePoint> armed_for_;  // the deadline timer_fd_ is armed for; none: disarmed
-  std::mutex mu_;  // guards posted_
+  std::mutex mu_;                       // guards posted_
   std::vector<Task> posted_;
   std::priority_queue<Timer, std::vector<Timer>, Later> timers_;  // loop thread only
   uint64_t next_seq_ = 0;
