@@ -54,12 +54,15 @@ void BM_Step(benchmark::State& state) {
   const bool hits = state.range(0) != 0;
   const auto waiting_n = static_cast<uint64_t>(state.range(3));
   bench::Stack s(bench::StackOptions{4096, 4096, 2048, 16, 11.0 * double(kGiB)});
+  const bool rhythm = state.range(4) != 0;
   ControllerOptions co;
   co.ttu_horizon = state.range(1) != 0;
+  co.chain_skips_bounds = rhythm;
   Controller controller(s.ex, *s.provider, make_commit_policy("tempokv").value(), co);
   const CostProfile profile = llama_profile();
   AdapterOptions ao;
   ao.max_active = kRunning;
+  ao.rhythm_horizon = rhythm;
   auto adapter = must(RuntimeAdapter::create(controller, profile, ao));
   std::vector<uint64_t> running, waiting;
   for (uint64_t id = 1; id <= kRunning + waiting_n; ++id) {
@@ -93,19 +96,21 @@ void BM_Step(benchmark::State& state) {
     must(adapter->update_order(waiting));
     if (generated == 100) generated = 1;  // stay below the generation limit
   }
-  state.counters["planned"] = static_cast<double>(controller.stats().reported -
-                                                  controller.stats().commits);
+  state.counters["planned"] =
+      static_cast<double>(controller.stats().reported - controller.stats().commits);
 }
 // Arg `horizon`: ControllerOptions::ttu_horizon (on by default).
 // Arg `waiting`: waiting requests (1,000 is issue 13's load; with hits, as many planned claims).
+// Arg `rhythm`: AdapterOptions::rhythm_horizon (on by default; with it, the controller's
+// chain_skips_bounds, as tempokvd sets them).
 BENCHMARK(BM_Step)
-    ->ArgNames({"hits", "horizon", "steady", "waiting"})
-    ->Args({0, 0, 0, 1'000})
-    ->Args({1, 0, 0, 1'000})
-    ->Args({0, 1, 0, 1'000})
-    ->Args({1, 1, 0, 1'000})
-    ->Args({0, 1, 1, 1'000})
-    ->ArgsProduct({{1}, {1}, {1}, {1'000, 10'000, 100'000}})
+    ->ArgNames({"hits", "horizon", "steady", "waiting", "rhythm"})
+    ->Args({0, 0, 0, 1'000, 1})
+    ->Args({1, 0, 0, 1'000, 1})
+    ->Args({0, 1, 0, 1'000, 1})
+    ->Args({1, 1, 0, 1'000, 1})
+    ->Args({0, 1, 1, 1'000, 1})
+    ->ArgsProduct({{1}, {1}, {1}, {1'000, 10'000, 100'000}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -43,12 +43,11 @@ struct AdapterOptions {
   // The TTU horizon's slack past the commit window (Controller::ttu_horizon): on, the runtime's
   // rhythm (horizon_slack(): twice its recent gap between order updates, 20 ms to 5 s), so a step
   // projects and updates only the claims near their use; off, always 5 s. On, the step costs
-  // 0.65x back to back and 0.74x every 10 ms (docs/step-cost.md), and claims crossing the horizon
-  // between updates are revised mid-iteration, which moves simulated results by up to 2 % (fig4,
-  // seeds 101-110): off until the published figures are regenerated with it. On, the first
-  // chain_span() claims of the order are projected exactly wherever they lie; the controller's
-  // chain should then skip bounds (ControllerOptions::chain_skips_bounds).
-  bool rhythm_horizon = false;
+  // 0.55-0.7x of off (docs/step-cost.md), and claims crossing the horizon between updates are
+  // revised mid-iteration. On, the first chain_span() claims of the order are projected exactly
+  // wherever they lie; the controller's chain must then skip bounds
+  // (ControllerOptions::chain_skips_bounds, which tempokvd and the eval stacks set with it).
+  bool rhythm_horizon = true;
   // Which runtime this adapter speaks for when several (data-parallel engines) share one
   // controller: its waiting order is kept and ranked apart from the others'.
   uint32_t runtime_id = 0;

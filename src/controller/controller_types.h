@@ -52,9 +52,9 @@ struct ControllerOptions {
   uint32_t chain_length = 4;
   // A claim whose TTU is only a lower bound (beyond its runtime's TTU horizon) is no member of the
   // chain: by the bound it would pull the deadlines before it earlier than its true use does.
-  // Needed with a short horizon (AdapterOptions::rhythm_horizon, which sets it in tempokvd); off,
-  // a bound counts as a use (5 s away or more under the default horizon, where it rarely counts).
-  bool chain_skips_bounds = false;
+  // Needed with a short horizon (AdapterOptions::rhythm_horizon, the default); off, a bound
+  // counts as a use (5 s away or more under the adapter's long horizon, where it rarely counts).
+  bool chain_skips_bounds = true;
   ErrorFeedbackOptions feedback;
   Status validate() const;
 };

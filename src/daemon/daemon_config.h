@@ -72,7 +72,7 @@ struct DaemonConfig {
     std::string profile = "cpu-small";    // cost profile: a name in profiles/ or a .json path
     uint32_t max_active = 4;              // slot limit a runtime's adapter assumes by default
     uint32_t prior_output_tokens = 128;   // output length assumed before one is predicted
-    bool rhythm_horizon = false;          // AdapterOptions::rhythm_horizon
+    bool rhythm_horizon = true;           // AdapterOptions::rhythm_horizon
   };
 
   // The shared KV tier on Redis Cluster (docs/cluster.md): off while seeds is empty.

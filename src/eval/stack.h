@@ -123,7 +123,7 @@ struct StackConfig {
   bool error_feedback = true;               // ControllerOptions::error_feedback
   std::optional<double> feedback_quantile;  // ErrorFeedbackOptions::quantile (unset: its default)
   std::optional<bool> ttu_horizon;          // ControllerOptions::ttu_horizon (unset: its default)
-  bool rhythm_horizon = false;  // AdapterOptions::rhythm_horizon, ControllerOptions::chain_skips_bounds
+  bool rhythm_horizon = true;  // AdapterOptions::rhythm_horizon, ControllerOptions::chain_skips_bounds
   Duration tick = std::chrono::milliseconds(50);
   uint32_t max_reads_in_flight = 16;        // provider reads at once (= the SSD's concurrency)
   double prior_read_bytes_per_s = 11.0 * double(1ULL << 30);   // provider's rate before samples

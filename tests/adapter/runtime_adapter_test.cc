@@ -73,7 +73,11 @@ TEST(RuntimeAdapter, FinishedOutputsTrainThePredictor) {
 TEST(RuntimeAdapter, OrderUpdateMidIterationProjectsFromItsOwnEstimateOfTheBoundary) {
   AdapterFixture f;  // one slot, prior output 100 tokens, 10 ms decode steps
   f.profile.prefill_a_s = 0.020;  // a 20 ms prefill
-  f.adapter = RuntimeAdapter::create(*f.controller, f.profile, {.max_active = 1}).value();
+  // The long horizon: updates 5 ms apart would otherwise leave request 2 (no claim) beyond the
+  // rhythm's horizon, with no estimate (TheTtuHorizonFollowsTheRuntimesRhythm... covers that).
+  f.adapter = RuntimeAdapter::create(*f.controller, f.profile,
+                                     {.max_active = 1, .rhythm_horizon = false})
+                  .value();
   ASSERT_TRUE(f.adapter->add_request({1, 1000, 0, 0, 4}).is_ok());  // limit 4 tokens
   ASSERT_TRUE(f.adapter->admitted(1).is_ok());
   std::vector<uint64_t> prefills{1};

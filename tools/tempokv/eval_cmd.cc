@@ -262,9 +262,9 @@ void add_eval_command(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0.0, 0.999));
   cmd->add_option("--ttu-horizon", c->options.ttu_horizon,
                   "on/off: the controller's TTU horizon (default: the controller's)");
-  cmd->add_flag("--rhythm-horizon", c->options.rhythm_horizon,
-                "Exact TTUs only as far ahead as each engine's rhythm needs "
-                "(AdapterOptions::rhythm_horizon; default: 5 s past the window)");
+  cmd->add_flag("--rhythm-horizon,!--no-rhythm-horizon", c->options.rhythm_horizon,
+                "Exact TTUs only as far ahead as each engine's rhythm needs (the default); "
+                "--no-rhythm-horizon: always 5 s past the window (AdapterOptions::rhythm_horizon)");
   cmd->add_option("--engines", c->options.engines,
                   "Data-parallel engines (default 1; trace: chosen from the load)");
   cmd->add_option("--fast-tier-gib", c->fast_tier_gib,
