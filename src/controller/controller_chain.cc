@@ -35,7 +35,12 @@ TimePoint Controller::chain_deadlines(StagingProvider::TtrBoundWalk& bounds) {
       if (r.info.state != ClaimState::kPlanned || r.info.ordinary_only) continue;
       // ControllerOptions::chain_skips_bounds: a claim projected only to a lower bound is no
       // member, but it still ends the gather as a member would (its true use is later still).
-      if (!(r.ttu_bound && options_.chain_skips_bounds)) chain_.push_back({r.use_at, id, &r});
+      // Once `length` claims are gathered, the first bound ends it: keys lag their uses, so the
+      // bounds of a long queue (all at the projection's cut, just past the horizon) would
+      // otherwise be walked to the last, each a step (100,000 waiting: 99,745 per pass).
+      const bool bound = r.ttu_bound && options_.chain_skips_bounds;
+      if (bound && soonest_.size() >= length) break;
+      if (!bound) chain_.push_back({r.use_at, id, &r});
       const std::pair<TimePoint, ClaimId> use{r.use_at, id};
       soonest_.insert(std::upper_bound(soonest_.begin(), soonest_.end(), use), use);
       if (soonest_.size() > length) soonest_.pop_back();
