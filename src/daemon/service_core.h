@@ -84,7 +84,7 @@ struct CoreOptions {
   CostProfile profile;
   uint32_t max_active = 4;  // a runtime's slot limit unless its hello says otherwise
   uint32_t prior_output_tokens = 128;
-  bool rhythm_horizon = true;  // AdapterOptions::rhythm_horizon
+  bool rhythm_horizon = AdapterOptions{}.rhythm_horizon;
   Duration heartbeat_timeout = std::chrono::seconds(10);
   std::string server_name = "tempokvd";
   uint64_t instance = 0;  // hello's `instance`; 0 draws one

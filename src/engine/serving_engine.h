@@ -101,7 +101,7 @@ struct EngineOptions {
   // What the engine's steps really cost (default: the oracle, the profile × jitter_sigma).
   StepTruthOptions truth;
   bool wait_order_statistics = false;  // AdapterOptions::wait_order_statistics
-  bool rhythm_horizon = true;          // AdapterOptions::rhythm_horizon
+  bool rhythm_horizon = AdapterOptions{}.rhythm_horizon;
   // object_transferred after each object's copy. Only progressive release acts on it, so a
   // runtime that knows its policy is not progressive may skip the calls (through the service,
   // one round trip per object).

@@ -65,7 +65,7 @@ struct EvalOptions {
   // ControllerOptions::ttu_horizon for every run (unset: the controller's default).
   std::optional<bool> ttu_horizon;
   // AdapterOptions::rhythm_horizon for every engine (with ControllerOptions::chain_skips_bounds).
-  bool rhythm_horizon = true;
+  bool rhythm_horizon = AdapterOptions{}.rhythm_horizon;
   uint32_t engines = 0;               // 0: the scenario's default (trace: chosen from the load)
   std::optional<double> fast_tier_gib;  // overrides the scenario's fast tier (budget: half)
   std::optional<double> jitter_sigma;   // overrides the engine's step-time jitter

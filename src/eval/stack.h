@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "adapter/cost_profile.h"
+#include "adapter/runtime_adapter.h"
 #include "controller/controller.h"
 #include "engine/kv_writer.h"
 #include "engine/serving_engine.h"
@@ -123,7 +124,8 @@ struct StackConfig {
   bool error_feedback = true;               // ControllerOptions::error_feedback
   std::optional<double> feedback_quantile;  // ErrorFeedbackOptions::quantile (unset: its default)
   std::optional<bool> ttu_horizon;          // ControllerOptions::ttu_horizon (unset: its default)
-  bool rhythm_horizon = true;  // AdapterOptions::rhythm_horizon, ControllerOptions::chain_skips_bounds
+  // AdapterOptions::rhythm_horizon, with ControllerOptions::chain_skips_bounds set to match.
+  bool rhythm_horizon = AdapterOptions{}.rhythm_horizon;
   Duration tick = std::chrono::milliseconds(50);
   uint32_t max_reads_in_flight = 16;        // provider reads at once (= the SSD's concurrency)
   double prior_read_bytes_per_s = 11.0 * double(1ULL << 30);   // provider's rate before samples
