@@ -38,12 +38,26 @@ Controller::Controller(Executor& executor, StagingProvider& provider,
                                       uint64_t occupied_bytes) {
     on_entry(key, budget_bytes, occupied_bytes);
   });
+  provider_.set_fetch_listener([this] { on_fetch_ended(); });
+}
+
+void Controller::on_fetch_ended() {
+  // Once per instant however many fetches end at it.
+  if (fetch_ended_posted_) return;
+  fetch_ended_posted_ = true;
+  std::weak_ptr<int> alive = alive_;
+  executor_.post([this, alive] {
+    if (alive.expired()) return;
+    fetch_ended_posted_ = false;
+    reevaluate();
+  });
 }
 
 Controller::~Controller() {
   provider_.tier().set_budget_listener(nullptr);
   provider_.tier().set_eviction_listener(nullptr);
   provider_.set_entry_listener(nullptr);
+  provider_.set_fetch_listener(nullptr);
   tick_.cancel();
   wake_.cancel();
 }

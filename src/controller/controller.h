@@ -282,7 +282,9 @@ class Controller {
   // walk stops where the key alone places every later claim's wake-up no earlier than next_wake_).
   void walk_resting(TimePoint now, TimePoint horizon, Duration drained);
   // controller_claims.cc
-  // Tries to commit; true when committed (STAGING or STAGE_READY).
+  // Tries to commit; true when committed (STAGING or STAGE_READY), when the claim ended (it
+  // cannot be staged), or when its first stage started instead (remote_prefetch): the staging
+  // state changed, so a timed evaluation walks again.
   // known_ttr: its exact TTR now when known; else the provider projects it, only if not refused.
   bool try_commit(Rec& r, std::optional<Duration> known_ttr = {});
   void start_ordinary(Rec& r);
@@ -294,6 +296,10 @@ class Controller {
   // feedback_.record(), and a reevaluation posted when the margin moved.
   void record_error(Duration error, Duration read);
   bool margin_changed_posted_ = false;
+  // The provider's fetch listener: a fetch no committed claim waited for ended; the claims that
+  // awaited it (Rec::awaited_fetch) may commit now. Reevaluates once, posted.
+  void on_fetch_ended();
+  bool fetch_ended_posted_ = false;
   // A timed policy's claim still planned when its retrieval is requested: the use came before the
   // projected use less the TTR, and the claim would have been late by (projected use − request)
   // at zero laxity. That error goes to the feedback too (missed_by, recorded by note_timing once

@@ -10,6 +10,27 @@ bool Controller::try_commit(Rec& r, std::optional<Duration> known_ttr) {
     ++stats_.refused_attempts;
     return false;
   }
+  if (options_.remote_prefetch && policy_->timed() && !r.requested) {
+    // The first stage (ControllerOptions::remote_prefetch): a pass after it finds the claim's
+    // TTR without the fetch's wait, and commits it by that laxity.
+    Result<uint32_t> started = provider_.prefetch(r.claim);
+    if (!started.is_ok()) {
+      finish(r, started.status());
+      return true;
+    }
+    if (*started > 0) {
+      ++stats_.prefetches;
+      r.attempted_in = 0;  // walked again in the next pass, with its new TTR
+      return true;
+    }
+    // The second stage waits for the fetch to land: its read cannot start before, so a commit
+    // now would hold room for nothing (on_fetch_ended() reevaluates when one lands).
+    if (provider_.awaits_fetch(r.claim)) {
+      if (!r.awaited_fetch) ++stats_.fetch_waits;
+      r.awaited_fetch = true;
+      return false;
+    }
+  }
   std::weak_ptr<int> alive = alive_;
   Duration ttr = known_ttr.value_or(Duration::zero());
   auto result = provider_.commit(
@@ -270,6 +291,7 @@ void Controller::note_missed(Rec& r) {
   }
   // A claim waiting for the reads ahead of it was eligible in time: judged as committed then.
   if (r.waited) return;
+  if (r.awaited_fetch) return;  // eligible in time too: held back by its remote fetch
   const Duration early_use = r.use_at - executor_.now();
   if (early_use > Duration::zero()) r.missed_by = early_use;  // recorded once ready
 }

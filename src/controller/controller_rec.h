@@ -66,6 +66,9 @@ struct alignas(64) ControllerClaim {
     TimePoint use_at;
   };
   std::optional<WaitStart> waited;
+  // remote_prefetch: it was eligible while a fetch of its objects was still in flight, and waited
+  // for that fetch to land before its commit (the read cannot start earlier).
+  bool awaited_fetch = false;
   // The end of its current wait: until then it is not looked at again (its reads ahead drain at
   // the projected rate; a commit used sooner only lengthens the wait, found at its end).
   TimePoint wait_until{};

@@ -55,6 +55,13 @@ struct ControllerOptions {
   // Needed with a short horizon (AdapterOptions::rhythm_horizon, the default); off, a bound
   // counts as a use (5 s away or more under the adapter's long horizon, where it rarely counts).
   bool chain_skips_bounds = true;
+  // Timed policies stage a claim on objects only a remote tier holds in two stages
+  // (StagingProvider::prefetch): when the laxity of the whole path (remote fetch, the store's
+  // write, the read) reaches zero its fetches start and nothing is committed; the commit, which
+  // takes fast-tier room, comes when the laxity of the local part (write and read) does, and not
+  // before its fetches have landed (its reads cannot start earlier). Off: the commit comes at the
+  // whole path's laxity and holds its room through the fetch.
+  bool remote_prefetch = true;
   ErrorFeedbackOptions feedback;
   Status validate() const;
 };
@@ -90,6 +97,8 @@ struct ClaimInfo {
 struct ControllerStats {
   uint64_t reported = 0;
   uint64_t commits = 0;
+  uint64_t prefetches = 0;  // first stages: claims whose remote fetches started, not committed
+  uint64_t fetch_waits = 0;  // claims eligible while a fetch of theirs was in flight, held back
   // Commit attempts refused for budget or capacity (those a standing refusal or the provider's
   // refusal check alone decided without a commit included).
   uint64_t refused_attempts = 0;

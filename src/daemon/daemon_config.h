@@ -86,6 +86,7 @@ struct DaemonConfig {
     double node_rate_gib_s = 2.0;                  // per-node fetch rate before one is measured
     uint64_t max_value_bytes = 256ULL << 20;       // largest object published or fetched
     uint64_t max_claim_fetch_ms = 2000;  // a claim whose remote TTR is longer recomputes
+    bool prefetch = true;                // ControllerOptions::remote_prefetch
     bool enabled() const { return !seeds.empty(); }
   };
 

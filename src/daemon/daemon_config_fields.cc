@@ -181,6 +181,11 @@ const Field kFields[] = {
      "A claim on objects only in the cluster whose remote TTR (bytes in flight and its own over "
      "the nodes' measured rates) is longer is refused at its report_hit and the engine "
      "recomputes. 1 to 60000."},
+    {"remote", "prefetch", FieldType::kBool, TEMPOKV_FIELD_REF(remote.prefetch),
+     "TempoKV stages a claim on objects only in the cluster in two stages: their fetch into the "
+     "store starts at the laxity of the whole path and reserves nothing; the commit comes at the "
+     "laxity of the local read, once they have landed. false: the commit at the whole path's "
+     "laxity starts the fetch and holds the claim's fast-tier room through it."},
 };
 
 #undef TEMPOKV_FIELD_REF

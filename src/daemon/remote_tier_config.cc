@@ -80,6 +80,7 @@ Result<RemoteTierOptions> remote_tier_options(const DaemonConfig::Remote& r) {
   o.node_rate_bytes_per_s = r.node_rate_gib_s * static_cast<double>(1ULL << 30);
   o.max_value_bytes = r.max_value_bytes;
   o.max_claim_fetch = std::chrono::milliseconds(r.max_claim_fetch_ms);
+  o.prefetch = r.prefetch;
   return o;
 }
 

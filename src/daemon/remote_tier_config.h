@@ -24,6 +24,7 @@ struct RemoteTierOptions {
   double node_rate_bytes_per_s = 2.0 * (1ULL << 30);
   uint64_t max_value_bytes = 256ULL << 20;
   std::chrono::milliseconds max_claim_fetch{2000};  // longer remote TTR: the claim recomputes
+  bool prefetch = true;  // ControllerOptions::remote_prefetch (remote.prefetch)
   bool enabled() const { return !seeds.empty(); }
 };
 

@@ -129,6 +129,7 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   co.tick = options.tick;
   co.feedback.quantile = options.feedback_quantile;
   co.chain_skips_bounds = options.rhythm_horizon;  // bounds come near with its short horizon
+  co.remote_prefetch = options.remote.prefetch;
   TEMPOKV_ASSIGN_OR_RETURN(c->controller_,
                            make_controller(executor, *c->provider_, options.policy, co));
   TEMPOKV_RETURN_IF_ERROR(make_shared_dir(options.write_dir, options.shared_group));

@@ -210,8 +210,8 @@ void ServiceCore::add_remote_metrics(std::vector<Metric>& m) const {
   add("remote_bytes_stored_total", "Payload bytes fetched from the cluster into the store",
       double(c.bytes_stored));
   add("remote_claim_misses_total",
-      "Objects a claim needed that the cluster did not serve verified (the claim fails, the "
-      "engine recomputes)",
+      "Fetches of objects a claim needed that the cluster did not serve verified (a committed "
+      "claim fails and the engine recomputes; a claim's first-stage fetch fails no claim)",
       double(c.misses));
   add("remote_puts_published_total", "Puts handed to the write-behind publisher",
       double(c.puts_published));
@@ -225,19 +225,26 @@ void ServiceCore::add_remote_metrics(std::vector<Metric>& m) const {
       double(c.refused_slow));
   const ProviderStats ps = provider_->stats();
   add("remote_claim_fetches_total",
-      "Objects only in the cluster whose fetch a committed claim started (its staging)",
+      "Objects only in the cluster whose fetch a claim started, committed or in its first stage",
       double(ps.remote_fetches));
+  add("remote_claim_prefetches_total",
+      "Of those, fetches started by a claim's first stage (nothing reserved; remote.prefetch)",
+      double(ps.remote_prefetches));
   add("remote_claim_fetch_errors_total",
-      "Of those, fetches that failed after the commit (their claims failed: the engine recomputes)",
+      "Of those, fetches that failed (a committed claim's failed it: the engine recomputes)",
       double(ps.remote_fetch_errors));
+  add("remote_claim_prefetch_errors_total",
+      "Of the failed fetches, first-stage ones (no claim failed; its commit fetches once more)",
+      double(ps.remote_prefetch_errors));
   add("remote_claims_refused_at_commit_total",
       "Commits refused: an object only in the cluster was on a node held unhealthy",
       double(ps.remote_refusals));
   m.push_back(Metric{"remote_claim_fetching",
-                     "Objects being fetched from the cluster for committed claims now",
+                     "Objects being fetched from the cluster for claims now",
                      MetricType::kGauge, {}, double(ps.remote_fetching)});
   add("remote_claims_timed_total",
-      "Objects fetched into the store as a committed claim's staging", double(c.timed));
+      "Objects fetched into the store for a claim (its staging or its first stage)",
+      double(c.timed));
   add("remote_claim_ttr_projected_seconds_total",
       "Sum over the timed fetches of the remote TTR projected as each started", c.ttr_projected_s);
   add("remote_claim_fetch_seconds_total",

@@ -66,6 +66,9 @@ struct EvalOptions {
   std::optional<bool> ttu_horizon;
   // AdapterOptions::rhythm_horizon for every engine (with ControllerOptions::chain_skips_bounds).
   bool rhythm_horizon = AdapterOptions{}.rhythm_horizon;
+  // ControllerOptions::remote_prefetch for every run (fleet: TempoKV's two stages for remote
+  // claims).
+  bool remote_prefetch = ControllerOptions{}.remote_prefetch;
   uint32_t engines = 0;               // 0: the scenario's default (trace: chosen from the load)
   std::optional<double> fast_tier_gib;  // overrides the scenario's fast tier (budget: half)
   std::optional<double> jitter_sigma;   // overrides the engine's step-time jitter

@@ -3,10 +3,11 @@
 // cluster and network (SimRemoteCluster). What a prefill produces is written to the engine's
 // store and published write-behind to the cluster. Requests go to engine i mod N. An engine's
 // prefix lookup finds chunks its store lacks in the cluster (RemoteLookupStore); its provider
-// holds the claim on them through the engine's SimRemoteSource, so the controller commits it by
+// holds the claim on them through the engine's SimRemoteSource, so the controller times it by
 // the same laxity rule as any claim, with a TTR of the remote fetch (the daemon's
 // RemoteTtrModel: a prior rate corrected by the fetches it sees finish, never the network's
-// truth) + the store's write + the SSD -> tier read, and the fetch is the claim's staging.
+// truth) + the store's write + the SSD -> tier read: under TempoKV that laxity starts the fetch
+// and the local part's commits the claim (ControllerOptions::remote_prefetch).
 #include <algorithm>
 
 #include "common/percentile.h"
@@ -85,13 +86,15 @@ Result<FleetOutcome> run_fleet_sim_once(const SimFleet& f, const std::string& po
   for (auto& storage : storages) storage->store().set_index_listener(nullptr);
 
   double protected_gib_s = 0, recomputed_hits = 0;
-  uint64_t commits = 0, refused = 0, refused_attempts = 0, fetches = 0, fetched_bytes = 0;
+  uint64_t commits = 0, refused = 0, refused_attempts = 0, fetches = 0, fetched_bytes = 0,
+           prefetches = 0;
   std::vector<double> took_s, ttr_err;
   std::vector<RequestRecord> records;
   for (uint32_t k = 0; k < n; ++k) {
     const ControllerStats s = stacks[k]->controller().stats();
     protected_gib_s += s.protected_gib_s;
     commits += s.commits;
+    prefetches += stacks[k]->provider().stats().remote_prefetches;
     refused += s.refused_claims;
     refused_attempts += s.refused_attempts;
     const SimRemoteSourceStats& rs = sources[k]->stats();
@@ -124,6 +127,7 @@ Result<FleetOutcome> run_fleet_sim_once(const SimFleet& f, const std::string& po
   row.extra = fleet_hit_fields(records, f.work, double(fetches));
   for (auto&& kv : std::vector<std::pair<std::string, double>>{
            {"remote_gib", double(fetched_bytes) / double(kGiB)},
+           {"remote_prefetches", double(prefetches)},
            {"remote_hit_recomputed_chunks", recomputed_hits},
            {"remote_fetch_p95_s", percentile(took_s, 0.95)},
            {"remote_ttr_rel_err_p50", percentile(ttr_err, 0.5)},

@@ -153,6 +153,7 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
   if (config.feedback_quantile) co.feedback.quantile = *config.feedback_quantile;
   if (config.ttu_horizon) co.ttu_horizon = *config.ttu_horizon;
   co.chain_skips_bounds = config.rhythm_horizon;
+  co.remote_prefetch = config.remote_prefetch;
   TEMPOKV_ASSIGN_OR_RETURN(
       s->controller_,
       make_controller(ex, *s->provider_, config.baseline() ? "demand" : config.policy, co));

@@ -86,7 +86,8 @@ Status StagingProvider::check_invariants() const {
     if (!rec.waiters.empty() && rec.read == ReadState::kNone) {
       return Status::internal(k + ": ordinary claims wait without a read");
     }
-    if (rec.owners.empty() && rec.waiters.empty() && rec.read != ReadState::kInFlight) {
+    if (rec.owners.empty() && rec.waiters.empty() && rec.read != ReadState::kInFlight &&
+        !rec.fetching) {
       return Status::internal(k + ": tracked while nobody needs it");
     }
     bool in_flight =

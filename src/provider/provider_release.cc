@@ -144,6 +144,7 @@ void StagingProvider::maybe_forget(const Key& key) {
   ObjectRec& rec = it->second;
   if (!rec.owners.empty() || !rec.waiters.empty()) return;
   if (rec.read == ReadState::kInFlight) return;
+  if (rec.fetching) return;  // until it lands (on_fetch_done): a later claim joins that fetch
   if (rec.read == ReadState::kQueued) {
     const uint64_t owed = demand_charge(rec);
     demand_queued_bytes_ -= owed;
@@ -152,7 +153,6 @@ void StagingProvider::maybe_forget(const Key& key) {
     queue_erase(rec.queue_pos);
     ++state_version_;
   }
-  if (rec.fetching) --stats_.remote_fetching;  // its fetch lands in the store as cache
   objects_.erase(it);
 }
 

@@ -1,6 +1,10 @@
 // StagingProvider and the remote source (remote_source.h): claims on objects the store lacks and
-// a remote tier holds are committed like any other; the object's fetch into the store is the first
-// step of its staging, the read into the fast tier the second. Their TTR adds the remote part.
+// a remote tier holds are staged in two stages. The first, prefetch(), fetches the object into the
+// store and reserves nothing; the second, the commit, reserves fast-tier room and reads it from the
+// store (joining the fetch when it has not landed yet). ttr() counts the remote part only for
+// objects whose fetch has not started, so the laxity rule times each stage by its own path: the
+// first by remote + write + read, the second by write + read. A commit of a claim whose fetches
+// were never started (no prefetch) starts them itself, as its staging's first step.
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -44,19 +48,27 @@ Duration StagingProvider::remote_extra(const StagingClaim& claim) const {
     const bool fetching = it != objects_.end() && it->second.fetching;
     if (!fetching && !remote_only(e.key)) continue;
     if (std::any_of(objects.begin(), objects.end(),
-                    [&](const RemoteSource::Object& o) { return o.key == e.key; })) {
+                    [&](const RemoteSource::Object& o) { return o.key == e.key; }) ||
+        std::any_of(fetched_scratch_.begin(), fetched_scratch_.end(),
+                    [&](const Key& k) { return k == e.key; })) {
       continue;
     }
-    objects.push_back({e.key, fetching ? 0 : e.bytes});
-    if (!fetching) new_bytes += e.bytes;
     write_bytes += record_bytes(e.bytes);
+    if (fetching) {  // its wait is the first stage's: a commit cannot hasten it
+      fetched_scratch_.push_back(e.key);
+      continue;
+    }
+    objects.push_back({e.key, e.bytes});
+    new_bytes += e.bytes;
   }
-  if (objects.empty()) return Duration::zero();
+  fetched_scratch_.clear();
+  if (write_bytes == 0) return Duration::zero();
+  const Duration write =
+      Duration(std::llround(write_s(write_bytes, options_.write_cost, rate_.bytes_per_s()) * 1e9));
+  if (objects.empty()) return write;
   // A node held unhealthy: the bound (finite, as the controller's bounds assume); commit()
   // refuses the claim while the hold lasts.
-  const Duration remote = remote_->ttr(objects).value_or(remote_->ttr_bound(new_bytes));
-  return remote + Duration(std::llround(
-                      write_s(write_bytes, options_.write_cost, rate_.bytes_per_s()) * 1e9));
+  return remote_->ttr(objects).value_or(remote_->ttr_bound(new_bytes)) + write;
 }
 
 Duration StagingProvider::remote_bound(uint64_t bytes) const {
@@ -71,6 +83,14 @@ Status StagingProvider::check_remote(const StagingClaim& claim, const Validated&
   std::vector<RemoteSource::Object>& objects = remote_scratch_;
   objects.clear();
   std::string keys;
+  if (auto failed = prefetch_failed_.find(claim.id); failed != prefetch_failed_.end()) {
+    const Status st(failed->second.code(), "claim " + std::to_string(claim.id) +
+                                               ": a remote fetch failed before its commit: " +
+                                               failed->second.message());
+    prefetch_failed_.erase(failed);
+    ++stats_.invalid;
+    return st;
+  }
   for (size_t i = 0; i < v.keys.size(); ++i) {
     if (v.generations[i] != kNotStoredYet) continue;
     auto it = objects_.find(v.keys[i]);
@@ -81,9 +101,44 @@ Status StagingProvider::check_remote(const StagingClaim& claim, const Validated&
   if (objects.empty() || remote_->ttr(objects)) return Status::ok();
   ++stats_.invalid;
   ++stats_.remote_refusals;
-  return Status::unavailable("claim " + std::to_string(claim.id) + ": objects only in the remote " +
-                             "tier (" + keys + ") need a node held unhealthy after a failed " +
-                             "call: recompute");
+  // NotFound, as every load error a runtime recomputes on (Unavailable tells a client its daemon
+  // is unreachable: the vLLM connector drops its link on it).
+  return Status::not_found("claim " + std::to_string(claim.id) + ": objects only in the remote " +
+                           "tier (" + keys + ") need a node held unhealthy (unavailable) after a " +
+                           "failed call: recompute");
+}
+
+Result<uint32_t> StagingProvider::prefetch(const StagingClaim& claim) {
+  if (remote_ == nullptr) return 0u;
+  // Most claims have nothing to fetch: settled by lookups, before any validation.
+  const bool any = std::any_of(claim.objects.begin(), claim.objects.end(), [&](const auto& e) {
+    auto it = objects_.find(e.key);
+    return (it == objects_.end() || !it->second.fetching) && remote_only(e.key);
+  });
+  if (!any) return 0u;
+  Validated& v = validated_;
+  TEMPOKV_RETURN_IF_ERROR(validate_claim(claim, v, true));
+  TEMPOKV_RETURN_IF_ERROR(check_remote(claim, v));
+  const TimePoint use_at = use_time(claim);
+  uint32_t started = 0;
+  for (size_t i = 0; i < v.keys.size(); ++i) {
+    if (v.generations[i] != kNotStoredYet) continue;
+    ObjectRec& rec = object(v.keys[i], v.payload_bytes[i], kNotStoredYet);
+    if (rec.fetching) continue;
+    fetch(v.keys[i], rec, use_at);
+    rec.prefetcher = claim.id;
+    ++stats_.remote_prefetches;
+    ++started;
+  }
+  return started;
+}
+
+bool StagingProvider::awaits_fetch(const StagingClaim& claim) const {
+  if (remote_ == nullptr) return false;
+  return std::any_of(claim.objects.begin(), claim.objects.end(), [&](const ManifestEntry& e) {
+    auto it = objects_.find(e.key);
+    return it != objects_.end() && it->second.fetching;
+  });
 }
 
 void StagingProvider::fetch(const Key& key, ObjectRec& rec, TimePoint use_at) {
@@ -105,11 +160,29 @@ void StagingProvider::fetch(const Key& key, ObjectRec& rec, TimePoint use_at) {
 
 void StagingProvider::on_fetch_done(const Key& key, Result<uint64_t> generation) {
   auto it = objects_.find(key);
-  // Nobody waits for it any more (its claims ended): the object stays in the store as cache.
   if (it == objects_.end() || !it->second.fetching) return;
   ObjectRec& rec = it->second;
   rec.fetching = false;
   --stats_.remote_fetching;
+  if (rec.owners.empty()) {
+    // A prefetch, or its claims ended: a landed object stays in the store (the claims that
+    // commit later read it from there), a failed one stays absent. The TTRs of claims that
+    // counted its write change: the controller's next evaluation sees them.
+    if (!generation.is_ok()) {
+      ++stats_.remote_fetch_errors;
+      ++stats_.remote_prefetch_errors;
+      // A miss, fetched once for its claim: that claim's commit fails with this (never a fetch
+      // per evaluation); a later claim fetches it afresh (a replica may serve it by then).
+      // Forgotten wholesale when full (such a claim then fetches once more).
+      if (rec.prefetcher != 0) {
+        if (prefetch_failed_.size() >= kMaxPrefetchFailures) prefetch_failed_.clear();
+        prefetch_failed_[rec.prefetcher] = generation.status();
+      }
+    }
+    maybe_forget(key);
+    if (fetch_listener_) fetch_listener_();
+    return;
+  }
   if (generation.is_ok()) {
     // Its claims validated what the fetch would bring; the read checks the store still holds it.
     rec.generation = *generation;
@@ -126,6 +199,7 @@ void StagingProvider::on_fetch_done(const Key& key, Result<uint64_t> generation)
   }
   pump();
   flush_callbacks();
+  if (fetch_listener_) fetch_listener_();  // claims not committed may have awaited it too
 }
 
 }  // namespace tempokv

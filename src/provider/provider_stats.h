@@ -37,7 +37,10 @@ struct ProviderStats {
   // Objects not in the store fetched from the remote source as a committed claim's staging.
   uint64_t remote_fetches = 0;        // started
   uint64_t remote_fetch_errors = 0;   // failed (their claims failed with them)
-  uint64_t remote_fetching = 0;       // now: in flight for a claim
+  uint64_t remote_fetching = 0;       // now: in flight (for a claim, or a prefetch)
+  // Of remote_fetches: started by prefetch() for a claim not committed yet, reserving nothing.
+  uint64_t remote_prefetches = 0;
+  uint64_t remote_prefetch_errors = 0;  // of remote_fetch_errors: with no claim waiting
   uint64_t remote_refusals = 0;       // commits refused: a node they needed was held unhealthy
 };
 

@@ -1,8 +1,10 @@
 // RemoteSource: where the StagingProvider gets objects that are not in the local store but that a
 // remote tier holds (docs/cluster.md, "Claims"). The provider holds a claim on such an object like
 // any other: its TTR is ttr() below (the remote part) + the local store's write of the bytes + the
-// usual SSD -> fast-tier projection, the controller's laxity rule commits it, and the fetch runs
-// as the claim's staging after the commit (fetch(), then the ordinary read into the fast tier).
+// usual SSD -> fast-tier projection. Under TempoKV the laxity of that whole path starts the fetch
+// (fetch(), StagingProvider::prefetch, nothing reserved) and the laxity of the local part commits
+// the claim, which reads the object into the fast tier once it is in the store; without that first
+// stage the commit starts the fetch as its staging's first step.
 //
 // What an implementation promises:
 //  * holds(key) is true only for an object a lookup found remotely (with that generation and

@@ -50,13 +50,14 @@
 //  * protected + reserved + pinned + demand_queued_bytes_ <= capacity whenever an ordinary claim
 //    is admitted or a claim committed (a hold of a resident object may briefly break it).
 //
-// Remote objects (set_remote_source, provider_remote.cc): a committed claim may name an object the
-// store lacks and the remote source holds. It is reserved at the commit like any object to read,
-// fetched into the store (ObjectRec::fetching; one fetch per object, shared by its claims), then
-// read as usual, checked against the generation the store gave it. A failed fetch fails every
-// claim waiting for it (on_ready(error)) and drops its reservation. ttr() adds the remote part:
-// the source's TTR of its objects + the store's write of their bytes; the bounds add a bound of it.
-// The ordinary path refuses such a claim (NotFound): only a commit fetches.
+// Remote objects (set_remote_source, provider_remote.cc): a claim may name an object the store
+// lacks and the remote source holds. prefetch() fetches it into the store for a claim not
+// committed yet, reserving nothing (the first stage); a commit reserves it like any object to
+// read, joins that fetch or starts one (ObjectRec::fetching; one fetch per object, shared), then
+// reads it as usual, checked against the generation the store gave it. A failed fetch fails every
+// claim committed on it (on_ready(error)) and drops its reservation. ttr() adds the remote part:
+// the source's TTR of objects whose fetch has not started + the store's write of every object not
+// in the store; the bounds add a bound of it. The ordinary path refuses such a claim (NotFound).
 //
 // Threading: every method on the Executor thread; it never blocks. Callbacks run there too and may
 // call back in. Destroy it only when no read is in flight (stats().in_flight_reads == 0).
@@ -69,6 +70,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -95,8 +97,8 @@ class StagingProvider {
   StagingProvider& operator=(const StagingProvider&) = delete;
 
   // Commits a claim: every object must be in the store with the manifest's size, or held by the
-  // remote source (NotFound / FailedPrecondition otherwise; Unavailable when such an object's
-  // node is held unhealthy); the extra protected bytes must fit the budget and the tier
+  // remote source (NotFound / FailedPrecondition otherwise; NotFound naming the node held
+  // unhealthy when such an object's node is); the extra protected bytes must fit the budget and the tier
   // (ResourceExhausted naming bytes needed and available otherwise). A refusal changes nothing.
   // on_ready is called only when the result is kStaging. FailedPrecondition for a known id.
   // ttr_before (optional): set to ttr(claim) as it was just before the commit, computed only when
@@ -117,6 +119,23 @@ class StagingProvider {
   // are committed like any other, and fetched as their staging. nullptr detaches it (such claims
   // are refused again, NotFound). The source must outlive the provider or be detached first.
   void set_remote_source(RemoteSource* source) { remote_ = source; }
+  // The first of two stages for a claim not committed yet (docs/cluster.md, "Two stages"): starts
+  // the fetch into the store of each of its objects the remote source alone holds and no fetch is
+  // bringing yet, reserving nothing in the fast tier; commit() later joins those fetches. Returns
+  // how many fetches it started: 0 when there was none to start (no source, every object local,
+  // resident or already being fetched), the cue to commit. The claim is validated as commit()
+  // validates it (NotFound / FailedPrecondition, NotFound when a node it needs is held
+  // unhealthy); a refusal starts nothing. A fetch that fails fails no claim at once (none owns
+  // it): the object stays absent, and the next prefetch() or commit() of the claim that started
+  // it fails with the fetch's error (a miss is fetched once per claim; another claim fetches it
+  // afresh, a replica may serve it by then). Cheap without a source.
+  Result<uint32_t> prefetch(const StagingClaim& claim);
+  // Whether an object of the claim (not resident) is still being fetched into the store: its
+  // read cannot start before the fetch lands, so a commit now would hold room for nothing yet.
+  bool awaits_fetch(const StagingClaim& claim) const;
+  // Called (on the Executor's thread) when a fetch ends, landed or failed: claims not committed
+  // that awaited it may commit now.
+  void set_fetch_listener(std::function<void()> listener) { fetch_listener_ = std::move(listener); }
 
   // A copy out of the tier starts / ends (stage-ready or ordinary-ready claims only).
   Status begin_transfer(ClaimId id);
@@ -139,8 +158,9 @@ class StagingProvider {
   // its use time): the state-aware projection (ttr_projection.h) in issue order. 0 when all are
   // resident. For a committed claim: the time until its outstanding reads are done. A claim that
   // needs any read also waits for the store's writes in flight (write_ahead_s(): the device serves
-  // the writes issued before its reads; writes issued later are not known). Objects still to be
-  // fetched from the remote source add remote_extra(). No I/O.
+  // the writes issued before its reads; writes issued later are not known). Objects not in the
+  // store add remote_extra(): the remote source's time only for those whose fetch has not
+  // started (the first stage's laxity, prefetch()), the store's write for every one. No I/O.
   Duration ttr(const StagingClaim& claim) const;
   // The same projection run for this claim alone over the queued reads used no later than it:
   // the definition ttr() must equal. ttr() shares the part before the queue runs out between
@@ -268,8 +288,11 @@ class StagingProvider {
     bool draining;  // the claim is gone but its in-flight read still counts it
   };
   struct ObjectRec {
-    bool fetching = false;     // a remote fetch into the store is in flight (read is kNone)
+    // A remote fetch into the store is in flight (read is kNone). Kept while it is, owners or
+    // not (a prefetch has none): on_fetch_done() forgets it once it lands with nobody waiting.
+    bool fetching = false;
     TimePoint fetch_use_at{};  // the earliest use time of its owners, for its read afterwards
+    ClaimId prefetcher = 0;    // the claim whose prefetch() started its fetch (0: a commit did)
     // The store generation its owners and waiters validated: every one of them validated this
     // one (a claim that finds another is refused), and a read that brings another fails them.
     uint64_t generation = 0;
@@ -390,17 +413,21 @@ class StagingProvider {
   // provider_remote.cc
   // The store lacks it and the remote source holds it (false without a source).
   bool remote_only(const Key& key) const;
-  // What ttr() adds for the claim's objects not in the store yet: the source's TTR of those (its
-  // bound when a node is held unhealthy: commit() refuses the claim then) + the store's write of
-  // their bytes. 0 without such objects.
+  // What ttr() adds for the claim's objects not in the store yet: the source's TTR of those whose
+  // fetch has not started (its bound when a node is held unhealthy: commit() refuses the claim
+  // then) + the store's write of every such object's bytes. A fetch in flight adds no wait: a
+  // commit cannot hasten it, so the second stage is timed by the local part alone. 0 without
+  // such objects.
   Duration remote_extra(const StagingClaim& claim) const;
   // An upper bound of remote_extra() for claims with at most `bytes` of objects (0 without a
   // source): the bounds of ttr() add it.
   Duration remote_bound(uint64_t bytes) const;
-  // commit()'s check of a validated claim's remote objects: Unavailable naming them when a node
-  // one needs is held unhealthy (the engine recomputes), counted in stats().invalid.
+  // commit()'s check of a validated claim's remote objects: NotFound naming them when a node one
+  // needs is held unhealthy (a load error: the engine recomputes), or the error of a fetch its
+  // own prefetch() started that failed; counted in stats().invalid.
   Status check_remote(const StagingClaim& claim, const Validated& v);
-  // Starts the object's fetch (or joins the one in flight) for a claim used at use_at.
+  // Starts the object's fetch (or joins the one in flight) for a claim used at use_at (a
+  // prefetch: for no claim yet, its read queued at the first owner's use time).
   void fetch(const Key& key, ObjectRec& rec, TimePoint use_at);
   void on_fetch_done(const Key& key, Result<uint64_t> generation);
   // provider_ttr.cc
@@ -464,6 +491,12 @@ class StagingProvider {
   mutable std::vector<Key> ttr_fresh_keys_;
   mutable std::vector<PlannedRead> ttr_heap_;
   mutable std::vector<RemoteSource::Object> remote_scratch_;  // remote_extra()'s
+  mutable std::vector<Key> fetched_scratch_;  // remote_extra()'s objects already being fetched
+  // Claims a fetch started by their prefetch() failed for, with its error: check_remote() fails
+  // the claim's next prefetch() or commit() with it (once; the entry goes).
+  static constexpr size_t kMaxPrefetchFailures = 4096;
+  std::unordered_map<ClaimId, Status> prefetch_failed_;
+  std::function<void()> fetch_listener_;
   std::vector<std::pair<ReadyCallback, std::pair<ClaimId, Status>>> callbacks_;
   Validated validated_;                                    // commit()'s scratch
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // store callbacks check it

@@ -265,6 +265,10 @@ void add_eval_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--rhythm-horizon,!--no-rhythm-horizon", c->options.rhythm_horizon,
                 "Exact TTUs only as far ahead as each engine's rhythm needs (the default); "
                 "--no-rhythm-horizon: always 5 s past the window (AdapterOptions::rhythm_horizon)");
+  cmd->add_flag("--remote-prefetch,!--no-remote-prefetch", c->options.remote_prefetch,
+                "Fleet: TempoKV fetches a remote claim's objects by the whole path's laxity and "
+                "commits it by the local part's (the default); --no-remote-prefetch: the commit "
+                "by the whole path's laxity starts the fetch (ControllerOptions::remote_prefetch)");
   cmd->add_option("--engines", c->options.engines,
                   "Data-parallel engines (default 1; trace: chosen from the load)");
   cmd->add_option("--fast-tier-gib", c->fast_tier_gib,
