@@ -38,17 +38,18 @@ Controller::Controller(Executor& executor, StagingProvider& provider,
                                       uint64_t occupied_bytes) {
     on_entry(key, budget_bytes, occupied_bytes);
   });
-  provider_.set_fetch_listener([this] { on_fetch_ended(); });
+  // A fetch no committed claim waited for ended: the claims that awaited it (Rec::awaited_fetch)
+  // may commit now.
+  provider_.set_fetch_listener([this] { post_reevaluation(); });
 }
 
-void Controller::on_fetch_ended() {
-  // Once per instant however many fetches end at it.
-  if (fetch_ended_posted_) return;
-  fetch_ended_posted_ = true;
+void Controller::post_reevaluation() {
+  if (reevaluation_posted_) return;  // once per instant, however many causes come
+  reevaluation_posted_ = true;
   std::weak_ptr<int> alive = alive_;
   executor_.post([this, alive] {
     if (alive.expired()) return;
-    fetch_ended_posted_ = false;
+    reevaluation_posted_ = false;
     reevaluate();
   });
 }

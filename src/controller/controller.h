@@ -295,11 +295,9 @@ class Controller {
   void note_timing(Rec& r);
   // feedback_.record(), and a reevaluation posted when the margin moved.
   void record_error(Duration error, Duration read);
-  bool margin_changed_posted_ = false;
-  // The provider's fetch listener: a fetch no committed claim waited for ended; the claims that
-  // awaited it (Rec::awaited_fetch) may commit now. Reevaluates once, posted.
-  void on_fetch_ended();
-  bool fetch_ended_posted_ = false;
+  // A reevaluation at this instant once the caller is done (posted; one however many ask).
+  void post_reevaluation();
+  bool reevaluation_posted_ = false;
   // A timed policy's claim still planned when its retrieval is requested: the use came before the
   // projected use less the TTR, and the claim would have been late by (projected use − request)
   // at zero laxity. That error goes to the feedback too (missed_by, recorded by note_timing once

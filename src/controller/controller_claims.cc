@@ -24,7 +24,7 @@ bool Controller::try_commit(Rec& r, std::optional<Duration> known_ttr) {
       return true;
     }
     // The second stage waits for the fetch to land: its read cannot start before, so a commit
-    // now would hold room for nothing (on_fetch_ended() reevaluates when one lands).
+    // now would hold room for nothing (the provider's fetch listener reevaluates when one lands).
     if (provider_.awaits_fetch(r.claim)) {
       if (!r.awaited_fetch) ++stats_.fetch_waits;
       r.awaited_fetch = true;
@@ -270,18 +270,12 @@ void Controller::note_timing(Rec& r) {
 void Controller::record_error(Duration error, Duration read) {
   const Duration before = feedback_.margin();
   feedback_.record(error, read);
-  if (feedback_.margin() == before || margin_changed_posted_) return;
+  if (feedback_.margin() == before) return;
   // Every timed claim's laxity moved: decide again at this instant, whatever the caller was doing
   // (a retrieval request, a transition), once it is done. Without this the next commit waited for
   // whichever evaluation came next, which depended on the walk's wake-ups (the index's bounds and
   // the full scan's exact laxities differ there).
-  margin_changed_posted_ = true;
-  std::weak_ptr<int> alive = alive_;
-  executor_.post([this, alive] {
-    if (alive.expired()) return;
-    margin_changed_posted_ = false;
-    reevaluate();
-  });
+  post_reevaluation();
 }
 
 void Controller::note_missed(Rec& r) {
