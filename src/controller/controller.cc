@@ -40,7 +40,24 @@ Controller::Controller(Executor& executor, StagingProvider& provider,
   });
   // A fetch no committed claim waited for ended: the claims that awaited it (Rec::awaited_fetch)
   // may commit now.
-  provider_.set_fetch_listener([this] { post_reevaluation(); });
+  provider_.set_fetch_listener([this](const Key& key, ClaimId prefetcher, const Status& status) {
+    if (!status.is_ok() && prefetcher != 0) note_prefetch_failure(key, prefetcher, status);
+    post_reevaluation();
+  });
+}
+
+void Controller::note_prefetch_failure(const Key& key, ClaimId id, const Status& status) {
+  Rec* r = find(id);
+  // The claim that started the fetch, still planned and still naming the object (an id reused
+  // by a later claim on other objects is not it).
+  if (r == nullptr || r->info.state != ClaimState::kPlanned ||
+      std::none_of(r->claim.objects.begin(), r->claim.objects.end(),
+                   [&](const ManifestEntry& e) { return e.key == key; })) {
+    return;
+  }
+  r->prefetch_failure = Status(status.code(), "claim " + std::to_string(id) +
+                                                  ": a remote fetch failed before its commit: " +
+                                                  status.message());
 }
 
 void Controller::post_reevaluation() {

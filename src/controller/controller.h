@@ -297,6 +297,8 @@ class Controller {
   void record_error(Duration error, Duration read);
   // A reevaluation at this instant once the caller is done (posted; one however many ask).
   void post_reevaluation();
+  // The provider's fetch listener saw the first-stage fetch of `key` that claim `id` started fail.
+  void note_prefetch_failure(const Key& key, ClaimId id, const Status& status);
   bool reevaluation_posted_ = false;
   // A timed policy's claim still planned when its retrieval is requested: the use came before the
   // projected use less the TTR, and the claim would have been late by (projected use − request)

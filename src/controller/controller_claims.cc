@@ -6,6 +6,10 @@ namespace tempokv {
 
 bool Controller::try_commit(Rec& r, std::optional<Duration> known_ttr) {
   if (r.info.ordinary_only) return false;  // larger than the budget: only the ordinary path
+  if (r.prefetch_failure) {  // its first stage's fetch failed: the engine recomputes
+    finish(r, *r.prefetch_failure);
+    return true;
+  }
   if (refusal_stands(r)) {  // its share's bound exceeds the room: it would be refused again
     ++stats_.refused_attempts;
     return false;

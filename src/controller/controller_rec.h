@@ -69,6 +69,9 @@ struct alignas(64) ControllerClaim {
   // remote_prefetch: it was eligible while a fetch of its objects was still in flight, and waited
   // for that fetch to land before its commit (the read cannot start earlier).
   bool awaited_fetch = false;
+  // remote_prefetch: a fetch its first stage started failed (StagingProvider's fetch listener):
+  // its next commit attempt fails it with this instead (a miss is fetched once per claim).
+  std::optional<Status> prefetch_failure;
   // The end of its current wait: until then it is not looked at again (its reads ahead drain at
   // the projected rate; a commit used sooner only lengthens the wait, found at its end).
   TimePoint wait_until{};

@@ -83,14 +83,6 @@ Status StagingProvider::check_remote(const StagingClaim& claim, const Validated&
   std::vector<RemoteSource::Object>& objects = remote_scratch_;
   objects.clear();
   std::string keys;
-  if (auto failed = prefetch_failed_.find(claim.id); failed != prefetch_failed_.end()) {
-    const Status st(failed->second.code(), "claim " + std::to_string(claim.id) +
-                                               ": a remote fetch failed before its commit: " +
-                                               failed->second.message());
-    prefetch_failed_.erase(failed);
-    ++stats_.invalid;
-    return st;
-  }
   for (size_t i = 0; i < v.keys.size(); ++i) {
     if (v.generations[i] != kNotStoredYet) continue;
     auto it = objects_.find(v.keys[i]);
@@ -171,16 +163,12 @@ void StagingProvider::on_fetch_done(const Key& key, Result<uint64_t> generation)
     if (!generation.is_ok()) {
       ++stats_.remote_fetch_errors;
       ++stats_.remote_prefetch_errors;
-      // A miss, fetched once for its claim: that claim's commit fails with this (never a fetch
-      // per evaluation); a later claim fetches it afresh (a replica may serve it by then).
-      // Forgotten wholesale when full (such a claim then fetches once more).
-      if (rec.prefetcher != 0) {
-        if (prefetch_failed_.size() >= kMaxPrefetchFailures) prefetch_failed_.clear();
-        prefetch_failed_[rec.prefetcher] = generation.status();
-      }
     }
-    maybe_forget(key);
-    if (fetch_listener_) fetch_listener_();
+    // The listener (the controller) fails the claim that started it, if it still waits: a miss
+    // is fetched once per claim; a later claim fetches it afresh (a replica may serve it then).
+    const ClaimId prefetcher = rec.prefetcher;
+    maybe_forget(key);  // rec is gone from here on
+    if (fetch_listener_) fetch_listener_(key, prefetcher, generation.status());
     return;
   }
   if (generation.is_ok()) {
@@ -199,7 +187,8 @@ void StagingProvider::on_fetch_done(const Key& key, Result<uint64_t> generation)
   }
   pump();
   flush_callbacks();
-  if (fetch_listener_) fetch_listener_();  // claims not committed may have awaited it too
+  // Claims not committed may have awaited it too.
+  if (fetch_listener_) fetch_listener_(key, 0, generation.status());
 }
 
 }  // namespace tempokv

@@ -125,17 +125,20 @@ class StagingProvider {
   // how many fetches it started: 0 when there was none to start (no source, every object local,
   // resident or already being fetched), the cue to commit. The claim is validated as commit()
   // validates it (NotFound / FailedPrecondition, NotFound when a node it needs is held
-  // unhealthy); a refusal starts nothing. A fetch that fails fails no claim at once (none owns
-  // it): the object stays absent, and the next prefetch() or commit() of the claim that started
-  // it fails with the fetch's error (a miss is fetched once per claim; another claim fetches it
-  // afresh, a replica may serve it by then). Cheap without a source.
+  // unhealthy); a refusal starts nothing. A fetch that fails fails no claim (none owns it): the
+  // object stays absent and the fetch listener hears of it with the claim that started it.
+  // Cheap without a source.
   Result<uint32_t> prefetch(const StagingClaim& claim);
   // Whether an object of the claim (not resident) is still being fetched into the store: its
   // read cannot start before the fetch lands, so a commit now would hold room for nothing yet.
   bool awaits_fetch(const StagingClaim& claim) const;
-  // Called (on the Executor's thread) when a fetch ends, landed or failed: claims not committed
-  // that awaited it may commit now.
-  void set_fetch_listener(std::function<void()> listener) { fetch_listener_ = std::move(listener); }
+  // Called (on the Executor's thread) when a fetch ends: claims not committed that awaited it may
+  // commit now. `prefetcher`: the claim whose prefetch() started it, when no committed claim
+  // waited for it (0 otherwise); `status`: OK when it landed, else why it failed (no claim has
+  // failed with it: the listener decides what the prefetcher's failure means).
+  using FetchListener =
+      std::function<void(const Key& key, ClaimId prefetcher, const Status& status)>;
+  void set_fetch_listener(FetchListener listener) { fetch_listener_ = std::move(listener); }
 
   // A copy out of the tier starts / ends (stage-ready or ordinary-ready claims only).
   Status begin_transfer(ClaimId id);
@@ -423,8 +426,7 @@ class StagingProvider {
   // source): the bounds of ttr() add it.
   Duration remote_bound(uint64_t bytes) const;
   // commit()'s check of a validated claim's remote objects: NotFound naming them when a node one
-  // needs is held unhealthy (a load error: the engine recomputes), or the error of a fetch its
-  // own prefetch() started that failed; counted in stats().invalid.
+  // needs is held unhealthy (a load error: the engine recomputes), counted in stats().invalid.
   Status check_remote(const StagingClaim& claim, const Validated& v);
   // Starts the object's fetch (or joins the one in flight) for a claim used at use_at (a
   // prefetch: for no claim yet, its read queued at the first owner's use time).
@@ -492,11 +494,7 @@ class StagingProvider {
   mutable std::vector<PlannedRead> ttr_heap_;
   mutable std::vector<RemoteSource::Object> remote_scratch_;  // remote_extra()'s
   mutable std::vector<Key> fetched_scratch_;  // remote_extra()'s objects already being fetched
-  // Claims a fetch started by their prefetch() failed for, with its error: check_remote() fails
-  // the claim's next prefetch() or commit() with it (once; the entry goes).
-  static constexpr size_t kMaxPrefetchFailures = 4096;
-  std::unordered_map<ClaimId, Status> prefetch_failed_;
-  std::function<void()> fetch_listener_;
+  FetchListener fetch_listener_;
   std::vector<std::pair<ReadyCallback, std::pair<ClaimId, Status>>> callbacks_;
   Validated validated_;                                    // commit()'s scratch
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // store callbacks check it
