@@ -31,6 +31,7 @@ TimePoint Controller::chain_deadlines(StagingProvider::TtrBoundWalk& bounds) {
       if (soonest_.size() >= length && (length == 0 || std::pair{key, id} > soonest_.back())) {
         break;
       }
+      ++stats_.chain_visits;
       Rec& r = claims_.at(id);
       if (r.info.state != ClaimState::kPlanned || r.info.ordinary_only) continue;
       // ControllerOptions::chain_skips_bounds: a claim projected only to a lower bound is no

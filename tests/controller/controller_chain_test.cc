@@ -91,6 +91,35 @@ TEST(ControllerChain, AClaimProjectedOnlyToALowerBoundIsNoMember) {
   EXPECT_EQ(f.info(4).state, ClaimState::kPlanned);  // its exact use is 5 s away
 }
 
+// The chain's gather steps through a few index entries per pass however long the queue of bounds
+// behind the chain: a bound projected later than it was keyed keeps its key (a key may lag its
+// use), so every such bound sorts before the soonest uses the gather holds, and only "the first
+// bound once the chain's length is gathered ends it" stops the walk (without it: every claim at
+// every pass).
+TEST(ControllerChain, TheGatherEndsAtTheFirstBoundOnceItHoldsTheChainsLength) {
+  ControllerOptions co = chained(true);
+  co.chain_skips_bounds = true;
+  Fixture f("tempokv", SimStackOptions{}, co);
+  constexpr ClaimId kClaims = 2000;
+  std::vector<std::pair<ClaimId, Duration>> ttus;
+  std::vector<ClaimId> order;
+  for (ClaimId id = 1; id <= kClaims; ++id) {
+    ASSERT_TRUE(f.controller->report(id, manifest({1 + id % 32}), milliseconds(5000)).is_ok());
+    ttus.emplace_back(id, milliseconds(5500));  // keyed at 5 s: within the lag allowed 5 s ahead
+    order.push_back(id);
+  }
+  const std::vector<uint8_t> bounds(kClaims, 1);
+  ASSERT_TRUE(f.controller->update(ttus, order, 0, bounds).is_ok());
+  const ControllerStats before = f.controller->stats();
+  f.run_to(milliseconds(1000));  // the ticks' passes over the same queue
+  const ControllerStats after = f.controller->stats();
+  const uint64_t passes = after.evaluations - before.evaluations;
+  ASSERT_GE(passes, 10u);
+  EXPECT_EQ(after.commits, 0u);
+  // Each of the four indexes: at most the chain's length gathered and the bound that ends it.
+  EXPECT_LE(after.chain_visits - before.chain_visits, passes * 4 * (co.chain_length + 1));
+}
+
 TEST(ControllerChain, AClaimWithNothingToReadIsNotMadeEarly) {
   // Objects 1-2 are resident (a claim used at once staged them and was released). Claim 2 (all
   // resident) and claim 3 (objects 3-4) are used at 1 s: claim 3 starts its pair at 875, and
