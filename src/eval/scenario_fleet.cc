@@ -81,6 +81,14 @@ Result<FleetWorkload> fleet_workload(Runner& runner, const CostProfile& profile)
   return w;
 }
 
+std::vector<size_t> fleet_run_order(size_t policies, uint64_t seed) {
+  std::vector<size_t> order;
+  for (size_t j = 0; j < policies; ++j) {
+    order.push_back(size_t((seed + policies - 1 + j) % policies));
+  }
+  return order;
+}
+
 void add_fleet_outcome(EvalResult& result, FleetOutcome outcome) {
   result.rows.push_back(std::move(outcome.row));
   result.runs.push_back({result.rows.size() - 1, outcome.start, std::move(outcome.records)});

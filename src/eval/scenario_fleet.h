@@ -45,6 +45,10 @@ struct FleetOutcome {
 };
 void add_fleet_outcome(EvalResult& result, FleetOutcome outcome);
 
+// The order real mode runs `policies` policies in for `seed`: rotated so seed s starts at the
+// s-th (mod the count), so over consecutive seeds each runs at every place in turn.
+std::vector<size_t> fleet_run_order(size_t policies, uint64_t seed);
+
 Status run_fleet_real(Runner& runner, EvalResult& result);
 Status run_fleet_sim(Runner& runner, EvalResult& result);
 

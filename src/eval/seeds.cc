@@ -73,11 +73,12 @@ Result<EvalResult> run_eval_seeds(const EvalOptions& options) {
     }
     per_seed.push_back(std::move(r.rows));
   }
-  static const char* kFolded[] = {"p95_ttft_s",     "p50_ttft_s",       "mean_ttft_s",
-                                  "c_gib_s_per_req", "throughput_tok_s", "lateness_p50_s",
-                                  "lateness_p95_s",  "late_claims",      "ttu_err_p50_s",
-                                  "ttu_err_p95_s",   "ttr_err_p50_s",    "ttr_err_p95_s",
-                                  "ttr_rel_err_p95", "preemptions"};
+  static const char* kFolded[] = {
+      "p95_ttft_s", "p50_ttft_s", "mean_ttft_s", "c_gib_s_per_req", "throughput_tok_s",
+      "lateness_p50_s", "lateness_p95_s", "late_claims", "ttu_err_p50_s", "ttu_err_p95_s",
+      "ttr_err_p50_s", "ttr_err_p95_s", "ttr_rel_err_p95", "preemptions",
+      // the fleet's (absent elsewhere: skipped)
+      "hit_remote", "miss", "remote_hit_recomputed_chunks", "wrong_chunks", "leaked_bytes"};
   for (size_t i = 0; i < folded.rows.size(); ++i) {
     EvalRow& row = folded.rows[i];
     for (const auto& rows : per_seed) {

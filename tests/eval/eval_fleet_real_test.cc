@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -28,6 +29,12 @@ TEST(EvalFleetReal, EnginesReuseEachOthersKvThroughTheClusterAndAKilledMasterLea
   auto r = run_eval(o);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   ASSERT_EQ(r->rows.size(), 2u);
+  // A warm-up run came first and made no row.
+  EXPECT_EQ(std::count_if(r->notes.begin(), r->notes.end(),
+                          [](const std::string& n) {
+                            return n.find("a warm-up run of tempokv first") != std::string::npos;
+                          }),
+            1);
   for (const EvalRow& row : r->rows) {
     SCOPED_TRACE(row.policy);
     EXPECT_EQ(row.completed, row.requests);

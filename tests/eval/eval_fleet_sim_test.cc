@@ -5,6 +5,7 @@
 #include <set>
 
 #include "eval/eval.h"
+#include "eval/scenario_fleet.h"
 #include "eval/sim_remote.h"
 #include "executor/sim_executor.h"
 
@@ -48,6 +49,17 @@ TEST(EvalFleetSim, LaterTurnsReuseWhatAnotherEngineComputedAndRecomputeNothing) 
   std::set<uint32_t> engines;
   for (const RequestRecord& rec : r->runs[0].records) engines.insert(rec.engine);
   EXPECT_EQ(engines.size(), 4u);
+}
+
+// Real mode's run order: seed s starts at the s-th policy, so over as many seeds as policies
+// each runs at every place once (the first run of a process is slower than the rest).
+TEST(FleetRunOrder, EachSeedStartsOneFurtherAlong) {
+  EXPECT_EQ(fleet_run_order(4, 1), (std::vector<size_t>{0, 1, 2, 3}));
+  EXPECT_EQ(fleet_run_order(4, 2), (std::vector<size_t>{1, 2, 3, 0}));
+  EXPECT_EQ(fleet_run_order(4, 4), (std::vector<size_t>{3, 0, 1, 2}));
+  EXPECT_EQ(fleet_run_order(4, 5), fleet_run_order(4, 1));
+  EXPECT_EQ(fleet_run_order(1, 7), (std::vector<size_t>{0}));
+  EXPECT_TRUE(fleet_run_order(0, 3).empty());
 }
 
 TEST(EvalFleetSim, RefusesOneEngine) {
