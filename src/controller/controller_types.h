@@ -114,7 +114,7 @@ struct ControllerStats {
   uint64_t ticks = 0;
   uint64_t commit_waits = 0;  // eligible claims left to wait for the reads ahead of them
   uint64_t held = 0;  // waiting claims taken out of the window walk until their wait ends (hold())
-  uint64_t chain_visits = 0;  // index entries the chain of deadlines' gather stepped through
+  uint64_t chain_visits = 0;   // index entries the chain of deadlines' gather stepped through
   double protected_gib_s = 0;  // ∫ (protected + reserved) dt so far
 };
 
