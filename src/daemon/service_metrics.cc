@@ -94,6 +94,8 @@ std::vector<Metric> ServiceCore::metrics() const {
   add("claims_failed_total", "Claims failed by a read error", kC, double(cs.failed));
   add("protected_gib_seconds_total", "C: integral of protected + reserved GiB over time", kC,
       cs.protected_gib_s);
+  add("controller_evaluations_total", "Controller reevaluation passes", kC, double(cs.evaluations));
+  add("controller_ticks_total", "Controller ticks (periodic reevaluations)", kC, double(cs.ticks));
   const FastTierStats ts = tier_->stats();
   add("tier_capacity_bytes", "Fast tier size", kG, double(ts.capacity_bytes));
   add("tier_budget_bytes", "Protected budget", kG, double(ts.budget_bytes));
