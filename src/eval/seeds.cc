@@ -109,6 +109,14 @@ Result<EvalResult> run_eval_seeds(const EvalOptions& options) {
       row.extra.emplace_back(std::string(name) + "_mean", m.mean);
       row.extra.emplace_back(std::string(name) + "_ci95", m.ci95);
     }
+    // Each seed's p95 and C as well, so that policies can be compared seed by seed (every
+    // policy of a seed ran its workload): <field>_seed<S>.
+    for (const char* name : {"p95_ttft_s", "c_gib_s_per_req"}) {
+      for (size_t k = 0; k < per_seed.size(); ++k) {
+        row.extra.emplace_back(std::string(name) + "_seed" + std::to_string(first + k),
+                               field(per_seed[k][i], name));
+      }
+    }
   }
   folded.notes.push_back("rows: seed " + std::to_string(first) +
                          "'s run; *_mean and *_ci95 (95 % t-interval half-width) over seeds " +

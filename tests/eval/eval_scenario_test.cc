@@ -175,6 +175,10 @@ TEST(EvalScenario, SeedsFoldEachConfigurationIntoMeanAndInterval) {
     EXPECT_DOUBLE_EQ(r.get("c_gib_s_per_req_mean"),
                      (a->rows[i].c_gib_s_per_req + b->rows[i].c_gib_s_per_req) / 2);
     EXPECT_FALSE(std::isnan(r.get("lateness_p95_s_mean")));
+    // Each seed's own p95 and C, for comparisons seed by seed.
+    EXPECT_EQ(r.get("p95_ttft_s_seed1"), a->rows[i].p95_ttft_s);
+    EXPECT_EQ(r.get("p95_ttft_s_seed2"), b->rows[i].p95_ttft_s);
+    EXPECT_EQ(r.get("c_gib_s_per_req_seed2"), b->rows[i].c_gib_s_per_req);
   }
   o.seeds = 0;
   EXPECT_EQ(run_eval_seeds(o).status().code(), StatusCode::kInvalidArgument);
