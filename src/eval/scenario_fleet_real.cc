@@ -275,10 +275,10 @@ Status run_fleet_real(Runner& runner, EvalResult& result) {
   sc.local_store = false;
   TEMPOKV_ASSIGN_OR_RETURN(auto storage, EvalStorage::open(sc));
   FleetRun f{runner, work, cluster, *storage, profile, tier_gib};
-  // The first run after the daemons' and the cluster's start is slower than the rest on this
-  // machine (p50 TTFT ~36 ms against ~26, whichever policy runs first): one plain run first, not
-  // reported, and the policies in an order rotated by the seed (seed s starts at the s-th), so
-  // that over --seeds each policy runs at every place in turn. Rows keep the policies' order.
+  // The first run after the daemons and the cluster start is slower than the rest, whichever
+  // policy it is (docs/fleet.md): one plain run first, not reported (as Runner::run's warm-up),
+  // and the policies in an order rotated by the seed, so that over --seeds each policy runs at
+  // every place in turn. Rows keep the policies' order.
   const std::vector<std::string> policies = runner.policies(fleet_policies());
   const std::vector<size_t> order = fleet_run_order(policies.size(), o.seed);
   std::vector<std::optional<FleetOutcome>> outcomes(2 * policies.size());
@@ -288,8 +288,8 @@ Status run_fleet_real(Runner& runner, EvalResult& result) {
     if (!warm.is_ok()) st = warm.status();
     if (st.is_ok()) {
       runner.note("fleet: a warm-up run of " + policies[order.front()] +
-                  " first, not reported (p95 TTFT " + std::to_string(warm->row.p95_ttft_s * 1e3) +
-                  " ms)");
+                  " first, not reported (p95 TTFT " +
+                  std::to_string(std::lround(warm->row.p95_ttft_s * 1e3)) + " ms)");
     }
   }
   for (size_t i : order) {

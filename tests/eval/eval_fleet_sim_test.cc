@@ -51,6 +51,29 @@ TEST(EvalFleetSim, LaterTurnsReuseWhatAnotherEngineComputedAndRecomputeNothing) 
   EXPECT_EQ(engines.size(), 4u);
 }
 
+// --seeds folds the fleet's own fields too (a real run's wrong chunks and leaked bytes are folded
+// as these are): each one's mean over the seeds.
+TEST(EvalFleetSim, SeedsFoldTheFleetsFields) {
+  EvalOptions o = fleet_options();
+  o.max_requests = 48;
+  EvalOptions two = o;
+  two.seed = 2;
+  o.seeds = 2;
+  auto folded = run_eval_seeds(o);
+  EvalOptions one = o;
+  one.seeds = 1;
+  auto a = run_eval(one);
+  auto b = run_eval(two);
+  ASSERT_TRUE(folded.is_ok() && a.is_ok() && b.is_ok()) << folded.status().to_string();
+  const EvalRow& r = folded->rows.at(0);
+  for (const char* name : {"hit_remote", "miss", "remote_hit_recomputed_chunks"}) {
+    SCOPED_TRACE(name);
+    EXPECT_DOUBLE_EQ(r.get(std::string(name) + "_mean"),
+                     (a->rows.at(0).get(name) + b->rows.at(0).get(name)) / 2);
+  }
+  EXPECT_NE(a->rows.at(0).get("hit_remote"), b->rows.at(0).get("hit_remote"));  // two workloads
+}
+
 // Real mode's run order: seed s starts at the s-th policy, so over as many seeds as policies
 // each runs at every place once (the first run of a process is slower than the rest).
 TEST(FleetRunOrder, EachSeedStartsOneFurtherAlong) {
