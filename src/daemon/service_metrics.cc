@@ -107,8 +107,9 @@ std::vector<Metric> ServiceCore::metrics() const {
   add("tier_filling_bytes", "Fast tier bytes an SSD read is writing", kG, double(ts.filling_bytes));
   add("tier_evictions_total", "Objects evicted from the fast tier", kC, double(ts.evictions));
   const ProviderStats ps = provider_->stats();
-  add("staging_rate_bytes_per_second", "Calibrated aggregate SSD -> tier rate", kG,
-      ps.read_bytes_per_s);
+  add("staging_rate_bytes_per_second", "Calibrated SSD -> tier read rate", kG, ps.read_bytes_per_s);
+  add("ssd_write_cost", "Calibrated device time of a byte written, in bytes read (0: unseen)", kG,
+      ps.write_cost);
   add("ssd_read_bytes_total", "Payload bytes read from the SSD into the tier", kC,
       double(ps.bytes_read));
   add("ssd_reads_total", "Reads issued to the store", kC, double(ps.reads_issued));

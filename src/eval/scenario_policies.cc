@@ -47,8 +47,8 @@ StackConfig base_stack(const Runner& runner, const CostProfile& profile, const s
   if (hidden_truth(runner)) {
     c.truth.hidden = true;
     // The provider is told the paper's testbed (11 GiB/s, 16 reads) and writes as dear as reads;
-    // the device is another (Runner::storage_for): its rate it learns from completions (the
-    // fixed rate of tempokv-no-state-ttr stays the told one).
+    // the device is another (Runner::storage_for): its read and write rates it learns from
+    // completions (the fixed rate of tempokv-no-state-ttr stays the told one).
     c.write_cost = 1.0;
   }
   const double e = runner.options().estimator_error;

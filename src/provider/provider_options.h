@@ -25,10 +25,11 @@ struct ProviderOptions {
   // Weight of a new sample in the rate's moving average; 0 keeps the prior forever.
   double calibration_weight = 0.25;
   // Device time of one byte the store writes, in units of one byte read (the device's read rate
-  // over its write rate). The store's writes share the SSD with staging reads: with a positive
-  // cost the rate is calibrated over reads and writes together (bytes read + cost x bytes
-  // written, per second with either in flight) and TTR adds the time the device needs for the
-  // writes already issued (store.h's write listener). 0: writes are not seen (reads only).
+  // over its write rate), before any sample: learned from completions with the read rate
+  // (rate_calibrator.h). The store's writes share the SSD with staging reads: with a positive
+  // cost the rate is calibrated over reads and writes together (busy time with either in flight)
+  // and TTR adds the time the device needs for the writes already issued (store.h's write
+  // listener). 0: writes are not seen (reads only).
   double write_cost = 1.0;
 
   // Rejects nonsense with a message naming the field.

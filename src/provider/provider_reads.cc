@@ -26,7 +26,8 @@ void StagingProvider::note_in_flight_change() {
   ++state_version_;
   served_ = served_now();
   fluid_last_ = executor_.now();
-  rate_.advance(fluid_last_, device_in_flight());
+  rate_.advance(fluid_last_, static_cast<uint32_t>(in_flight_keys_.size()),
+                options_.write_cost > 0 ? writes_in_flight_ : 0);
 }
 
 void StagingProvider::on_store_write(uint64_t bytes, bool started) {
@@ -39,14 +40,12 @@ void StagingProvider::on_store_write(uint64_t bytes, bool started) {
   }
   --writes_in_flight_;
   write_bytes_in_flight_ -= std::min(bytes, write_bytes_in_flight_);
-  // The device time the write took, in bytes read at the aggregate rate.
-  rate_.add_completed(
-      static_cast<uint64_t>(std::llround(static_cast<double>(bytes) * options_.write_cost)));
+  rate_.add_completed_write(bytes);
 }
 
 double StagingProvider::write_ahead_s() const {
   if (write_bytes_in_flight_ == 0) return 0.0;
-  return static_cast<double>(write_bytes_in_flight_) * options_.write_cost / rate_.bytes_per_s();
+  return static_cast<double>(write_bytes_in_flight_) * rate_.write_cost() / rate_.bytes_per_s();
 }
 
 void StagingProvider::pump() {
@@ -137,7 +136,7 @@ void StagingProvider::on_read_done(const Key& key, Result<size_t> result) {
   rec.owners.clear();
   rec.waiters.clear();
   if (ok) {
-    rate_.add_completed(rec.read_bytes);
+    rate_.add_completed_read(rec.read_bytes);
     stats_.bytes_read += rec.payload_bytes;
     for (const Member& m : owners) {
       if (!m.draining) rec.owners.push_back(m);

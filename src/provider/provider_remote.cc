@@ -64,7 +64,7 @@ Duration StagingProvider::remote_extra(const StagingClaim& claim) const {
   fetched_scratch_.clear();
   if (write_bytes == 0) return Duration::zero();
   const Duration write =
-      Duration(std::llround(write_s(write_bytes, options_.write_cost, rate_.bytes_per_s()) * 1e9));
+      Duration(std::llround(write_s(write_bytes, rate_.write_cost(), rate_.bytes_per_s()) * 1e9));
   if (objects.empty()) return write;
   // A node held unhealthy: the bound (finite, as the controller's bounds assume); commit()
   // refuses the claim while the hold lasts.
@@ -75,7 +75,7 @@ Duration StagingProvider::remote_bound(uint64_t bytes) const {
   if (remote_ == nullptr) return Duration::zero();
   // An object's record is at most twice its payload in blocks (the bounds' bytes count those).
   // Rounded up, with a microsecond for the rounding of remote_extra().
-  const double s = write_s(2 * bytes, options_.write_cost, rate_.bytes_per_s());
+  const double s = write_s(2 * bytes, rate_.write_cost(), rate_.bytes_per_s());
   return remote_->ttr_bound(bytes) + Duration(static_cast<int64_t>(std::ceil(s * 1e9)) + 1000);
 }
 

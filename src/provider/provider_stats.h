@@ -30,7 +30,8 @@ struct ProviderStats {
   uint64_t claims = 0;           // known now, draining included
   uint64_t draining_claims = 0;  // now
   uint64_t ordinary_waiting = 0;  // now: ordinary claims waiting for room to be admitted
-  double read_bytes_per_s = 0;   // the calibrated aggregate rate
+  double read_bytes_per_s = 0;    // the calibrated read rate
+  double write_cost = 0;  // the calibrated device time of a byte written, in bytes read (0: unseen)
   uint64_t store_writes_in_flight = 0;  // now: the store's writes issued to the device
   uint64_t store_write_bytes_in_flight = 0;
   uint64_t rate_samples = 0;

@@ -190,7 +190,7 @@ Duration StagingProvider::ttr(const StagingClaim& claim) const {
 Duration StagingProvider::ttr_bound(uint64_t extra_bytes) const {
   const double served = served_now();
   double bytes = static_cast<double>(queued_bytes_ + extra_bytes) +
-                 static_cast<double>(write_bytes_in_flight_) * options_.write_cost;
+                 static_cast<double>(write_bytes_in_flight_) * rate_.write_cost();
   for (const Key& key : in_flight_keys_) {
     const ObjectRec& rec = objects_.at(key);
     bytes += std::max(0.0, static_cast<double>(rec.read_bytes) - (served - rec.served_at_issue));

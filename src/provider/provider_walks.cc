@@ -56,7 +56,7 @@ StagingProvider::TtrBoundWalk StagingProvider::ttr_bound_walk() const {
         std::max(0.0, static_cast<double>(rec.read_bytes) - (served - rec.served_at_issue));
   }
   w.in_flight_bytes_ = w.bytes_ahead_;
-  w.bytes_ahead_ += static_cast<double>(write_bytes_in_flight_) * options_.write_cost;
+  w.bytes_ahead_ += static_cast<double>(write_bytes_in_flight_) * rate_.write_cost();
   refresh_cum();
   w.p_ = this;
   w.cum_ = &cum_;

@@ -2,32 +2,39 @@
 
 namespace tempokv {
 
-RateCalibrator::RateCalibrator(double prior_bytes_per_s, Duration sample, double weight)
-    : rate_(prior_bytes_per_s), sample_(sample), weight_(weight) {}
+RateCalibrator::RateCalibrator(double prior_bytes_per_s, Duration sample, double weight,
+                               double prior_write_cost)
+    : sample_(sample),
+      weight_(weight),
+      reads_{prior_bytes_per_s},
+      writes_{prior_write_cost > 0 ? prior_bytes_per_s / prior_write_cost : 0.0} {}
 
-void RateCalibrator::advance(TimePoint now, uint32_t in_flight_before) {
-  if (in_flight_before > 0) busy_ += now - last_;
-  last_ = now;
+void RateCalibrator::advance(TimePoint now, uint32_t reads_before, uint32_t writes_before) {
+  const uint32_t n = reads_before + writes_before;
+  if (n > 0) {
+    const Duration dt = now - last_;
+    reads_.time += dt * reads_before / n;
+    writes_.time += dt * writes_before / n;
+  }
+  last_ = reads_.now = writes_.now = now;
 }
 
-void RateCalibrator::add_completed(uint64_t bytes) {
-  if (samples_ > 0 && busy_ == Duration::zero() && last_ == closed_at_) {
-    closed_bytes_ += bytes;
-    double sample = static_cast<double>(closed_bytes_) / to_seconds(closed_busy_);
-    rate_ = rate_before_ + weight_ * (sample - rate_before_);
+void RateCalibrator::Kind::add(uint64_t b, double weight, Duration sample) {
+  if (samples > 0 && time == Duration::zero() && now == closed_at) {
+    closed_bytes += b;
+    rate = rate_before + weight * (double(closed_bytes) / to_seconds(closed_time) - rate_before);
     return;
   }
-  bytes_ += bytes;
-  if (busy_ < sample_) return;
-  double sample = static_cast<double>(bytes_) / to_seconds(busy_);
-  rate_before_ = rate_;
-  rate_ += weight_ * (sample - rate_);
-  ++samples_;
-  closed_at_ = last_;
-  closed_bytes_ = bytes_;
-  closed_busy_ = busy_;
-  bytes_ = 0;
-  busy_ = Duration::zero();
+  bytes += b;
+  if (time < sample) return;
+  rate_before = rate;
+  rate += weight * (double(bytes) / to_seconds(time) - rate);
+  ++samples;
+  closed_at = now;
+  closed_bytes = bytes;
+  closed_time = time;
+  bytes = 0;
+  time = Duration::zero();
 }
 
 }  // namespace tempokv

@@ -38,7 +38,8 @@ StagingProvider::StagingProvider(Executor& executor, Store& store, FastTier& tie
       store_(store),
       tier_(tier),
       options_(options),
-      rate_(options.prior_read_bytes_per_s, options.calibration_sample, options.calibration_weight),
+      rate_(options.prior_read_bytes_per_s, options.calibration_sample, options.calibration_weight,
+            options.write_cost),
       fluid_last_(executor.now()) {
   // Every staging read lands in the arena: registered once, the SSD engine reads into it with
   // fixed buffers instead of pinning its pages per request.
@@ -354,6 +355,7 @@ ProviderStats StagingProvider::stats() const {
   s.store_writes_in_flight = writes_in_flight_;
   s.store_write_bytes_in_flight = write_bytes_in_flight_;
   s.rate_samples = rate_.samples();
+  s.write_cost = rate_.write_cost();
   return s;
 }
 

@@ -409,9 +409,9 @@ class StagingProvider {
   uint32_t device_in_flight() const;
   // The store's write listener: a write was issued (started) or completed.
   void on_store_write(uint64_t bytes, bool started);
-  // Seconds the device needs for the store's writes in flight (write_cost x their bytes at the
-  // calibrated rate): TTR adds them when the claim needs any read (the device serves the writes
-  // issued before the claim's reads). 0 without writes.
+  // Seconds the device needs for the store's writes in flight (the calibrated write cost x their
+  // bytes at the calibrated rate): TTR adds them when the claim needs any read (the device serves
+  // the writes issued before the claim's reads). 0 without writes.
   double write_ahead_s() const;
   // provider_remote.cc
   // The store lacks it and the remote source holds it (false without a source).

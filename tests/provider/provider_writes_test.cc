@@ -86,5 +86,30 @@ TEST(ProviderWrites, ReadsSharingTheDeviceWithWritesDoNotCalibrateASlowerRate) {
   }
 }
 
+// Told that writes cost what reads do, on a device that writes at half its read rate: a read
+// sharing the device with two writes teaches the provider both rates (each kind calibrated over
+// its share of the device time), and the TTR of a read behind two writes grows with the learned
+// cost (with the told one it stays at 3 x 62.5 ms of device time ahead of and with the read).
+TEST(ProviderWrites, TheWriteCostIsLearnedFromCompletions) {
+  SimStack s({.calibration_weight = 1.0,
+              .write_bytes_per_s = kRate / 2,
+              .write_cost = 1.0,
+              .store_write_bytes_in_flight = kTwoWrites});
+  const StagingClaim c = claim_of(1, {1});
+  two_writes(s);
+  EXPECT_EQ(s.provider->ttr(c), 3 * kObjTime);  // the told cost: 2 x 62.5 ms of writes
+  ASSERT_EQ(*s.commit(c), CommitState::kStaging);
+  s.ex.run();
+  // Sharing the device three ways, the read ends at 187.5 ms; the writes at 312.5.
+  EXPECT_EQ(s.ready_after(1), 3 * kObjTime);
+  EXPECT_NEAR(s.provider->stats().read_bytes_per_s / kRate, 1.0, 1e-6);
+  EXPECT_NEAR(s.provider->stats().write_cost, 2.0, 1e-6);
+  ASSERT_TRUE(s.provider->release(1).is_ok());
+  for (uint64_t i : {103, 104}) {
+    s.store->put(obj(i), {0, 256}, nullptr, kPayload, [](Status st) { EXPECT_TRUE(st.is_ok()); });
+  }
+  EXPECT_EQ(s.provider->ttr(claim_of(2, {2})), 5 * kObjTime);  // 2 x 2 x 62.5 ms + 62.5
+}
+
 }  // namespace
 }  // namespace tempokv::testing
