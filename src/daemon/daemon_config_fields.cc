@@ -130,8 +130,9 @@ const Field kFields[] = {
      "SSD read rate assumed until one is measured, bytes per second."},
     {"controller", "write_cost", FieldType::kNumber, TEMPOKV_FIELD_REF(controller.write_cost),
      "Device time of one byte the store writes, in bytes read (the SSD's read rate over its "
-     "write rate): the read rate is calibrated over reads and writes, and TTR waits for the "
-     "writes in flight. 0: writes are not seen."},
+     "write rate), until writes have completed: the read and write rates are each calibrated "
+     "over their share of the device time, and TTR waits for the writes in flight. 0: writes "
+     "are not seen."},
     {"controller", "feedback_quantile", FieldType::kNumber,
      TEMPOKV_FIELD_REF(controller.feedback_quantile),
      "TempoKV's error feedback weighs a late claim q/(1 - q) times an early one: its margin is "
