@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <string>
@@ -63,6 +65,15 @@ class DaemonProcess {
       return false;
     }
     daemon_ = std::move(d).value();
+    // Its socket exists before it logs what it did at start (the notices, then "serving on"):
+    // with a log, wait for that line, so a test reading the log right after start() sees them.
+    for (int i = 0; !log_.empty() && i < 3000; ++i) {
+      std::ifstream in(log_);
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      if (text.find("tempokvd: serving on") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     return true;
   }
 
