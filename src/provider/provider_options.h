@@ -27,8 +27,8 @@ struct ProviderOptions {
   // Device time of one byte the store writes, in units of one byte read (the device's read rate
   // over its write rate), before any sample: learned from completions with the read rate
   // (rate_calibrator.h). The store's writes share the SSD with staging reads: with a positive
-  // cost the rate is calibrated over reads and writes together (busy time with either in flight)
-  // and TTR adds the time the device needs for the writes already issued (store.h's write
+  // cost each kind's rate is calibrated over its share of the device time while both are in
+  // flight, and TTR adds the time the device needs for the writes already issued (store.h's write
   // listener). 0: writes are not seen (reads only).
   double write_cost = 1.0;
 

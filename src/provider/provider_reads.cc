@@ -9,9 +9,12 @@
 
 namespace tempokv {
 
+uint32_t StagingProvider::seen_writes_in_flight() const {
+  return static_cast<uint32_t>(options_.write_cost > 0 ? writes_in_flight_ : 0);
+}
+
 uint32_t StagingProvider::device_in_flight() const {
-  return static_cast<uint32_t>(in_flight_keys_.size() +
-                               (options_.write_cost > 0 ? writes_in_flight_ : 0));
+  return static_cast<uint32_t>(in_flight_keys_.size()) + seen_writes_in_flight();
 }
 
 double StagingProvider::served_now() const {
@@ -27,7 +30,7 @@ void StagingProvider::note_in_flight_change() {
   served_ = served_now();
   fluid_last_ = executor_.now();
   rate_.advance(fluid_last_, static_cast<uint32_t>(in_flight_keys_.size()),
-                options_.write_cost > 0 ? writes_in_flight_ : 0);
+                seen_writes_in_flight());
 }
 
 void StagingProvider::on_store_write(uint64_t bytes, bool started) {

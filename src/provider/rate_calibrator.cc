@@ -16,10 +16,10 @@ void RateCalibrator::advance(TimePoint now, uint32_t reads_before, uint32_t writ
     reads_.time += dt * reads_before / n;
     writes_.time += dt * writes_before / n;
   }
-  last_ = reads_.now = writes_.now = now;
+  last_ = now;
 }
 
-void RateCalibrator::Kind::add(uint64_t b, double weight, Duration sample) {
+void RateCalibrator::Kind::add(uint64_t b, double weight, Duration sample, TimePoint now) {
   if (samples > 0 && time == Duration::zero() && now == closed_at) {
     closed_bytes += b;
     rate = rate_before + weight * (double(closed_bytes) / to_seconds(closed_time) - rate_before);

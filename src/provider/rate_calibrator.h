@@ -31,9 +31,9 @@ class RateCalibrator {
   // The reads or seen writes in flight are about to change at `now` (call before the change).
   void advance(TimePoint now, uint32_t reads_before, uint32_t writes_before);
   // A read (a seen write) of `bytes` completed successfully (call after advance()).
-  void add_completed_read(uint64_t bytes) { reads_.add(bytes, weight_, sample_); }
+  void add_completed_read(uint64_t bytes) { reads_.add(bytes, weight_, sample_, last_); }
   void add_completed_write(uint64_t bytes) {
-    if (writes_.rate > 0) writes_.add(bytes, weight_, sample_);
+    if (writes_.rate > 0) writes_.add(bytes, weight_, sample_, last_);
   }
 
   double bytes_per_s() const { return reads_.rate; }
@@ -48,13 +48,13 @@ class RateCalibrator {
     Duration time{};  // device time of this kind in the open sample
     uint64_t bytes = 0;
     uint64_t samples = 0;
-    TimePoint now{};  // the calibrator's clock (set by advance)
     // The last closed sample, reopened by completions at the same instant.
     TimePoint closed_at{};
     double rate_before = 0;
     uint64_t closed_bytes = 0;
     Duration closed_time{};
-    void add(uint64_t b, double weight, Duration sample);
+    // `now`: the calibrator's clock (the last advance()).
+    void add(uint64_t b, double weight, Duration sample, TimePoint now);
   };
   Duration sample_;
   double weight_;

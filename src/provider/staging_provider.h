@@ -407,6 +407,8 @@ class StagingProvider {
   // What shares the device with the reads in the fluid model and the calibration: the reads in
   // flight, and the store's writes in flight when writes are seen (write_cost > 0).
   uint32_t device_in_flight() const;
+  // The store's writes in flight when writes are seen (write_cost > 0), else 0.
+  uint32_t seen_writes_in_flight() const;
   // The store's write listener: a write was issued (started) or completed.
   void on_store_write(uint64_t bytes, bool started);
   // Seconds the device needs for the store's writes in flight (the calibrated write cost x their

@@ -57,6 +57,8 @@ TEST_F(DaemonTest, EveryCallWorksAndTheClaimsBytesAreInTheSharedTier) {
   EXPECT_EQ(stat_of(*c, "claims_stage_ready"), 0);
   EXPECT_EQ(stat_of(*c, "puts_total"), 4);
   EXPECT_EQ(stat_of(*c, "write_region_used_bytes"), 0);
+  // The store's writes are seen: the calibrated write cost (the prior 1.0 until learned).
+  EXPECT_GT(stat_of(*c, "ssd_write_cost"), 0);
   ASSERT_TRUE(c->bye().is_ok());
 }
 
