@@ -110,6 +110,9 @@ std::vector<Metric> ServiceCore::metrics() const {
   add("staging_rate_bytes_per_second", "Calibrated SSD -> tier read rate", kG, ps.read_bytes_per_s);
   add("ssd_write_cost", "Calibrated device time of a byte written, in bytes read (0: unseen)", kG,
       ps.write_cost);
+  add("ssd_writes_while_reading",
+      "Learned mean of the store's writes in flight while reads are (TTR's background)", kG,
+      ps.writes_while_reading);
   add("ssd_read_bytes_total", "Payload bytes read from the SSD into the tier", kC,
       double(ps.bytes_read));
   add("ssd_reads_total", "Reads issued to the store", kC, double(ps.reads_issued));

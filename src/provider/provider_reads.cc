@@ -51,6 +51,12 @@ double StagingProvider::write_ahead_s() const {
   return static_cast<double>(write_bytes_in_flight_) * rate_.write_cost() / rate_.bytes_per_s();
 }
 
+double StagingProvider::bound_scale() const { return 1.0 + background_writes(); }
+
+double StagingProvider::background_writes() const {
+  return std::min(rate_.writes_while_reading(), static_cast<double>(options_.max_reads_in_flight));
+}
+
 void StagingProvider::pump() {
   if (pumping_) {
     repump_ = true;

@@ -32,6 +32,8 @@ struct ProviderStats {
   uint64_t ordinary_waiting = 0;  // now: ordinary claims waiting for room to be admitted
   double read_bytes_per_s = 0;    // the calibrated read rate
   double write_cost = 0;  // the calibrated device time of a byte written, in bytes read (0: unseen)
+  // The learned mean of seen writes in flight while reads are (the projection's background).
+  double writes_while_reading = 0;
   uint64_t store_writes_in_flight = 0;  // now: the store's writes issued to the device
   uint64_t store_write_bytes_in_flight = 0;
   uint64_t rate_samples = 0;

@@ -56,7 +56,7 @@ Duration StagingProvider::ttr_reference(const StagingClaim& claim) const {
     return std::nullopt;
   };
   double s = project_last_finish_s(std::move(in_flight), next, options_.max_reads_in_flight,
-                                   rate_.bytes_per_s(), needed);
+                                   rate_.bytes_per_s(), needed, background_writes());
   return Duration(std::llround((s + write_ahead_s()) * 1e9)) + remote_extra(claim);
 }
 
@@ -74,6 +74,7 @@ const StagingProvider::TtrSnapshot& StagingProvider::ttr_snapshot() const {
   ++snap_builds_;
   const uint64_t version = state_version_;
   const double rate = rate_.bytes_per_s();
+  const double background = background_writes();
   const double served_now_bytes = served_now();
   // The reads in service, ascending by (finish progress, read) from `first` on: the first leaves
   // service next, and a read joins behind those that finish no later (with one read size, at the
@@ -106,7 +107,7 @@ const StagingProvider::TtrSnapshot& StagingProvider::ttr_snapshot() const {
   };
   while (!refill()) {
     const Active top = active[first++];
-    double n = static_cast<double>(active.size() - first + 1);
+    double n = static_cast<double>(active.size() - first + 1) + background;
     if (top.first > served) {
       t += (top.first - served) * n / rate;
       served = top.first;
@@ -182,7 +183,8 @@ Duration StagingProvider::ttr(const StagingClaim& claim) const {
     heap.clear();
     for (const auto& [finish, rec] : snap.active) heap.push_back({finish, rec->mark == epoch});
     last = continue_projection_s(heap, {snap.served, snap.t}, last, fresh_reads(fresh),
-                                 options_.max_reads_in_flight, rate_.bytes_per_s(), left);
+                                 options_.max_reads_in_flight, rate_.bytes_per_s(), left,
+                                 background_writes());
   }
   return Duration(std::llround((last + write_ahead_s()) * 1e9)) + remote_extra(claim);
 }
@@ -196,7 +198,9 @@ Duration StagingProvider::ttr_bound(uint64_t extra_bytes) const {
     bytes += std::max(0.0, static_cast<double>(rec.read_bytes) - (served - rec.served_at_issue));
   }
   // Rounded up, with a microsecond for the rounding of ttr() itself.
-  return Duration(static_cast<int64_t>(std::ceil(bytes * 1e9 / rate_.bytes_per_s())) + 1000) +
+  return Duration(
+             static_cast<int64_t>(std::ceil(bytes * bound_scale() * 1e9 / rate_.bytes_per_s())) +
+             1000) +
          remote_bound(extra_bytes);
 }
 

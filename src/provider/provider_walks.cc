@@ -63,6 +63,7 @@ StagingProvider::TtrBoundWalk StagingProvider::ttr_bound_walk() const {
   w.head_ = cum_head_;
   w.head_bytes_ = cum_head_bytes_;
   w.bytes_per_s_ = rate_.bytes_per_s();
+  w.scale_ = bound_scale();
   return w;
 }
 
@@ -73,7 +74,7 @@ Duration StagingProvider::ttr_bound_reference(TimePoint use_at, uint64_t bytes) 
   }
   const TtrBoundWalk w = ttr_bound_walk();
   const double total = w.bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
-  return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / w.bytes_per_s_)) + 1000) +
+  return Duration(static_cast<int64_t>(std::ceil(total * w.scale_ * 1e9 / w.bytes_per_s_)) + 1000) +
          remote_bound(bytes);
 }
 
@@ -182,7 +183,7 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
                            static_cast<double>(slots - 1) * static_cast<double>(largest);
     total = std::min(total, through);
   }
-  out.hi = Duration(static_cast<int64_t>(std::ceil(total * 1e9 / rate)) + 1000);
+  out.hi = Duration(static_cast<int64_t>(std::ceil(total * scale_ * 1e9 / rate)) + 1000);
   if (fresh_keys_.size() > 1) {
     std::sort(fresh_keys_.begin(), fresh_keys_.end());
     out.repeated = std::adjacent_find(fresh_keys_.begin(), fresh_keys_.end()) != fresh_keys_.end();
@@ -219,7 +220,7 @@ Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) 
   const uint64_t queued = queued_through(QueueKey{use_at, UINT64_MAX}, by_use_memo_);
   const double total = bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
   // Rounded up, with a microsecond for the rounding of ttr() itself (as ttr_bound()).
-  return Duration(static_cast<int64_t>(std::ceil(total * 1e9 / bytes_per_s_)) + 1000) +
+  return Duration(static_cast<int64_t>(std::ceil(total * scale_ * 1e9 / bytes_per_s_)) + 1000) +
          p_->remote_bound(bytes);
 }
 
@@ -262,6 +263,7 @@ StagingProvider::TtrWalk StagingProvider::ttr_walk() const {
 void StagingProvider::TtrWalk::advance(TimePoint use_at, uint64_t epoch, uint64_t pending) {
   const uint32_t slots = p_->options_.max_reads_in_flight;
   const double rate = p_->rate_.bytes_per_s();
+  const double background = p_->background_writes();
   for (;;) {
     while (active_.size() < slots) {
       if (next_ == p_->queue_.end() || next_->first.first > use_at) return;
@@ -274,7 +276,7 @@ void StagingProvider::TtrWalk::advance(TimePoint use_at, uint64_t epoch, uint64_
     std::pop_heap(active_.begin(), active_.end(), std::greater<>());
     const Active top = active_.back();
     active_.pop_back();
-    const double n = static_cast<double>(active_.size() + 1);
+    const double n = static_cast<double>(active_.size() + 1) + background;
     advance_shared(t_, served_, top.first, n, rate);
     top.second->walk_finish_s = t_;
     if (pending > 0 && top.second->mark == epoch && --pending == 0) return;
@@ -353,7 +355,8 @@ Duration StagingProvider::TtrWalk::ttr(const StagingClaim& claim) {
     heap.clear();
     for (const auto& [finish, rec] : active_) heap.push_back({finish, rec->mark == epoch});
     last = continue_projection_s(heap, {served_, t_}, last, fresh_reads(fresh_),
-                                 p_->options_.max_reads_in_flight, p_->rate_.bytes_per_s(), left);
+                                 p_->options_.max_reads_in_flight, p_->rate_.bytes_per_s(), left,
+                                 p_->background_writes());
   }
   return Duration(std::llround((last + p_->write_ahead_s()) * 1e9)) + p_->remote_extra(claim);
 }

@@ -15,6 +15,15 @@ void RateCalibrator::advance(TimePoint now, uint32_t reads_before, uint32_t writ
     const Duration dt = now - last_;
     reads_.time += dt * reads_before / n;
     writes_.time += dt * writes_before / n;
+    if (reads_before > 0) {
+      read_busy_ += dt;
+      write_overlap_ += dt * writes_before;
+      if (read_busy_ >= sample_) {
+        const double mean = to_seconds(write_overlap_) / to_seconds(read_busy_);
+        writes_while_reading_ += weight_ * (mean - writes_while_reading_);
+        read_busy_ = write_overlap_ = Duration::zero();
+      }
+    }
   }
   last_ = now;
 }

@@ -39,6 +39,10 @@ class RateCalibrator {
   double bytes_per_s() const { return reads_.rate; }
   // Device time of one byte written, in bytes read (the read rate over the write rate).
   double write_cost() const { return writes_.rate > 0 ? reads_.rate / writes_.rate : 0.0; }
+  // The mean number of seen writes in flight while reads were (time-averaged over samples of
+  // `sample` of read-busy time, moved by the same weight; 0 before the first and when writes are
+  // not seen): reads committed later share the device with writes not issued yet too.
+  double writes_while_reading() const { return writes_while_reading_; }
   uint64_t samples() const { return reads_.samples; }
   uint64_t write_samples() const { return writes_.samples; }
 
@@ -60,6 +64,9 @@ class RateCalibrator {
   double weight_;
   TimePoint last_{};
   Kind reads_, writes_;
+  Duration read_busy_{};      // read-busy time in the open sample of writes_while_reading
+  Duration write_overlap_{};  // sum over its intervals of (seen writes in flight x length)
+  double writes_while_reading_ = 0;
 };
 
 }  // namespace tempokv

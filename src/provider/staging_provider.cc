@@ -356,6 +356,7 @@ ProviderStats StagingProvider::stats() const {
   s.store_write_bytes_in_flight = write_bytes_in_flight_;
   s.rate_samples = rate_.samples();
   s.write_cost = rate_.write_cost();
+  s.writes_while_reading = rate_.writes_while_reading();
   return s;
 }
 

@@ -161,8 +161,9 @@ class StagingProvider {
   // its use time): the state-aware projection (ttr_projection.h) in issue order. 0 when all are
   // resident. For a committed claim: the time until its outstanding reads are done. A claim that
   // needs any read also waits for the store's writes in flight (write_ahead_s(): the device serves
-  // the writes issued before its reads; writes issued later are not known). Objects not in the
-  // store add remote_extra(): the remote source's time only for those whose fetch has not
+  // the writes issued before its reads) and shares the device with the background_writes() the
+  // provider learned to expect while reading (those the store issues after the commit). Objects not
+  // in the store add remote_extra(): the remote source's time only for those whose fetch has not
   // started (the first stage's laxity, prefetch()), the store's write for every one. No I/O.
   Duration ttr(const StagingClaim& claim) const;
   // The same projection run for this claim alone over the queued reads used no later than it:
@@ -415,6 +416,18 @@ class StagingProvider {
   // bytes at the calibrated rate): TTR adds them when the claim needs any read (the device serves
   // the writes issued before the claim's reads). 0 without writes.
   double write_ahead_s() const;
+  // The writes the projections expect to share the device with the reads throughout, as that
+  // many more requests in service: the learned mean of the seen writes in flight while reads are
+  // (RateCalibrator::writes_while_reading; the store keeps issuing writes while a claim reads, so
+  // the ones issued after a commit share the device with its reads too). The writes in flight at
+  // the commit still go ahead in full (write_ahead_s()): under a steady stream of writes the
+  // projection counts the one in flight twice, and after a burst that stops it expects more;
+  // chosen over counting only the in-flight writes beyond the background by the trace's TTR error
+  // on seeds 1-10 (docs/evaluation.md). At most max_reads_in_flight; 0 when writes are not seen.
+  double background_writes() const;
+  // What the upper bounds of TTR multiply their time by for that background: with n >= 1 reads in
+  // service, a read's pace is at least n / (n + background) of the whole rate's share.
+  double bound_scale() const;
   // provider_remote.cc
   // The store lacks it and the remote source holds it (false without a source).
   bool remote_only(const Key& key) const;

@@ -65,6 +65,7 @@ class StagingProvider::TtrBoundWalk {
   double bytes_ahead_ = 0;      // in flight and the store's writes in flight
   double in_flight_bytes_ = 0;  // in flight only
   double bytes_per_s_ = 1;
+  double scale_ = 1;  // StagingProvider::bound_scale(): the upper bounds' time x this
 };
 
 class StagingProvider::TtrWalk {

@@ -6,7 +6,9 @@
 // (processor sharing), so each moves at bytes_per_s / n. A read leaves service when its bytes are
 // done and the next read in issue order takes its slot. The result is the finish time of the last
 // needed read, not a sum. The simulated SSD engine with zero latency follows the same model, so in
-// simulation the projection is exact when the rate is.
+// simulation the projection is exact when the rate is. A `background` of writes expected to share
+// the device throughout counts as that many more requests in service (StagingProvider's
+// background_writes()).
 //
 // Cost: O((in flight + reads up to the last needed one) * log slots); no allocation besides the
 // heap of reads in service (none with continue_projection_s's reused vector). Plain functions;
@@ -38,8 +40,9 @@ struct ProjectionPoint {
 // drained, so a caller may reuse one vector without allocating); `next()` yields the waiting reads
 // in issue order (std::nullopt at the end). Returns the later of `last` and the finish time, in
 // seconds after the projection's start, of the `needed` needed reads still to finish.
-// One processor-sharing step: n reads share bytes_per_s, and the next to finish does so once
-// `served` (the progress every read in service has made) reaches finish.
+// One processor-sharing step: n requests share bytes_per_s (the reads in service and the
+// background's writes), and the next read to finish does so once `served` (the progress every
+// request in service has made) reaches finish.
 inline void advance_shared(double& t, double& served, double finish, double n,
                            double bytes_per_s) {
   if (finish <= served) return;
@@ -48,9 +51,9 @@ inline void advance_shared(double& t, double& served, double finish, double n,
 }
 
 template <typename NextFn>
-double continue_projection_s(std::vector<PlannedRead>& in_service, ProjectionPoint at,
-                             double last, NextFn&& next, uint32_t slots, double bytes_per_s,
-                             uint64_t needed) {
+double continue_projection_s(std::vector<PlannedRead>& in_service, ProjectionPoint at, double last,
+                             NextFn&& next, uint32_t slots, double bytes_per_s, uint64_t needed,
+                             double background = 0) {
   // Every read in service progresses equally, so track the progress each has received (`served`)
   // and order reads by the progress at which they finish (a min-heap).
   auto later = [](const PlannedRead& a, const PlannedRead& b) { return a.bytes > b.bytes; };
@@ -75,7 +78,7 @@ double continue_projection_s(std::vector<PlannedRead>& in_service, ProjectionPoi
     std::pop_heap(heap.begin(), heap.end(), later);
     const PlannedRead top = heap.back();
     heap.pop_back();
-    const double n = static_cast<double>(heap.size() + 1);
+    const double n = static_cast<double>(heap.size() + 1) + background;
     advance_shared(t, served, top.bytes, n, bytes_per_s);
     if (top.needed) {
       --needed;
@@ -97,13 +100,14 @@ inline auto fresh_reads(const std::vector<double>& fresh) {
 
 // Seconds from now until every needed read has finished. `in_flight` are in service now (their
 // remaining bytes); `next()` yields the waiting reads in issue order (std::nullopt at the end).
-// `needed` is how many needed reads there are in total. 0 when needed is 0.
+// `needed` is how many needed reads there are in total. 0 when needed is 0. `background`: the
+// writes expected to share the device throughout, as that many more requests in service.
 template <typename NextFn>
 double project_last_finish_s(std::vector<PlannedRead> in_flight, NextFn&& next, uint32_t slots,
-                             double bytes_per_s, uint64_t needed) {
+                             double bytes_per_s, uint64_t needed, double background = 0) {
   if (needed == 0) return 0.0;
-  return continue_projection_s(in_flight, ProjectionPoint{}, 0.0, std::forward<NextFn>(next),
-                               slots, bytes_per_s, needed);
+  return continue_projection_s(in_flight, ProjectionPoint{}, 0.0, std::forward<NextFn>(next), slots,
+                               bytes_per_s, needed, background);
 }
 
 }  // namespace tempokv

@@ -73,6 +73,23 @@ TEST(RateCalibrator, EachKindMovesByTheWeightFromItsPrior) {
               1e-8);
 }
 
+// The writes in flight while reads are, time-averaged over read-busy samples: 40 x (a read and a
+// write together, then the longer of them alone) on the 9 / 4 GiB/s device.
+TEST(RateCalibrator, LearnsHowManyWritesAreInFlightWhileReading) {
+  RateCalibrator c(11 * kGiBf, milliseconds(50), 1.0, 1.0);
+  TimePoint now{};
+  EXPECT_EQ(c.writes_while_reading(), 0.0);
+  // The read (0.6 GiB: 66.7 ms alone) outlasts the write (0.1 GiB: 25 ms): one write for the
+  // first 50 ms of its 91.7 ms in flight.
+  for (int i = 0; i < 40; ++i) together(c, now, 0.6 * kGiBf, 0.1 * kGiBf);
+  EXPECT_NEAR(c.writes_while_reading(), 50.0 / 91.67, 1e-3);
+  // Writes alone say nothing of it; reads alone bring it to 0.
+  alone(c, now, 0, 0.5 * kGiBf);
+  EXPECT_NEAR(c.writes_while_reading(), 50.0 / 91.67, 1e-3);
+  alone(c, now, 1.0 * kGiBf, 0);
+  EXPECT_EQ(c.writes_while_reading(), 0.0);
+}
+
 TEST(RateCalibrator, WritesNotSeenLeaveTheCostAtZero) {
   RateCalibrator c(11 * kGiBf, milliseconds(50), 0.25, 0.0);
   TimePoint now{};

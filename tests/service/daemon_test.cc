@@ -59,6 +59,7 @@ TEST_F(DaemonTest, EveryCallWorksAndTheClaimsBytesAreInTheSharedTier) {
   EXPECT_EQ(stat_of(*c, "write_region_used_bytes"), 0);
   // The store's writes are seen: the calibrated write cost (the prior 1.0 until learned).
   EXPECT_GT(stat_of(*c, "ssd_write_cost"), 0);
+  EXPECT_GE(stat_of(*c, "ssd_writes_while_reading"), 0);
   ASSERT_TRUE(c->bye().is_ok());
 }
 
