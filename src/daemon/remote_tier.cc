@@ -186,18 +186,22 @@ class ClusterTier final : public RemoteTier {
 
   void fetch(const Key& key, const std::string& node, uint64_t payload_bytes, uint64_t generation,
              FetchDone done) override {
+    const Duration own_wait = ttr_.own_wait(node);
     ttr_.started(node, payload_bytes);
-    fetches_.run_job([this, key, node, payload_bytes, generation,
+    const Clock::time_point called = Clock::now();
+    fetches_.run_job([this, key, node, payload_bytes, generation, own_wait, called,
                       done = std::move(done)](remote::RemoteClient& client) mutable {
       const Clock::time_point start = Clock::now();
+      const Duration waited = std::chrono::duration_cast<Duration>(start - called);
       bool node_failed = false;
       Result<Fetched> out = fetch_now(client, key, payload_bytes, generation, &node_failed);
       const Duration took = std::chrono::duration_cast<Duration>(Clock::now() - start);
-      return [this, node, payload_bytes, took, node_failed, out = std::move(out),
+      return [this, node, payload_bytes, took, waited, own_wait, node_failed, out = std::move(out),
               done = std::move(done)]() mutable {
-        // A failure of an unknown node ("": no probe named it) marks none.
+        // A failure of an unknown node ("": no probe named it) marks none. The wait is the
+        // fetch's time in the pool's queue (behind this daemon's own fetches to any node).
         ttr_.finished(node, payload_bytes, took, out.is_ok(), node_failed && !node.empty(),
-                      executor_.now());
+                      executor_.now(), waited, own_wait);
         done(std::move(out));
       };
     });
@@ -321,6 +325,10 @@ void ClusterTier::add_metrics(std::vector<Metric>& m) const {
         kG, ttr_.rate(address), node);
     add("remote_node_bytes_in_flight", "Bytes of fetches from the node queued or running", kG,
         double(ttr_.in_flight(address)), node);
+    add("remote_node_wait_seconds",
+        "Wait before a fetch from the node a remote claim's TTR adds (measured beyond this "
+        "daemon's own bytes ahead, weighted to recent fetches)",
+        kG, to_seconds(ttr_.wait(address)), node);
     add("remote_node_held_unhealthy",
         "1 while remote claims on the node recompute at once (a call to it failed lately)", kG,
         ttr_.healthy(address, executor_.now()) ? 0 : 1, node);

@@ -31,16 +31,20 @@ void SimRemoteSource::fetch(const Key& key, uint64_t payload_bytes, FetchDone do
   const std::string n = node(key);
   const Object self{key, payload_bytes};
   const std::optional<Duration> projected = ttr({&self, 1});
+  const Duration own_wait = model_.own_wait(n);
   model_.started(n, payload_bytes);
   const TokenRange tokens = held->second;
   const TimePoint called = executor_.now();
   cluster_.fetch(engine_, {{key, payload_bytes}},
-                 [this, alive, key, n, payload_bytes, tokens, projected, called,
+                 [this, alive, key, n, payload_bytes, tokens, projected, called, own_wait,
                   done = std::move(done)](Duration took) mutable {
                    if (alive.expired()) return;
-                   // The model learns from the transfer's own time; its projection covered
-                   // the wait behind the fetches ahead too, so it is judged on the whole.
-                   model_.finished(n, payload_bytes, took, true, false, executor_.now());
+                   // The model learns the rate from the transfer's own time and the node's wait
+                   // from the rest (the time behind the transfers ahead at the pipes); its
+                   // projection covered both, so it is judged on the whole.
+                   const Duration total = executor_.now() - called;
+                   model_.finished(n, payload_bytes, took, true, false, executor_.now(),
+                                   total - took, own_wait);
                    ++stats_.fetches;
                    stats_.bytes += payload_bytes;
                    const double t = to_seconds(executor_.now() - called);

@@ -17,6 +17,18 @@ double RemoteTtrModel::rate(const std::string& node) const {
   return n != nullptr && n->rate > 0 ? n->rate : options_.prior_bytes_per_s;
 }
 
+Duration RemoteTtrModel::wait(const std::string& node) const {
+  const Node* n = find(node);
+  return n != nullptr && n->wait_s > 0
+             ? std::chrono::duration_cast<Duration>(std::chrono::duration<double>(n->wait_s))
+             : Duration::zero();
+}
+
+Duration RemoteTtrModel::own_wait(const std::string& node) const {
+  return std::chrono::duration_cast<Duration>(
+      std::chrono::duration<double>(double(in_flight(node)) / rate(node)));
+}
+
 uint64_t RemoteTtrModel::in_flight(const std::string& node) const {
   const Node* n = find(node);
   return n == nullptr ? 0 : n->in_flight;
@@ -34,7 +46,7 @@ std::optional<Duration> RemoteTtrModel::ttr(const std::vector<Part>& parts, Time
   for (const auto& [node, bytes] : by_node) {
     if (!healthy(node, now)) return std::nullopt;
     const double seconds = double(in_flight(node) + bytes) / rate(node);
-    const Duration t = options_.latency +
+    const Duration t = options_.latency + wait(node) +
                        std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
     worst = std::max(worst, t);
   }
@@ -44,13 +56,16 @@ std::optional<Duration> RemoteTtrModel::ttr(const std::vector<Part>& parts, Time
 Duration RemoteTtrModel::ttr_bound(uint64_t bytes) const {
   uint64_t most_in_flight = 0;
   double lowest_rate = options_.prior_bytes_per_s;
+  Duration longest_wait = Duration::zero();
   for (const auto& [node, n] : nodes_) {
     most_in_flight = std::max(most_in_flight, n.in_flight);
     if (n.rate > 0) lowest_rate = std::min(lowest_rate, n.rate);
+    longest_wait = std::max(longest_wait, wait(node));
   }
   // Rounded up, with a nanosecond for ttr()'s own rounding.
   const double seconds = double(most_in_flight + bytes) / lowest_rate;
-  return options_.latency + Duration(static_cast<int64_t>(std::ceil(seconds * 1e9)) + 1);
+  return options_.latency + longest_wait +
+         Duration(static_cast<int64_t>(std::ceil(seconds * 1e9)) + 1);
 }
 
 void RemoteTtrModel::started(const std::string& node, uint64_t bytes) {
@@ -58,7 +73,8 @@ void RemoteTtrModel::started(const std::string& node, uint64_t bytes) {
 }
 
 void RemoteTtrModel::finished(const std::string& node, uint64_t bytes, Duration took, bool ok,
-                              bool node_failed, TimePoint now) {
+                              bool node_failed, TimePoint now, std::optional<Duration> waited,
+                              Duration own_wait) {
   Node& n = nodes_[node];
   assert(n.in_flight >= bytes);
   n.in_flight -= std::min(n.in_flight, bytes);
@@ -71,6 +87,10 @@ void RemoteTtrModel::finished(const std::string& node, uint64_t bytes, Duration 
   if (!ok || seconds <= 0 || bytes == 0) return;
   const double measured = double(bytes) / seconds;
   n.rate = n.rate > 0 ? (1 - options_.weight) * n.rate + options_.weight * measured : measured;
+  if (waited) {
+    const double extra = std::max(0.0, std::chrono::duration<double>(*waited - own_wait).count());
+    n.wait_s = n.wait_s >= 0 ? (1 - options_.weight) * n.wait_s + options_.weight * extra : extra;
+  }
 }
 
 }  // namespace tempokv::remote

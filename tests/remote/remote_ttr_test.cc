@@ -70,6 +70,36 @@ TEST(RemoteTtr, TheRateFollowsCompletedFetches) {
   EXPECT_DOUBLE_EQ(m.rate("b:1"), kGiB);  // unmeasured: the prior
 }
 
+// Other clients' transfers at a node's port are invisible to this one: a fetch that waited longer
+// than its own bytes ahead explain teaches the node's wait, which every later TTR of that node
+// (and the bound) adds.
+TEST(RemoteTtr, TheWaitBehindOtherClientsIsLearnedPerNode) {
+  RemoteTtrModel m(options());
+  const TimePoint now{};
+  m.started("a:1", 1ULL << 29);
+  const Duration own = m.own_wait("a:1");  // 0.5 GiB of its own ahead at 1 GiB/s
+  EXPECT_EQ(own, milliseconds(500));
+  m.started("a:1", 1ULL << 28);
+  // The first waited 100 ms (nothing of its own ahead), the second 800 ms (500 of them its own).
+  m.finished("a:1", 1ULL << 29, milliseconds(500), true, false, now, milliseconds(100));
+  m.finished("a:1", 1ULL << 28, milliseconds(250), true, false, now, milliseconds(800), own);
+  EXPECT_EQ(m.wait("a:1"), milliseconds(200));  // 100, then 0.5 x 100 + 0.5 x 300
+  EXPECT_EQ(m.ttr({{"a:1", 1ULL << 29}}, now),
+            milliseconds(1) + milliseconds(200) + milliseconds(500));
+  EXPECT_EQ(m.wait("b:1"), Duration::zero());  // another node's is its own
+  EXPECT_GE(m.ttr_bound(1ULL << 29), *m.ttr({{"a:1", 1ULL << 29}}, now));
+  // A caller that does not measure the wait, a miss and a failed node teach nothing of it; a
+  // fetch that waited less than its own bytes ahead counts as no wait.
+  for (int i = 0; i < 3; ++i) m.started("a:1", 1ULL << 20);
+  m.finished("a:1", 1ULL << 20, milliseconds(1), true, false, now);
+  m.finished("a:1", 1ULL << 20, milliseconds(1), false, false, now, seconds(5));
+  m.finished("a:1", 0, milliseconds(1), false, true, now, seconds(5));
+  EXPECT_EQ(m.wait("a:1"), milliseconds(200));
+  m.finished("a:1", 1ULL << 20, milliseconds(1), true, false, now + seconds(1), milliseconds(10),
+             own);
+  EXPECT_EQ(m.wait("a:1"), milliseconds(100));
+}
+
 TEST(RemoteTtr, AFailedNodeHasNoFiniteTtrUntilItsHoldEnds) {
   RemoteTtrModel m(options());
   const TimePoint t0{};

@@ -6,6 +6,7 @@
 // counted while the engine's puts never wait on the cluster.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstring>
@@ -206,6 +207,12 @@ TEST_F(RemoteDaemons, WhatAPutsIsStagedOnAnotherDaemonThroughTheCluster) {
   EXPECT_GT(DaemonTest::stat_of(*b, "remote_claim_ttr_projected_seconds_total"), 0);
   EXPECT_GT(DaemonTest::stat_of(*b, "remote_claim_fetch_seconds_total"), 0);
   EXPECT_EQ(node_sum(*b, "remote_node_bytes_in_flight"), 0);
+  // The TTR model's learned wait is exported per node (its value is the loopback's: near 0).
+  auto stats = b->stats();
+  ASSERT_TRUE(stats.is_ok());
+  EXPECT_TRUE(std::any_of(stats->begin(), stats->end(), [](const auto& nv) {
+    return nv.first.rfind("remote_node_wait_seconds_127.0.0.1:", 0) == 0 && nv.second >= 0;
+  }));
   // A local hit now: no more cluster traffic for them.
   ASSERT_TRUE(lookup(*b, keys_of(m)).is_ok());
   EXPECT_EQ(DaemonTest::stat_of(*b, "remote_lookups_total"), 1);
