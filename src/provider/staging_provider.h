@@ -423,7 +423,8 @@ class StagingProvider {
   // the commit still go ahead in full (write_ahead_s()): under a steady stream of writes the
   // projection counts the one in flight twice, and after a burst that stops it expects more;
   // chosen over counting only the in-flight writes beyond the background, or only what is left of
-  // each, by the trace's TTR error on seeds 1-10 (docs/evaluation.md). At most max_reads_in_flight; 0 when writes are not seen.
+  // each, by the trace's TTR error on seeds 1-10 (docs/evaluation.md). At most max_reads_in_flight;
+  // 0 when writes are not seen.
   double background_writes() const;
   // What the upper bounds of TTR multiply their time by for that background: with n >= 1 reads in
   // service, a read's pace is at least n / (n + background) of the whole rate's share.
