@@ -233,8 +233,10 @@ Duration StagingProvider::commit_wait(const StagingClaim& claim, Duration ttr) c
   if (r.repeated || r.ahead_bytes <= 0) return Duration::zero();
   const double reads_s = static_cast<double>(ttr.count()) * 1e-9 - write_ahead_s();
   // ttr() is rounded to the nanosecond: a microsecond of slack for that and the sums' rounding.
+  // With a background of writes the reads had at least 1 / (1 + background) of the device
+  // throughout (bound_scale()): only then do their bytes alone account for the time.
   const double rate = w.bytes_per_s_;
-  if (reads_s < (r.ahead_bytes + static_cast<double>(r.fresh_bytes)) / rate - 1e-6) {
+  if (reads_s < (r.ahead_bytes + static_cast<double>(r.fresh_bytes)) * w.scale_ / rate - 1e-6) {
     return Duration::zero();
   }
   return Duration(static_cast<int64_t>(std::ceil(r.ahead_bytes * 1e9 / rate)));

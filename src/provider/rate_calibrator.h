@@ -11,8 +11,9 @@
 // kind reads as a slow device while the other shares it, and the write cost (read rate / write
 // rate) is learned, not taken on trust. Completions at the instant a kind's sample closed belong
 // to that sample (they were served during its time): concurrent reads finishing together would
-// otherwise split into one sample at half the rate and bytes carried into the next.
-// Control-plane thread only; time comes from the caller (the Executor).
+// otherwise split into one sample at half the rate and bytes carried into the next. It also
+// learns how many seen writes are in flight while reads are (writes_while_reading(), the TTR
+// projection's background). Control-plane thread only; time comes from the caller (the Executor).
 #pragma once
 
 #include <cstdint>

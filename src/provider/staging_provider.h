@@ -212,7 +212,9 @@ class StagingProvider {
   // of those end by its last read, the device moves exactly their bytes and its own until its TTR
   // (less the store's writes), so its own reads started once the others have drained end at the
   // same time: the wait is the others' bytes at the calibrated rate, during which it holds no
-  // budget. Otherwise 0: a read ahead outlasts it, and its reads started later would end later.
+  // budget. With background_writes() the reads' part of the device time is only known to be at
+  // least 1 / bound_scale(), so the test asks that much time of its TTR. Otherwise 0: a read
+  // ahead outlasts it, and its reads started later would end later.
   // The writes in flight are not waited for (writes issued during the wait would go ahead of its
   // reads). 0 as well for a manifest naming an object twice. No I/O; TtrBoundWalk::range()'s cost.
   Duration commit_wait(const StagingClaim& claim, Duration ttr) const;

@@ -19,14 +19,11 @@ double RemoteTtrModel::rate(const std::string& node) const {
 
 Duration RemoteTtrModel::wait(const std::string& node) const {
   const Node* n = find(node);
-  return n != nullptr && n->wait_s > 0
-             ? std::chrono::duration_cast<Duration>(std::chrono::duration<double>(n->wait_s))
-             : Duration::zero();
+  return n != nullptr && n->wait_s > 0 ? from_seconds(n->wait_s) : Duration::zero();
 }
 
 Duration RemoteTtrModel::own_wait(const std::string& node) const {
-  return std::chrono::duration_cast<Duration>(
-      std::chrono::duration<double>(double(in_flight(node)) / rate(node)));
+  return from_seconds(double(in_flight(node)) / rate(node));
 }
 
 uint64_t RemoteTtrModel::in_flight(const std::string& node) const {
@@ -46,8 +43,7 @@ std::optional<Duration> RemoteTtrModel::ttr(const std::vector<Part>& parts, Time
   for (const auto& [node, bytes] : by_node) {
     if (!healthy(node, now)) return std::nullopt;
     const double seconds = double(in_flight(node) + bytes) / rate(node);
-    const Duration t = options_.latency + wait(node) +
-                       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
+    const Duration t = options_.latency + wait(node) + from_seconds(seconds);
     worst = std::max(worst, t);
   }
   return worst;
@@ -85,12 +81,12 @@ void RemoteTtrModel::finished(const std::string& node, uint64_t bytes, Duration 
   n.unhealthy_until.reset();  // it answered
   const double seconds = std::chrono::duration<double>(took).count();
   if (!ok || seconds <= 0 || bytes == 0) return;
-  const double measured = double(bytes) / seconds;
-  n.rate = n.rate > 0 ? (1 - options_.weight) * n.rate + options_.weight * measured : measured;
-  if (waited) {
-    const double extra = std::max(0.0, std::chrono::duration<double>(*waited - own_wait).count());
-    n.wait_s = n.wait_s >= 0 ? (1 - options_.weight) * n.wait_s + options_.weight * extra : extra;
-  }
+  // The first measurement replaces the unmeasured value; later ones move it by the weight.
+  auto follow = [w = options_.weight](double& mean, bool measured, double sample) {
+    mean = measured ? (1 - w) * mean + w * sample : sample;
+  };
+  follow(n.rate, n.rate > 0, double(bytes) / seconds);
+  if (waited) follow(n.wait_s, n.wait_s >= 0, std::max(0.0, to_seconds(*waited - own_wait)));
 }
 
 }  // namespace tempokv::remote

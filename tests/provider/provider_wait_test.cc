@@ -84,6 +84,39 @@ TEST(ProviderWait, NoWaitWhenAReadAheadOutlastsIt) {
   EXPECT_GT(ready_after_wait(o, first, c, 2 * kObjTime), now_ready);
 }
 
+TEST(ProviderWait, NoWaitWhenAReadAheadOutlastsItBesideTheLearnedWrites) {
+  // The provider learned that four writes are in flight while it reads (one read beside four
+  // 64 MiB writes), so it projects the small object beside claim 1's two reads and that
+  // background: 7 x 20.8 ms, exactly the time the device needs for all three reads' bytes. That
+  // time does not mean the small read ends last (claim 1's reads outlast it): the wait test must
+  // ask the reads' least share of it, 1 / (1 + 4), and answers 0, not claim 1's 125 ms.
+  const SimStackOptions o{.max_reads_in_flight = 4,
+                          .calibration_weight = 1.0,
+                          .small_every = 10,
+                          .write_bytes_per_s = kRate,
+                          .store_write_bytes_in_flight = 4 * kObj};
+  SimStack s(o);
+  for (uint64_t i : {101, 102, 103, 104}) {
+    s.store->put(obj(i), {0, 256}, nullptr, kObj - 4096,
+                 [](Status st) { EXPECT_TRUE(st.is_ok()); });
+  }
+  ASSERT_TRUE(s.commit(claim_of(9, {5})).is_ok());
+  s.ex.run();
+  ASSERT_TRUE(s.provider->release(9).is_ok());
+  EXPECT_NEAR(s.provider->stats().writes_while_reading, 4.0, 1e-6);
+  const StagingClaim first = claim_of(1, {1, 2});
+  StagingClaim c = claim_of(2, {});
+  c.objects.push_back({obj(10), obj_bytes(10, 10)});
+  ASSERT_TRUE(s.commit(first).is_ok());
+  const Duration ttr = s.provider->ttr(c);
+  // (its bytes read rounded up to whole 4 KiB blocks: 18 us more)
+  EXPECT_NEAR(ttr.count(), (7 * kObjTime / 3).count(), 20'000);
+  EXPECT_EQ(s.provider->commit_wait(c, ttr), Duration::zero());
+  // On the device (no writes now), starting it after claim 1's reads would make it later.
+  EXPECT_GT(ready_after_wait(o, first, c, 2 * kObjTime),
+            ready_after_wait(o, first, c, Duration::zero()));
+}
+
 TEST(ProviderWait, TheStoresWritesAreNotWaitedFor) {
   // A 64 MiB write in flight (as fast as reads here) is ahead of every read in the TTR, but the
   // wait covers only claim 1's reads: a write issued during the wait would share the device with
