@@ -224,6 +224,27 @@ Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) 
          p_->remote_bound(bytes);
 }
 
+double StagingProvider::earliest_issue_s(const StagingClaim& claim) const {
+  const TimePoint use_at = use_time(claim);
+  const double served = served_now();
+  std::vector<PlannedRead>& heap = ttr_heap_;
+  heap.clear();
+  for (const Key& key : in_flight_keys_) {
+    const ObjectRec& rec = objects_.at(key);
+    heap.push_back(
+        {std::max(0.0, static_cast<double>(rec.read_bytes) - (served - rec.served_at_issue)),
+         false});
+  }
+  auto queued = queue_.begin();
+  const auto queued_end = queue_.upper_bound({use_at, UINT64_MAX});
+  auto next = [&]() -> std::optional<PlannedRead> {
+    if (queued == queued_end) return std::nullopt;
+    return PlannedRead{static_cast<double>((queued++)->second.rec->read_bytes), false};
+  };
+  // No background: the reads ahead alone at the whole rate free a slot no later than with writes.
+  return slot_free_s(heap, next, options_.max_reads_in_flight, rate_.bytes_per_s());
+}
+
 Duration StagingProvider::commit_wait(const StagingClaim& claim, Duration ttr) const {
   if (ttr <= Duration::zero()) return Duration::zero();
   // A claim that fetches first starts its reads only after the fetch: no wait argument holds.
@@ -231,15 +252,21 @@ Duration StagingProvider::commit_wait(const StagingClaim& claim, Duration ttr) c
   TtrBoundWalk w = ttr_bound_walk();
   const TtrBoundWalk::Range r = w.range(claim);
   if (r.repeated || r.ahead_bytes <= 0) return Duration::zero();
+  Duration wait = Duration::zero();
+  // Its new reads would wait in the queue behind the reads ahead until a slot frees: a commit
+  // until then projects the same, whatever shares the device (rounded down).
+  if (r.fresh_bytes > 0) {
+    wait = Duration(static_cast<int64_t>(std::floor(earliest_issue_s(claim) * 1e9)));
+  }
   const double reads_s = static_cast<double>(ttr.count()) * 1e-9 - write_ahead_s();
   // ttr() is rounded to the nanosecond: a microsecond of slack for that and the sums' rounding.
   // With a background of writes the reads had at least 1 / (1 + background) of the device
   // throughout (bound_scale()): only then do their bytes alone account for the time.
   const double rate = w.bytes_per_s_;
-  if (reads_s < (r.ahead_bytes + static_cast<double>(r.fresh_bytes)) * w.scale_ / rate - 1e-6) {
-    return Duration::zero();
+  if (reads_s >= (r.ahead_bytes + static_cast<double>(r.fresh_bytes)) * w.scale_ / rate - 1e-6) {
+    wait = std::max(wait, Duration(static_cast<int64_t>(std::ceil(r.ahead_bytes * 1e9 / rate))));
   }
-  return Duration(static_cast<int64_t>(std::ceil(r.ahead_bytes * 1e9 / rate)));
+  return wait;
 }
 
 StagingProvider::TtrWalk StagingProvider::ttr_walk() const {

@@ -5,6 +5,10 @@
 // have been later.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
+#include <utility>
+
 #include "provider/sim_fixture.h"
 
 namespace tempokv::testing {
@@ -115,6 +119,56 @@ TEST(ProviderWait, NoWaitWhenAReadAheadOutlastsItBesideTheLearnedWrites) {
   // On the device (no writes now), starting it after claim 1's reads would make it later.
   EXPECT_GT(ready_after_wait(o, first, c, 2 * kObjTime),
             ready_after_wait(o, first, c, Duration::zero()));
+}
+
+// A stack that has learned that four writes are in flight while it reads (one read beside four
+// 64 MiB writes as fast as reads), with `writes` more objects put now to keep the store writing.
+std::unique_ptr<SimStack> writing_stack(const SimStackOptions& o, uint64_t writes) {
+  auto s = std::make_unique<SimStack>(o);
+  for (uint64_t i : {101, 102, 103, 104}) {
+    s->store->put(obj(i), {0, 256}, nullptr, kObj - 4096,
+                  [](Status st) { EXPECT_TRUE(st.is_ok()); });
+  }
+  EXPECT_TRUE(s->commit(claim_of(9, {5})).is_ok());
+  s->ex.run();
+  EXPECT_TRUE(s->provider->release(9).is_ok());
+  EXPECT_NEAR(s->provider->stats().writes_while_reading, 4.0, 1e-6);
+  for (uint64_t i = 0; i < writes; ++i) {
+    s->store->put(obj(200 + i), {0, 256}, nullptr, kObj - 4096,
+                  [](Status st) { EXPECT_TRUE(st.is_ok()); });
+  }
+  return s;
+}
+
+TEST(ProviderWait, BehindReadsThatHoldEverySlotBesideTheLearnedWritesItWaitsUntilASlotCanFree) {
+  // Four slots, all taken by claim 1's reads, beside four writes at a time: claim 2's reads would
+  // queue until claim 1's end, 8 x 62.5 ms later (each of eight requests at an eighth of the rate).
+  // The reads' bytes alone do not account for its TTR (the background's share is not known to be
+  // that small), so it waits only for the earliest a slot can free: claim 1's reads alone at the
+  // whole rate, 4 x 62.5 ms. Committed then, or when the slot does free, it is ready exactly when
+  // it would be if committed at once; committed later, it is later.
+  const SimStackOptions o{.max_reads_in_flight = 4,
+                          .calibration_weight = 1.0,
+                          .write_bytes_per_s = kRate,
+                          .store_write_bytes_in_flight = 4 * kObj};
+  const StagingClaim first = claim_of(1, {1, 2, 3, 4}), c = claim_of(2, {5, 6});
+  auto ready_after = [&](std::optional<Duration> wait) {
+    std::unique_ptr<SimStack> s = writing_stack(o, 16);
+    EXPECT_TRUE(s->commit(first).is_ok());
+    if (!wait) wait = s->provider->commit_wait(c, s->provider->ttr(c));
+    const TimePoint start = s->ex.now();
+    s->ex.run_until(start + *wait);
+    EXPECT_TRUE(s->commit(c).is_ok());
+    s->ex.run();
+    return std::pair{*wait, s->ready.at(2).first - start};
+  };
+  const auto [wait, waited_ready] = ready_after(std::nullopt);
+  EXPECT_NEAR(wait.count(), (4 * kObjTime).count(), 1000);
+  const Duration at_once = ready_after(Duration::zero()).second;
+  EXPECT_EQ(waited_ready, at_once);
+  EXPECT_GT(at_once, 8 * kObjTime + 2 * kObjTime);  // then its two reads, beside the writes
+  EXPECT_EQ(ready_after(8 * kObjTime).second, at_once);
+  EXPECT_GT(ready_after(8 * kObjTime + milliseconds(10)).second, at_once);
 }
 
 TEST(ProviderWait, TheStoresWritesAreNotWaitedFor) {
