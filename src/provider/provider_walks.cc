@@ -226,6 +226,11 @@ Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) 
 
 double StagingProvider::earliest_issue_s(const StagingClaim& claim) const {
   const TimePoint use_at = use_time(claim);
+  // Used after every queued read and no background: where ttr()'s projection of the whole queue
+  // runs out (the same arithmetic), O(1) while it is current.
+  if (background_writes() == 0 && (queue_.empty() || queue_.rbegin()->first.first <= use_at)) {
+    return ttr_snapshot().t;
+  }
   const double served = served_now();
   std::vector<PlannedRead>& heap = ttr_heap_;
   heap.clear();

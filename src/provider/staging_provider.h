@@ -442,7 +442,8 @@ class StagingProvider {
   // The earliest a new read of `claim` would be issued if it committed now, in seconds from now:
   // the reads ahead of it (in flight, and queued for use no later than it) projected alone at the
   // calibrated rate, with no background of writes, until they are issued and a slot is free.
-  // O(reads ahead).
+  // O(reads ahead); O(1) from ttr()'s projection of the whole queue for a claim used after every
+  // queued read while no background is learned.
   double earliest_issue_s(const StagingClaim& claim) const;
   // provider_remote.cc
   // The store lacks it and the remote source holds it (false without a source).

@@ -121,6 +121,25 @@ TEST(ProviderWait, NoWaitWhenAReadAheadOutlastsItBesideTheLearnedWrites) {
             ready_after_wait(o, first, c, Duration::zero()));
 }
 
+TEST(ProviderWait, BehindAReadThatOutlastsItItWaitsOnlyUntilASlotFrees) {
+  // Two slots: claim 1's large read and small read. Claim 2's small read would queue until
+  // claim 1's small read ends (2/3 x 62.5 ms) and then end before claim 1's large one, so the
+  // reads-end-last wait does not hold; the slot's does. Committed when the slot frees it is ready
+  // as soon as committed at once; committed later, later.
+  const SimStackOptions o{.max_reads_in_flight = 2, .small_every = 10};
+  StagingClaim first = claim_of(1, {1}), c = claim_of(2, {});
+  first.objects.push_back({obj(10), obj_bytes(10, 10)});
+  c.objects.push_back({obj(20), obj_bytes(20, 10)});
+  SimStack s(o);
+  ASSERT_TRUE(s.commit(first).is_ok());
+  const Duration wait = s.provider->commit_wait(c, s.provider->ttr(c));
+  // (the small objects' bytes read rounded up to whole 4 KiB blocks)
+  EXPECT_NEAR(wait.count(), (2 * kObjTime / 3).count(), 20'000);
+  const Duration at_once = ready_after_wait(o, first, c, Duration::zero());
+  EXPECT_EQ(ready_after_wait(o, first, c, wait), at_once);
+  EXPECT_GT(ready_after_wait(o, first, c, wait + milliseconds(5)), at_once);
+}
+
 // A stack that has learned that four writes are in flight while it reads (one read beside four
 // 64 MiB writes as fast as reads), with `writes` more objects put now to keep the store writing.
 std::unique_ptr<SimStack> writing_stack(const SimStackOptions& o, uint64_t writes) {
