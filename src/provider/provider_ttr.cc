@@ -39,9 +39,7 @@ Duration StagingProvider::ttr_reference(const StagingClaim& claim) const {
   in_flight.reserve(in_flight_keys_.size());
   for (const Key& key : in_flight_keys_) {
     const ObjectRec& rec = objects_.at(key);
-    double done = served - rec.served_at_issue;
-    double remaining = std::max(0.0, static_cast<double>(rec.read_bytes) - done);
-    in_flight.push_back({remaining, rec.mark == epoch});
+    in_flight.push_back({rec.left_bytes(served), rec.mark == epoch});
   }
   // The queued reads used no later than this claim go first.
   auto queued = queue_.begin();
@@ -92,8 +90,7 @@ const StagingProvider::TtrSnapshot& StagingProvider::ttr_snapshot() const {
   };
   for (const Key& key : in_flight_keys_) {
     const ObjectRec& rec = objects_.at(key);
-    double done = served_now_bytes - rec.served_at_issue;
-    join({std::max(0.0, static_cast<double>(rec.read_bytes) - done), &rec});
+    join({rec.left_bytes(served_now_bytes), &rec});
   }
   auto queued = queue_.begin();
   double served = 0, t = 0;
@@ -193,10 +190,7 @@ Duration StagingProvider::ttr_bound(uint64_t extra_bytes) const {
   const double served = served_now();
   double bytes = static_cast<double>(queued_bytes_ + extra_bytes) +
                  static_cast<double>(write_bytes_in_flight_) * rate_.write_cost();
-  for (const Key& key : in_flight_keys_) {
-    const ObjectRec& rec = objects_.at(key);
-    bytes += std::max(0.0, static_cast<double>(rec.read_bytes) - (served - rec.served_at_issue));
-  }
+  for (const Key& key : in_flight_keys_) bytes += objects_.at(key).left_bytes(served);
   // Rounded up, with a microsecond for the rounding of ttr() itself.
   return Duration(
              static_cast<int64_t>(std::ceil(bytes * bound_scale() * 1e9 / rate_.bytes_per_s())) +

@@ -50,11 +50,7 @@ void StagingProvider::refresh_cum() const {
 StagingProvider::TtrBoundWalk StagingProvider::ttr_bound_walk() const {
   TtrBoundWalk w;
   const double served = served_now();
-  for (const Key& key : in_flight_keys_) {
-    const ObjectRec& rec = objects_.at(key);
-    w.bytes_ahead_ +=
-        std::max(0.0, static_cast<double>(rec.read_bytes) - (served - rec.served_at_issue));
-  }
+  for (const Key& key : in_flight_keys_) w.bytes_ahead_ += objects_.at(key).left_bytes(served);
   w.in_flight_bytes_ = w.bytes_ahead_;
   w.bytes_ahead_ += static_cast<double>(write_bytes_in_flight_) * rate_.write_cost();
   refresh_cum();
@@ -234,20 +230,23 @@ double StagingProvider::earliest_issue_s(const StagingClaim& claim) const {
   const double served = served_now();
   std::vector<PlannedRead>& heap = ttr_heap_;
   heap.clear();
-  for (const Key& key : in_flight_keys_) {
-    const ObjectRec& rec = objects_.at(key);
-    heap.push_back(
-        {std::max(0.0, static_cast<double>(rec.read_bytes) - (served - rec.served_at_issue)),
-         false});
-  }
+  for (const Key& key : in_flight_keys_)
+    heap.push_back({objects_.at(key).left_bytes(served), false});
+  // The reads ahead, then one needed read of no bytes: it ends the moment it is issued.
   auto queued = queue_.begin();
   const auto queued_end = queue_.upper_bound({use_at, UINT64_MAX});
+  bool issued = false;
   auto next = [&]() -> std::optional<PlannedRead> {
-    if (queued == queued_end) return std::nullopt;
-    return PlannedRead{static_cast<double>((queued++)->second.rec->read_bytes), false};
+    if (queued != queued_end) {
+      return PlannedRead{static_cast<double>((queued++)->second.rec->read_bytes), false};
+    }
+    if (issued) return std::nullopt;
+    issued = true;
+    return PlannedRead{0.0, true};
   };
   // No background: the reads ahead alone at the whole rate free a slot no later than with writes.
-  return slot_free_s(heap, next, options_.max_reads_in_flight, rate_.bytes_per_s());
+  return continue_projection_s(heap, {}, 0.0, next, options_.max_reads_in_flight,
+                               rate_.bytes_per_s(), 1);
 }
 
 Duration StagingProvider::commit_wait(const StagingClaim& claim, Duration ttr) const {
@@ -281,8 +280,7 @@ StagingProvider::TtrWalk StagingProvider::ttr_walk() const {
   const double served = served_now();
   for (const Key& key : in_flight_keys_) {
     const ObjectRec& rec = objects_.at(key);
-    double done = served - rec.served_at_issue;
-    w.active_.push_back({std::max(0.0, static_cast<double>(rec.read_bytes) - done), &rec});
+    w.active_.push_back({rec.left_bytes(served), &rec});
     rec.walk_id = w.id_;
     rec.walk_finish_s = std::numeric_limits<double>::quiet_NaN();
   }

@@ -63,6 +63,7 @@
 // call back in. Destroy it only when no read is in flight (stats().in_flight_reads == 0).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -318,6 +319,11 @@ class StagingProvider {
     ReadState read = ReadState::kNone;
     Queue::iterator queue_pos;           // when queued
     double served_at_issue = 0;          // when in flight: fluid progress at issue
+    // When in flight: its bytes still to move once every read in service has had `served` bytes
+    // of progress (served_now()).
+    double left_bytes(double served) const {
+      return std::max(0.0, static_cast<double>(read_bytes) - (served - served_at_issue));
+    }
     mutable uint64_t mark = 0;           // ttr(): the projection that needs it
     // ttr()'s shared projection (snapshot version snap_version): when this read finishes, in
     // seconds from now, or NaN when it is still in service where the queue runs out.

@@ -89,31 +89,6 @@ double continue_projection_s(std::vector<PlannedRead>& in_service, ProjectionPoi
   return last;
 }
 
-// Seconds from now until a read queued after `next()`'s reads would be issued: the projection
-// of the reads in service (`in_service`, their remaining bytes; used as the heap) and the waiting
-// ones until the queue has run out with a slot free. 0 when one is free now.
-template <typename NextFn>
-double slot_free_s(std::vector<PlannedRead>& in_service, NextFn&& next, uint32_t slots,
-                   double bytes_per_s, double background = 0) {
-  auto later = [](const PlannedRead& a, const PlannedRead& b) { return a.bytes > b.bytes; };
-  std::vector<PlannedRead>& heap = in_service;
-  std::make_heap(heap.begin(), heap.end(), later);
-  double served = 0, t = 0;
-  for (;;) {
-    while (heap.size() < slots) {
-      std::optional<PlannedRead> r = next();
-      if (!r) return t;
-      heap.push_back({served + r->bytes, false});
-      std::push_heap(heap.begin(), heap.end(), later);
-    }
-    std::pop_heap(heap.begin(), heap.end(), later);
-    const double finish = heap.back().bytes;
-    heap.pop_back();
-    advance_shared(t, served, finish, static_cast<double>(heap.size() + 1) + background,
-                   bytes_per_s);
-  }
-}
-
 // A claim's new reads (their bytes, in manifest order; all needed) as continue_projection_s's
 // next(). `fresh` must outlive it.
 inline auto fresh_reads(const std::vector<double>& fresh) {

@@ -7,7 +7,6 @@
 
 #include <memory>
 #include <optional>
-#include <utility>
 
 #include "provider/sim_fixture.h"
 
@@ -16,15 +15,37 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// When `c` is ready if committed after `wait` (0: at once), with `ahead` committed first, now.
+// A stack that has learned that four writes are in flight while it reads (one read beside four
+// 64 MiB writes as fast as reads), with `writes` more objects put now to keep the store writing.
+std::unique_ptr<SimStack> writing_stack(const SimStackOptions& o, uint64_t writes) {
+  auto s = std::make_unique<SimStack>(o);
+  for (uint64_t i : {101, 102, 103, 104}) {
+    s->store->put(obj(i), {0, 256}, nullptr, kObj - 4096,
+                  [](Status st) { EXPECT_TRUE(st.is_ok()); });
+  }
+  EXPECT_TRUE(s->commit(claim_of(9, {5})).is_ok());
+  s->ex.run();
+  EXPECT_TRUE(s->provider->release(9).is_ok());
+  EXPECT_NEAR(s->provider->stats().writes_while_reading, 4.0, 1e-6);
+  for (uint64_t i = 0; i < writes; ++i) {
+    s->store->put(obj(200 + i), {0, 256}, nullptr, kObj - 4096,
+                  [](Status st) { EXPECT_TRUE(st.is_ok()); });
+  }
+  return s;
+}
+
+// When `c` is ready, from the commit of `ahead` now, if committed after `wait` (0: at once): on
+// SimStack(o), or on writing_stack(o, *writes) when `writes` is set.
 Duration ready_after_wait(const SimStackOptions& o, const StagingClaim& ahead,
-                          const StagingClaim& c, Duration wait) {
-  SimStack s(o);
-  EXPECT_TRUE(s.commit(ahead).is_ok());
-  s.ex.run_until(s.ex.now() + wait);
-  EXPECT_TRUE(s.commit(c).is_ok());
-  s.ex.run();
-  return s.ready_after(c.id);
+                          const StagingClaim& c, Duration wait,
+                          std::optional<uint64_t> writes = std::nullopt) {
+  std::unique_ptr<SimStack> s = writes ? writing_stack(o, *writes) : std::make_unique<SimStack>(o);
+  const TimePoint start = s->ex.now();
+  EXPECT_TRUE(s->commit(ahead).is_ok());
+  s->ex.run_until(start + wait);
+  EXPECT_TRUE(s->commit(c).is_ok());
+  s->ex.run();
+  return s->ready.at(c.id).first - start;
 }
 
 TEST(ProviderWait, NothingAheadMeansNoWait) {
@@ -99,23 +120,15 @@ TEST(ProviderWait, NoWaitWhenAReadAheadOutlastsItBesideTheLearnedWrites) {
                           .small_every = 10,
                           .write_bytes_per_s = kRate,
                           .store_write_bytes_in_flight = 4 * kObj};
-  SimStack s(o);
-  for (uint64_t i : {101, 102, 103, 104}) {
-    s.store->put(obj(i), {0, 256}, nullptr, kObj - 4096,
-                 [](Status st) { EXPECT_TRUE(st.is_ok()); });
-  }
-  ASSERT_TRUE(s.commit(claim_of(9, {5})).is_ok());
-  s.ex.run();
-  ASSERT_TRUE(s.provider->release(9).is_ok());
-  EXPECT_NEAR(s.provider->stats().writes_while_reading, 4.0, 1e-6);
+  std::unique_ptr<SimStack> s = writing_stack(o, 0);
   const StagingClaim first = claim_of(1, {1, 2});
   StagingClaim c = claim_of(2, {});
   c.objects.push_back({obj(10), obj_bytes(10, 10)});
-  ASSERT_TRUE(s.commit(first).is_ok());
-  const Duration ttr = s.provider->ttr(c);
+  ASSERT_TRUE(s->commit(first).is_ok());
+  const Duration ttr = s->provider->ttr(c);
   // (its bytes read rounded up to whole 4 KiB blocks: 18 us more)
   EXPECT_NEAR(ttr.count(), (7 * kObjTime / 3).count(), 20'000);
-  EXPECT_EQ(s.provider->commit_wait(c, ttr), Duration::zero());
+  EXPECT_EQ(s->provider->commit_wait(c, ttr), Duration::zero());
   // On the device (no writes now), starting it after claim 1's reads would make it later.
   EXPECT_GT(ready_after_wait(o, first, c, 2 * kObjTime),
             ready_after_wait(o, first, c, Duration::zero()));
@@ -140,25 +153,6 @@ TEST(ProviderWait, BehindAReadThatOutlastsItItWaitsOnlyUntilASlotFrees) {
   EXPECT_GT(ready_after_wait(o, first, c, wait + milliseconds(5)), at_once);
 }
 
-// A stack that has learned that four writes are in flight while it reads (one read beside four
-// 64 MiB writes as fast as reads), with `writes` more objects put now to keep the store writing.
-std::unique_ptr<SimStack> writing_stack(const SimStackOptions& o, uint64_t writes) {
-  auto s = std::make_unique<SimStack>(o);
-  for (uint64_t i : {101, 102, 103, 104}) {
-    s->store->put(obj(i), {0, 256}, nullptr, kObj - 4096,
-                  [](Status st) { EXPECT_TRUE(st.is_ok()); });
-  }
-  EXPECT_TRUE(s->commit(claim_of(9, {5})).is_ok());
-  s->ex.run();
-  EXPECT_TRUE(s->provider->release(9).is_ok());
-  EXPECT_NEAR(s->provider->stats().writes_while_reading, 4.0, 1e-6);
-  for (uint64_t i = 0; i < writes; ++i) {
-    s->store->put(obj(200 + i), {0, 256}, nullptr, kObj - 4096,
-                  [](Status st) { EXPECT_TRUE(st.is_ok()); });
-  }
-  return s;
-}
-
 TEST(ProviderWait, BehindReadsThatHoldEverySlotBesideTheLearnedWritesItWaitsUntilASlotCanFree) {
   // Four slots, all taken by claim 1's reads, beside four writes at a time: claim 2's reads would
   // queue until claim 1's end, 8 x 62.5 ms later (each of eight requests at an eighth of the rate).
@@ -171,23 +165,15 @@ TEST(ProviderWait, BehindReadsThatHoldEverySlotBesideTheLearnedWritesItWaitsUnti
                           .write_bytes_per_s = kRate,
                           .store_write_bytes_in_flight = 4 * kObj};
   const StagingClaim first = claim_of(1, {1, 2, 3, 4}), c = claim_of(2, {5, 6});
-  auto ready_after = [&](std::optional<Duration> wait) {
-    std::unique_ptr<SimStack> s = writing_stack(o, 16);
-    EXPECT_TRUE(s->commit(first).is_ok());
-    if (!wait) wait = s->provider->commit_wait(c, s->provider->ttr(c));
-    const TimePoint start = s->ex.now();
-    s->ex.run_until(start + *wait);
-    EXPECT_TRUE(s->commit(c).is_ok());
-    s->ex.run();
-    return std::pair{*wait, s->ready.at(2).first - start};
-  };
-  const auto [wait, waited_ready] = ready_after(std::nullopt);
+  std::unique_ptr<SimStack> s = writing_stack(o, 16);
+  ASSERT_TRUE(s->commit(first).is_ok());
+  const Duration wait = s->provider->commit_wait(c, s->provider->ttr(c));
   EXPECT_NEAR(wait.count(), (4 * kObjTime).count(), 1000);
-  const Duration at_once = ready_after(Duration::zero()).second;
-  EXPECT_EQ(waited_ready, at_once);
+  const Duration at_once = ready_after_wait(o, first, c, Duration::zero(), 16);
+  EXPECT_EQ(ready_after_wait(o, first, c, wait, 16), at_once);
   EXPECT_GT(at_once, 8 * kObjTime + 2 * kObjTime);  // then its two reads, beside the writes
-  EXPECT_EQ(ready_after(8 * kObjTime).second, at_once);
-  EXPECT_GT(ready_after(8 * kObjTime + milliseconds(10)).second, at_once);
+  EXPECT_EQ(ready_after_wait(o, first, c, 8 * kObjTime, 16), at_once);
+  EXPECT_GT(ready_after_wait(o, first, c, 8 * kObjTime + milliseconds(10), 16), at_once);
 }
 
 TEST(ProviderWait, TheStoresWritesAreNotWaitedFor) {
