@@ -29,7 +29,7 @@ Result<FleetWorkload> fleet_workload(Runner& runner, const CostProfile& profile)
     const uint32_t limit = o.max_requests ? o.max_requests : (runner.sim() ? 0 : 80);
     records = trace_window(all, o.window_start_s, window, limit);
     w.from_trace = true;
-    runner.note("fleet: the conversation trace " + o.trace_path + ", " +
+    runner.note("fleet: the trace " + o.trace_path + ", " +
                 std::to_string(records.size()) + " requests from " +
                 std::to_string(o.window_start_s) + " s");
   } else {
