@@ -4,7 +4,8 @@
 // Executor's single thread and never blocks. Data-moving engines complete by post()ing a callback
 // back to it. Two implementations: RealExecutor (wall clock, timerfd/eventfd) and SimExecutor
 // (virtual clock, deterministic order). Control-plane code never reads a system clock; it asks
-// now().
+// now(), which on both stands still while one event (a task, a timer, a watched descriptor's
+// callback) runs: everything an event decides sees one instant.
 //
 // Thread safety: post() is safe from any thread on every implementation. now(), at(), after() and
 // TimerHandle::cancel() are called only from the loop thread (or, before the loop runs, from the

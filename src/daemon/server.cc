@@ -208,6 +208,7 @@ void Server::serve_inboxes() {
     ring_.pop_front();
     auto it = inboxes_.find(identity);
     if (it == inboxes_.end()) continue;  // discarded meanwhile
+    executor_.renew_now();               // each message is an event of its own
     Inbox& inbox = it->second;
     Inbox::Message m = std::move(inbox.messages.front());
     inbox.messages.pop_front();

@@ -41,8 +41,24 @@ RealExecutor::~RealExecutor() {
   close(epoll_fd_);
 }
 
-TimePoint RealExecutor::now() const {
+TimePoint RealExecutor::clock_now() const {
   return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - epoch_));
+}
+
+TimePoint RealExecutor::now() const { return event_now_ ? *event_now_ : clock_now(); }
+
+void RealExecutor::renew_now() {
+  if (event_now_) event_now_ = clock_now();
+}
+
+template <typename Fn>
+void RealExecutor::as_event(Fn&& fn) {
+  event_now_ = clock_now();
+  struct End {
+    std::optional<TimePoint>& at;
+    ~End() { at.reset(); }
+  } end{event_now_};
+  fn();
 }
 
 void RealExecutor::post(Task fn) {
@@ -70,7 +86,7 @@ void RealExecutor::arm_timerfd() {
   if (want == armed_for_) return;
   itimerspec spec{};
   if (!timers_.empty()) {
-    Duration wait = timers_.top().when - now();
+    Duration wait = timers_.top().when - clock_now();  // not the event's start: the clock's
     if (wait < Duration(1)) wait = Duration(1);  // zero would disarm the timer
     spec.it_value.tv_sec = static_cast<time_t>(wait.count() / 1'000'000'000);
     spec.it_value.tv_nsec = static_cast<long>(wait.count() % 1'000'000'000);
@@ -85,19 +101,17 @@ void RealExecutor::drain_posted() {
     std::lock_guard<std::mutex> lock(mu_);
     batch.swap(posted_);
   }
-  for (auto& fn : batch) {
-    fn();
-  }
+  for (auto& fn : batch) as_event(fn);
 }
 
 void RealExecutor::run_due_timers() {
-  TimePoint t = now();
+  TimePoint t = clock_now();
   while (!timers_.empty() && timers_.top().when <= t) {
     Timer timer = std::move(const_cast<Timer&>(timers_.top()));
     timers_.pop();
     if (!*timer.cancelled) {
       *timer.cancelled = true;  // fired: a later cancel() is a no-op
-      timer.fn();
+      as_event(timer.fn);
     }
     if (stop_.load(std::memory_order_relaxed)) break;
   }
@@ -161,7 +175,7 @@ void RealExecutor::dispatch(uint64_t id, uint32_t revents) {
   auto it = watches_.find(id);
   if (it == watches_.end()) return;
   std::shared_ptr<WatchFn> cb = it->second.cb;  // outlives an unwatch by the callback itself
-  (*cb)(revents);
+  as_event([&] { (*cb)(revents); });
 }
 
 void RealExecutor::run() {

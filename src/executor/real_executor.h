@@ -3,8 +3,15 @@
 // File descriptors (sockets, pipes) join the same epoll set through watch(); their callbacks run
 // on the loop thread like any task.
 //
-// Thread safety: post() and stop() from any thread. at(), watch(), modify() and unwatch() only on
-// the loop thread, or before run() on the thread that owns the executor.
+// The clock stands still within an event, as SimExecutor's does: while a posted task, a timer or a
+// watch callback runs, now() is the time at which it began (read once), so everything one event
+// decides sees one instant (a projection made at now() is reused within the event instead of
+// being rebuilt because nanoseconds passed). Between events, and before run(), now() reads the
+// clock. A callback that serves several events of its own (the daemon's server, one per
+// message) calls renew_now() before each.
+//
+// Thread safety: post() and stop() from any thread. at(), watch(), modify(), unwatch() and
+// renew_now() only on the loop thread, or before run() on the thread that owns the executor.
 #pragma once
 
 #include <atomic>
@@ -33,6 +40,8 @@ class RealExecutor final : public Executor {
   RealExecutor& operator=(const RealExecutor&) = delete;
 
   TimePoint now() const override;
+  // Inside an event: now() becomes the clock's time (a new event begins). Outside one: nothing.
+  void renew_now();
   void post(Task fn) override;
   TimerHandle at(TimePoint t, Task fn) override;
   bool simulated() const override { return false; }
@@ -81,6 +90,10 @@ class RealExecutor final : public Executor {
   static constexpr uint64_t kEventToken = 0;
   static constexpr uint64_t kTimerToken = 1;
 
+  TimePoint clock_now() const;
+  // Runs fn as one event: now() is its start time until it returns.
+  template <typename Fn>
+  void as_event(Fn&& fn);
   void arm_timerfd();
   void run_due_timers();
   void drain_posted();
@@ -92,6 +105,7 @@ class RealExecutor final : public Executor {
   int event_fd_ = -1;
   int timer_fd_ = -1;
   std::optional<TimePoint> armed_for_;  // the deadline timer_fd_ is armed for; none: disarmed
+  std::optional<TimePoint> event_now_;  // while an event runs: its start; loop thread only
   std::mutex mu_;                       // guards posted_
   std::vector<Task> posted_;
   std::priority_queue<Timer, std::vector<Timer>, Later> timers_;  // loop thread only
