@@ -138,7 +138,7 @@ void Server::drain() {
 }
 
 void Server::read_messages() {
-  const TimePoint now = executor_.now();
+  const TimePoint now = executor_.clock_now();  // when read, not when the event began
   for (int n = 0; n < kReadBatch; ++n) {
     // A receive that finds nothing costs what asking ZMQ_EVENTS first would (both process the
     // socket's commands); asking first cost that again for every message.
@@ -378,7 +378,7 @@ void Server::send_raw(const std::string& identity, const std::vector<std::byte>&
   zmq_send(router_, message.data(), message.size(), ZMQ_DONTWAIT);
   ++stats_.replies;
   if (handling_) {
-    const double s = to_seconds(executor_.now() - handling_since_);
+    const double s = to_seconds(executor_.clock_now() - handling_since_);  // handling included
     latency_.observe(s);
     latency_sum_s_ += s;
     ++latency_count_;

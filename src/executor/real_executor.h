@@ -8,7 +8,7 @@
 // decides sees one instant (a projection made at now() is reused within the event instead of
 // being rebuilt because nanoseconds passed). Between events, and before run(), now() reads the
 // clock. A callback that serves several events of its own (the daemon's server, one per
-// message) calls renew_now() before each.
+// message) calls renew_now() before each; a duration measured within an event reads clock_now().
 //
 // Thread safety: post() and stop() from any thread. at(), watch(), modify(), unwatch() and
 // renew_now() only on the loop thread, or before run() on the thread that owns the executor.
@@ -42,6 +42,8 @@ class RealExecutor final : public Executor {
   TimePoint now() const override;
   // Inside an event: now() becomes the clock's time (a new event begins). Outside one: nothing.
   void renew_now();
+  // The clock itself, also inside an event: for measuring how long work within one took.
+  TimePoint clock_now() const;
   void post(Task fn) override;
   TimerHandle at(TimePoint t, Task fn) override;
   bool simulated() const override { return false; }
@@ -90,7 +92,6 @@ class RealExecutor final : public Executor {
   static constexpr uint64_t kEventToken = 0;
   static constexpr uint64_t kTimerToken = 1;
 
-  TimePoint clock_now() const;
   // Runs fn as one event: now() is its start time until it returns.
   template <typename Fn>
   void as_event(Fn&& fn);
