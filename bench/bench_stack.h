@@ -9,6 +9,7 @@
 
 #include "bench_must.h"
 #include "common/units.h"
+#include "controller/controller.h"
 #include "executor/sim_executor.h"
 #include "fasttier/fast_tier.h"
 #include "provider/staging_provider.h"
@@ -54,6 +55,7 @@ struct Stack {
     ProviderOptions po;
     po.max_reads_in_flight = o.max_reads_in_flight;
     po.prior_read_bytes_per_s = o.read_bytes_per_s;
+    po.issue_order = issue_order_of("tempokv");  // the benches run TempoKV's policy
     provider = must(StagingProvider::create(ex, *store, *tier, po));
   }
   // A claim of chunks first .. first + n - 1.

@@ -48,6 +48,7 @@ const TempoKvConfiguration kConfigurations[] = {
     {"tempokv-no-order-stats", "order statistics", without(&TempoKvSwitches::order_statistics)},
     {"tempokv-no-state-ttr", "state-aware TTR", without(&TempoKvSwitches::state_aware_ttr)},
     {"tempokv-progressive", "", {.progressive_release = true}},
+    {"tempokv-commit-order", "", {.commit_order = true}},
 };
 
 }  // namespace

@@ -97,6 +97,11 @@ struct TempoKvSwitches {
   // The laxity's TTR is the provider's projection of the staging state; off: the claim's
   // non-resident bytes over a fixed rate (make_tempokv_policy(false)).
   bool state_aware_ttr = true;
+  // The provider issues committed reads in commit order (IssueOrder::kCommit): a later commit
+  // never passes a committed claim's reads, so its TTR at commit stands; off (TempoKV's default):
+  // in use order, a claim needed sooner goes first (not an ablation: "tempokv-commit-order" has
+  // it on; docs/evaluation.md, "Issue order").
+  bool commit_order = false;
   bool progressive_release = false;  // ControllerOptions::progressive_release (not an ablation)
   bool operator==(const TempoKvSwitches&) const = default;
 };
@@ -109,7 +114,8 @@ struct TempoKvConfiguration {
 
 // "tempokv" and its variants: the ablations, each TempoKV with exactly one mechanism off
 // ("tempokv-static": without error feedback; "tempokv-no-wait", "tempokv-no-chain",
-// "tempokv-no-order-stats", "tempokv-no-state-ttr"), and "tempokv-progressive". The one list:
+// "tempokv-no-order-stats", "tempokv-no-state-ttr"), and two variants: "tempokv-progressive" and
+// "tempokv-commit-order". The one list:
 // make_controller(), the eval and tempokvd read it.
 std::span<const TempoKvConfiguration> tempokv_configurations();
 // The entry of that name; nullptr for any other name.

@@ -420,4 +420,9 @@ bool projects_order_statistics(std::string_view configuration) {
   return c && c->switches.order_statistics;
 }
 
+IssueOrder issue_order_of(std::string_view configuration) {
+  const TempoKvConfiguration* c = find_tempokv_configuration(configuration);
+  return c && !c->switches.commit_order ? IssueOrder::kUse : IssueOrder::kCommit;
+}
+
 }  // namespace tempokv

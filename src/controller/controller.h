@@ -446,4 +446,10 @@ std::string controller_configuration_names();
 // queue-K) have no use for either.
 bool projects_order_statistics(std::string_view configuration);
 
+// The issue order the provider of a commit configuration runs (ProviderOptions::issue_order):
+// TempoKV's configurations by use unless their switches say otherwise ("tempokv-commit-order");
+// the baselines (demand, immediate, queue-K) by commit, their better order on the tuning set
+// (docs/evaluation.md, "Issue order") and the order of the systems they stand for.
+IssueOrder issue_order_of(std::string_view configuration);
+
 }  // namespace tempokv

@@ -116,8 +116,9 @@ const Field kFields[] = {
 
     {"controller", "policy", FieldType::kString, TEMPOKV_FIELD_REF(controller.policy),
      "Commit policy: demand, immediate, queue-K (K >= 1, e.g. queue-4), tempokv, "
-     "tempokv-progressive (each object released after its own copy), or TempoKV with one "
-     "mechanism off: tempokv-static (error feedback), tempokv-no-wait (commit wait), "
+     "tempokv-progressive (each object released after its own copy), tempokv-commit-order (reads "
+     "issued in commit order, not use order), or TempoKV with one mechanism off: tempokv-static "
+     "(error feedback), tempokv-no-wait (commit wait), "
      "tempokv-no-chain (chained deadlines), tempokv-no-order-stats (order statistics) or "
      "tempokv-no-state-ttr (a fixed-rate TTR)."},
     {"controller", "tick_ms", FieldType::kInteger, TEMPOKV_FIELD_REF(controller.tick_ms),

@@ -123,6 +123,7 @@ Result<std::unique_ptr<ServiceCore>> ServiceCore::open(Executor& executor,
   po.prior_read_bytes_per_s = options.prior_read_bytes_per_s;
   po.static_read_bytes_per_s = options.prior_read_bytes_per_s;
   po.write_cost = options.write_cost;
+  po.issue_order = issue_order_of(options.policy);
   TEMPOKV_ASSIGN_OR_RETURN(c->provider_,
                            StagingProvider::create(executor, *c->store_, *c->tier_, po));
   ControllerOptions co;

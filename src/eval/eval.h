@@ -66,6 +66,9 @@ struct EvalOptions {
   std::optional<bool> ttu_horizon;
   // AdapterOptions::rhythm_horizon for every engine (with ControllerOptions::chain_skips_bounds).
   bool rhythm_horizon = AdapterOptions{}.rhythm_horizon;
+  // ProviderOptions::issue_order for every in-process stack (sim and real modes; a daemon-backed
+  // stack's daemon takes its policy's). Unset: by configuration (issue_order_of()).
+  std::optional<IssueOrder> issue_order;
   // ControllerOptions::remote_prefetch for every run (fleet: TempoKV's two stages for remote
   // claims).
   bool remote_prefetch = ControllerOptions{}.remote_prefetch;

@@ -41,6 +41,7 @@ StackConfig base_stack(const Runner& runner, const CostProfile& profile, const s
   c.feedback_quantile = runner.options().feedback_quantile;
   c.ttu_horizon = runner.options().ttu_horizon;
   c.rhythm_horizon = runner.options().rhythm_horizon;
+  c.issue_order = runner.options().issue_order;
   c.remote_prefetch = runner.options().remote_prefetch;
   if (runner.options().jitter_sigma) c.jitter_sigma = *runner.options().jitter_sigma;
   if (runner.options().engines) c.engines = runner.options().engines;

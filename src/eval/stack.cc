@@ -133,6 +133,8 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
   po.max_reads_in_flight = config.max_reads_in_flight;
   po.prior_read_bytes_per_s = config.prior_read_bytes_per_s;
   po.static_read_bytes_per_s = config.static_read_bytes_per_s;
+  const std::string policy = config.baseline() ? "demand" : config.policy;
+  po.issue_order = config.issue_order.value_or(issue_order_of(policy));
   // The simulated device's own cost of a written byte against a read one (a real deployment
   // measures its drive's; the default 1 says writes cost as much as reads).
   if (config.write_cost) {
@@ -154,9 +156,7 @@ Result<std::unique_ptr<EvalStack>> EvalStack::create(EvalStorage& storage,
   if (config.ttu_horizon) co.ttu_horizon = *config.ttu_horizon;
   co.chain_skips_bounds = config.rhythm_horizon;
   co.remote_prefetch = config.remote_prefetch;
-  TEMPOKV_ASSIGN_OR_RETURN(
-      s->controller_,
-      make_controller(ex, *s->provider_, config.baseline() ? "demand" : config.policy, co));
+  TEMPOKV_ASSIGN_OR_RETURN(s->controller_, make_controller(ex, *s->provider_, policy, co));
   if (config.write_produced_kv) s->writer_ = std::make_unique<KvWriter>(storage.store(), !sim);
 
   for (uint32_t k = 0; k < config.engines; ++k) {

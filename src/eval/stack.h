@@ -127,6 +127,7 @@ struct StackConfig {
   // AdapterOptions::rhythm_horizon, with ControllerOptions::chain_skips_bounds set to match.
   bool rhythm_horizon = AdapterOptions{}.rhythm_horizon;
   bool remote_prefetch = ControllerOptions{}.remote_prefetch;  // ControllerOptions'
+  std::optional<IssueOrder> issue_order;  // ProviderOptions::issue_order (unset: the policy's)
   Duration tick = std::chrono::milliseconds(50);
   uint32_t max_reads_in_flight = 16;        // provider reads at once (= the SSD's concurrency)
   double prior_read_bytes_per_s = 11.0 * double(1ULL << 30);   // provider's rate before samples

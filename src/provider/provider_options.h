@@ -11,6 +11,17 @@
 
 namespace tempokv {
 
+// Where a committed claim's reads join the queue of reads not yet issued (staging_provider.h,
+// "Issue order").
+enum class IssueOrder {
+  // By the use time of the earliest claim that needs them: a later commit for an earlier use goes
+  // ahead of reads already queued, and a claim's retrieval that comes early moves its reads up.
+  kUse,
+  // By commit: behind every read already queued, so no later commit delays a committed claim and
+  // its TTR at commit stands; a retrieval that comes early moves nothing.
+  kCommit,
+};
+
 struct ProviderOptions {
   // Reads issued to the store at once (staging and demand together); set it at or below the SSD
   // engine's own concurrency so that the TTR projection sees the queue the device sees.
@@ -31,6 +42,8 @@ struct ProviderOptions {
   // flight, and TTR adds the time the device needs for the writes already issued (store.h's write
   // listener). 0: writes are not seen (reads only).
   double write_cost = 1.0;
+  // The configuration's issue order (issue_order_of() in controller.h gives each policy's).
+  IssueOrder issue_order = IssueOrder::kUse;
 
   // Rejects nonsense with a message naming the field.
   Status validate() const;

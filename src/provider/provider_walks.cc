@@ -65,8 +65,9 @@ StagingProvider::TtrBoundWalk StagingProvider::ttr_bound_walk() const {
 
 Duration StagingProvider::ttr_bound_reference(TimePoint use_at, uint64_t bytes) const {
   uint64_t queued = 0;
+  const TimePoint ahead_of = issue_key(use_at);
   for (const auto& [key, read] : queue_) {
-    if (key.first <= use_at) queued += read.rec->read_bytes;
+    if (key.first <= ahead_of) queued += read.rec->read_bytes;
   }
   const TtrBoundWalk w = ttr_bound_walk();
   const double total = w.bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
@@ -213,7 +214,7 @@ StagingProvider::TtrBoundWalk::Range StagingProvider::TtrBoundWalk::range(
 
 Duration StagingProvider::TtrBoundWalk::bound(TimePoint use_at, uint64_t bytes) const {
   // The queued reads used no later than use_at are a prefix of the issue order.
-  const uint64_t queued = queued_through(QueueKey{use_at, UINT64_MAX}, by_use_memo_);
+  const uint64_t queued = queued_through(QueueKey{p_->issue_key(use_at), UINT64_MAX}, by_use_memo_);
   const double total = bytes_ahead_ + static_cast<double>(queued) + static_cast<double>(bytes);
   // Rounded up, with a microsecond for the rounding of ttr() itself (as ttr_bound()).
   return Duration(static_cast<int64_t>(std::ceil(total * scale_ * 1e9 / bytes_per_s_)) + 1000) +

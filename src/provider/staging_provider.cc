@@ -171,8 +171,9 @@ StagingProvider::ObjectRec& StagingProvider::object(const Key& key, uint64_t pay
   return it->second;
 }
 
-TimePoint StagingProvider::use_time(const StagingClaim& claim) const {
-  return claim.use_at.value_or(executor_.now());
+TimePoint StagingProvider::issue_key(std::optional<TimePoint> use_at) const {
+  if (options_.issue_order == IssueOrder::kCommit || !use_at) return executor_.now();
+  return *use_at;
 }
 
 const StagingProvider::ObjectRec* StagingProvider::read_of(const Key& key) const {
@@ -214,6 +215,7 @@ Status StagingProvider::expedite(ClaimId id, TimePoint use_at) {
     return Status::not_found("expedite: claim " + std::to_string(id) + " is not known");
   }
   if (it->second.ordinary || it->second.draining) return Status::ok();
+  if (options_.issue_order == IssueOrder::kCommit) return Status::ok();  // nothing passes
   for (const Key& key : it->second.keys) {
     auto o = objects_.find(key);
     if (o != objects_.end() && o->second.fetching) {

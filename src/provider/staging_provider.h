@@ -21,11 +21,14 @@
 // controller decides between recommitting and the ordinary path. The object is absent afterwards
 // and a later commit or ordinary claim reads it afresh.
 //
-// Issue order: queued reads are ordered by the use time of the earliest claim that needs them
-// (StagingClaim::use_at; demand reads and claims without one: the time they were queued), then by
-// when they were queued, and in manifest order within a claim; they are issued from the head, at
-// most max_reads_in_flight at once. A read already queued moves up when a claim used sooner
-// needs it (commit, or expedite() when a committed claim's retrieval comes early). A read that
+// Issue order (ProviderOptions::issue_order): by use (IssueOrder::kUse), queued reads are ordered
+// by the use time of the earliest claim that needs them (StagingClaim::use_at; demand reads and
+// claims without one: the time they were queued), then by when they were queued, and in manifest
+// order within a claim; they are issued from the head, at most max_reads_in_flight at once. A read
+// already queued moves up when a claim used sooner needs it (commit, or expedite() when a
+// committed claim's retrieval comes early). By commit (IssueOrder::kCommit), every claim's reads
+// are keyed by the time it commits, as demand reads are: they go behind every read queued, a later
+// commit never passes them, and expedite() moves nothing. A read that
 // cannot get fast-tier room yet (a demand read while the tier is occupied by protected, reserved,
 // filling or held objects) waits in place and later reads may pass it. TTR projects this order: a
 // claim's reads go after the queued reads used no later than it (and move its queued reads up).
@@ -154,7 +157,8 @@ class StagingProvider {
   // Ends a claim in any phase; its protection holds until its in-flight reads and copies finish.
   Status cancel(ClaimId id);
   // A committed claim is now used at `use_at` (its retrieval came sooner than projected): its
-  // queued reads move up to that use time where they were queued later. Never moves them back.
+  // queued reads move up to that use time where they were queued later (by use; by commit nothing
+  // moves). Never moves them back.
   // NotFound for a claim the provider does not know.
   Status expedite(ClaimId id, TimePoint use_at);
 
@@ -386,7 +390,10 @@ class StagingProvider {
   void enqueue(const Key& key, ObjectRec& rec, TimePoint use_at);
   // enqueue() without counting a coalesced read: queues it, or moves its queued read up.
   void place(const Key& key, ObjectRec& rec, TimePoint use_at);
-  TimePoint use_time(const StagingClaim& claim) const;
+  TimePoint use_time(const StagingClaim& claim) const { return issue_key(claim.use_at); }
+  // The queue key of reads for use at `use_at` if queued now: that time by use (now without one),
+  // now by commit (behind every read queued).
+  TimePoint issue_key(std::optional<TimePoint> use_at) const;
   // The object's record when a read already covers it for a claim used at use_at: one in flight,
   // or one queued for use no later than use_at (a read queued for later use would move up to it
   // instead: that counts as a new read). nullptr otherwise. The TTR projections' shared test.

@@ -28,9 +28,10 @@ const std::map<std::string, Switch>& expected_switch() {
 }
 
 const Switch kAllSwitches[] = {
-    &TempoKvSwitches::error_feedback,   &TempoKvSwitches::commit_wait,
-    &TempoKvSwitches::chained_deadlines, &TempoKvSwitches::order_statistics,
-    &TempoKvSwitches::state_aware_ttr,  &TempoKvSwitches::progressive_release,
+    &TempoKvSwitches::error_feedback,      &TempoKvSwitches::commit_wait,
+    &TempoKvSwitches::chained_deadlines,   &TempoKvSwitches::order_statistics,
+    &TempoKvSwitches::state_aware_ttr,     &TempoKvSwitches::commit_order,
+    &TempoKvSwitches::progressive_release,
 };
 
 TEST(EvalAblation, EachAblationIsTempoKvWithExactlyItsOneMechanismOff) {
@@ -55,6 +56,19 @@ TEST(EvalAblation, EachAblationIsTempoKvWithExactlyItsOneMechanismOff) {
     // What the eval and tempokvd build from the name follows the table.
     EXPECT_TRUE(is_controller_configuration(name));
     EXPECT_EQ(projects_order_statistics(name), c->switches.order_statistics);
+    EXPECT_EQ(issue_order_of(name),
+              c->switches.commit_order ? IssueOrder::kCommit : IssueOrder::kUse);
+  }
+}
+
+// TempoKV's configurations issue in use order but its commit-order variant; the baselines in
+// commit order, their better one on the tuning set (docs/evaluation.md, "Issue order").
+TEST(EvalAblation, TempoKvIssuesInUseOrderAndTheBaselinesInCommitOrder) {
+  for (const char* name : {"tempokv", "tempokv-static", "tempokv-no-wait", "tempokv-progressive"}) {
+    EXPECT_EQ(issue_order_of(name), IssueOrder::kUse) << name;
+  }
+  for (const char* name : {"tempokv-commit-order", "demand", "immediate", "queue-1", "queue-4"}) {
+    EXPECT_EQ(issue_order_of(name), IssueOrder::kCommit) << name;
   }
 }
 
@@ -83,7 +97,8 @@ std::vector<Duration> commits(const EvalResult& r, size_t row) {
 // On a short hidden-truth run each ablation commits differently from TempoKV (its switch is
 // applied and bites), and the two mechanisms the eval can also switch off for every policy
 // (--no-error-feedback, --wait-order-statistics off) give exactly the ablation's commits: the
-// ablation differs from TempoKV in nothing else.
+// ablation differs from TempoKV in nothing else. Likewise the commit-order variant and
+// --issue-order commit.
 TEST(EvalAblation, EachSwitchChangesTempoKvsCommitsAndNothingElseDiffers) {
   EvalOptions o = short_hidden_run();
   o.policies = {"tempokv"};
@@ -112,6 +127,19 @@ TEST(EvalAblation, EachSwitchChangesTempoKvsCommitsAndNothingElseDiffers) {
   auto means = run_eval(plain);
   ASSERT_TRUE(means.is_ok());
   EXPECT_EQ(commits(*means, 0), by_name.at("tempokv-no-order-stats"));
+
+  // The commit-order variant (no ablation) commits otherwise, and exactly as TempoKV with every
+  // provider issuing in commit order.
+  EvalOptions variant = short_hidden_run();
+  variant.policies = {"tempokv-commit-order"};
+  auto by_commit = run_eval(variant);
+  ASSERT_TRUE(by_commit.is_ok());
+  EXPECT_NE(commits(*by_commit, 0), tempokv);
+  plain.wait_order_statistics.reset();
+  plain.issue_order = IssueOrder::kCommit;
+  auto ordered = run_eval(plain);
+  ASSERT_TRUE(ordered.is_ok());
+  EXPECT_EQ(commits(*ordered, 0), commits(*by_commit, 0));
 }
 
 }  // namespace

@@ -21,13 +21,14 @@ struct ModelClaim {
 
 class RandomRun {
  public:
-  explicit RandomRun(uint64_t seed)
+  RandomRun(uint64_t seed, IssueOrder order)
       : s_({.capacity_objects = 12,
             .budget_objects = 6,
             .max_reads_in_flight = 3,
             .stored_objects = kObjects,
             .latency = std::chrono::microseconds(100),
-            .small_every = 5}),
+            .small_every = 5,
+            .issue_order = order}),
         rng_(seed) {
     s_.faults->set_read_error_probability(0.05);
     s_.provider->set_entry_listener([this](const Key& k, uint64_t budget_bytes,
@@ -314,17 +315,21 @@ class RandomRun {
   uint64_t entries_seen_ = 0;
 };
 
-class ProviderRandom : public ::testing::TestWithParam<uint64_t> {};
+// Each seed in both issue orders: the projections and bounds must hold in either.
+class ProviderRandom : public ::testing::TestWithParam<std::tuple<uint64_t, IssueOrder>> {};
 
 TEST_P(ProviderRandom, InvariantsHoldAfterEveryStepAndNothingLeaks) {
-  RandomRun run(GetParam());
+  RandomRun run(std::get<0>(GetParam()), std::get<1>(GetParam()));
   for (int i = 0; i < 4000; ++i) {
     ASSERT_NO_FATAL_FAILURE(run.step()) << "step " << i;
   }
   run.finish();
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, ProviderRandom, ::testing::Values(1, 2, 3, 42));
+INSTANTIATE_TEST_SUITE_P(Seeds, ProviderRandom,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 42),
+                                            ::testing::Values(IssueOrder::kUse,
+                                                              IssueOrder::kCommit)));
 
 }  // namespace
 }  // namespace tempokv::testing

@@ -294,6 +294,30 @@ TEST(ProviderSim, ReadsFollowUseTimeSoALargerClaimUsedLaterCannotDelayAnEarlierO
   EXPECT_LE(s.t0 + s.ready_after(7), *late.use_at);
 }
 
+// The same two claims in commit order (IssueOrder::kCommit): claim 8, committed after claim 7,
+// queues behind all of it, so its TTR at commit counts claim 7's reads and claim 7's TTR at its
+// commit stands (in use order claim 8 cuts in and claim 7 is ready 125 ms later than projected).
+// Its retrieval coming early moves nothing either.
+TEST(ProviderSim, InCommitOrderALaterCommitForAnEarlierUseNeverDelaysACommittedClaim) {
+  SimStack s({.max_reads_in_flight = 1, .issue_order = IssueOrder::kCommit});
+  StagingClaim late = claim_of(7, {1, 2, 3, 4, 5, 6});
+  late.use_at = s.t0 + milliseconds(800);
+  StagingClaim early = claim_of(8, {9, 10});
+  early.use_at = s.t0 + milliseconds(200);
+  const Duration late_ttr = s.provider->ttr(late);
+  EXPECT_EQ(late_ttr, 6 * kObjTime);
+  ASSERT_TRUE(s.commit(late).is_ok());
+  const Duration early_ttr = s.provider->ttr(early);
+  EXPECT_EQ(early_ttr, 8 * kObjTime);
+  ASSERT_TRUE(s.commit(early).is_ok());
+  ASSERT_TRUE(s.provider->expedite(8, s.t0).is_ok());
+  EXPECT_EQ(s.provider->ttr(early), 8 * kObjTime);
+  s.ex.run();
+  EXPECT_EQ(s.ready_after(7), late_ttr);
+  EXPECT_EQ(s.ready_after(8), early_ttr);
+  EXPECT_TRUE(s.provider->check_invariants().is_ok());
+}
+
 TEST(ProviderSim, ExpediteMovesACommittedClaimsQueuedReadsUp) {
   SimStack s({.max_reads_in_flight = 1});
   StagingClaim a = claim_of(1, {1, 2, 3});

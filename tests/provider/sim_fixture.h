@@ -52,6 +52,7 @@ struct SimStackOptions {
   // Both of StoreOptions' limits of write bytes at the engine, reading or not (the store holds
   // back writes beyond them: reads first); unset: the store's defaults.
   std::optional<uint64_t> store_write_bytes_in_flight;
+  IssueOrder issue_order = IssueOrder::kUse;  // ProviderOptions::issue_order
 };
 
 class SimStack {
@@ -97,6 +98,7 @@ class SimStack {
     po.static_read_bytes_per_s = kRate;
     po.calibration_weight = o.calibration_weight;
     po.write_cost = o.write_cost.value_or(kRate / o.write_bytes_per_s);
+    po.issue_order = o.issue_order;
     auto p = StagingProvider::create(ex, *store, *tier, po);
     EXPECT_TRUE(p.is_ok()) << p.status().to_string();
     provider = std::move(p).value();

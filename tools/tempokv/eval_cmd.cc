@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -207,7 +208,8 @@ void add_eval_command(CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_option("--policies", c->options.policies,
                   "Comma list of demand, immediate, queue-K, tempokv, tempokv-progressive, "
-                  "lmcache-dax, and TempoKV with one mechanism off: tempokv-static (error "
+                  "tempokv-commit-order, lmcache-dax, and TempoKV with one mechanism off: "
+                  "tempokv-static (error "
                   "feedback), tempokv-no-wait (commit wait), tempokv-no-chain (chained deadlines), "
                   "tempokv-no-order-stats (order statistics), tempokv-no-state-ttr (a fixed-rate "
                   "TTR) (default: the scenario's)")
@@ -265,6 +267,15 @@ void add_eval_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--rhythm-horizon,!--no-rhythm-horizon", c->options.rhythm_horizon,
                 "Exact TTUs only as far ahead as each engine's rhythm needs (the default); "
                 "--no-rhythm-horizon: always 5 s past the window (AdapterOptions::rhythm_horizon)");
+  cmd->add_option("--issue-order", c->options.issue_order,
+                  "use or commit: the order the provider issues committed reads in, for every "
+                  "policy of an in-process stack (default: each policy's: by use for TempoKV's "
+                  "configurations but tempokv-commit-order, by commit for the baselines; "
+                  "ProviderOptions::issue_order)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, IssueOrder>{{"use", IssueOrder::kUse},
+                                            {"commit", IssueOrder::kCommit}},
+          CLI::ignore_case));
   cmd->add_flag("--remote-prefetch,!--no-remote-prefetch", c->options.remote_prefetch,
                 "Fleet: TempoKV fetches a remote claim's objects by the whole path's laxity and "
                 "commits it by the local part's (the default); --no-remote-prefetch: the commit "
