@@ -118,9 +118,9 @@ const Field kFields[] = {
      "Commit policy: demand, immediate, queue-K (K >= 1, e.g. queue-4), tempokv, "
      "tempokv-progressive (each object released after its own copy), tempokv-commit-order (reads "
      "issued in commit order, not use order), or TempoKV with one mechanism off: tempokv-static "
-     "(error feedback), tempokv-no-wait (commit wait), "
-     "tempokv-no-chain (chained deadlines), tempokv-no-order-stats (order statistics) or "
-     "tempokv-no-state-ttr (a fixed-rate TTR)."},
+     "(error feedback), tempokv-no-wait (commit wait), tempokv-no-chain (chained deadlines), "
+     "tempokv-no-order-stats (order statistics) or tempokv-no-state-ttr (a fixed-rate TTR). The "
+     "baselines' reads are issued in commit order, TempoKV's in use order."},
     {"controller", "tick_ms", FieldType::kInteger, TEMPOKV_FIELD_REF(controller.tick_ms),
      "Period of the controller's re-evaluation of pending claims."},
     {"controller", "max_reads_in_flight", FieldType::kInteger,

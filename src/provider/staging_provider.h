@@ -31,7 +31,8 @@
 // commit never passes them, and expedite() moves nothing. A read that
 // cannot get fast-tier room yet (a demand read while the tier is occupied by protected, reserved,
 // filling or held objects) waits in place and later reads may pass it. TTR projects this order: a
-// claim's reads go after the queued reads used no later than it (and move its queued reads up).
+// claim's reads go after the queued reads keyed no later than its issue key (issue_key(): by use,
+// its use time, and its queued reads move up to it; by commit, now, behind every read queued).
 //
 // Ordinary room is all-or-nothing (provider_ordinary.cc).
 //
@@ -161,6 +162,8 @@ class StagingProvider {
   // moves). Never moves them back.
   // NotFound for a claim the provider does not know.
   Status expedite(ClaimId id, TimePoint use_at);
+  // ProviderOptions::issue_order, as created.
+  IssueOrder issue_order() const { return options_.issue_order; }
 
   // Time until every object of `claim` would be resident and protected if committed now (with
   // its use time): the state-aware projection (ttr_projection.h) in issue order. 0 when all are

@@ -196,8 +196,12 @@ class RandomRun {
       c.objects.push_back({obj(o), obj_bytes(o, 5)});
     }
     // Half the claims carry a use time, so reads are queued out of commit order and the
-    // projection runs both with the whole queue ahead and with only part of it.
-    if (pick(2) == 0) c.use_at = s_.ex.now() + std::chrono::microseconds(pick(1'000'000));
+    // projection runs both with the whole queue ahead and with only part of it; some of those
+    // are late already (used in the past), whose reads by commit still queue behind every read.
+    if (pick(2) == 0) {
+      c.use_at = s_.ex.now() + std::chrono::microseconds(pick(1'000'000));
+      if (pick(8) == 0) *c.use_at -= std::chrono::microseconds(1'000'000);
+    }
     return c;
   }
 

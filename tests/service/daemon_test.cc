@@ -301,6 +301,29 @@ TEST(DaemonStartTest, ATierLargerThanItsFilesystemFailsAtStartNamingTheSetting) 
   std::filesystem::remove_all(dir);
 }
 
+// The policy picks the provider's issue order (issue_order_of()): a baseline's reads by commit,
+// TempoKV's by use; the start line says which the daemon runs.
+TEST(DaemonStartTest, ThePolicyPicksTheIssueOrderAndTheStartLineSaysIt) {
+  for (const auto& [policy, order] : {std::pair<std::string, std::string>{"immediate", "commit"},
+                                      {"tempokv", "use"},
+                                      {"tempokv-commit-order", "commit"}}) {
+    SCOPED_TRACE(policy);
+    const std::string dir =
+        ::testing::TempDir() + "tkvd-order-" + policy + "-" + std::to_string(getpid());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    DaemonProcess daemon(dir, {"--set", "controller.policy=" + policy});
+    daemon.log_to(dir + "/tempokvd.log");
+    ASSERT_TRUE(daemon.start());
+    std::stringstream log;
+    log << std::ifstream(dir + "/tempokvd.log").rdbuf();
+    EXPECT_THAT(log.str(), HasSubstr("; policy " + policy + " (reads issued by " + order + ")"))
+        << log.str();
+    EXPECT_EQ(daemon.stop(), 0);
+    std::filesystem::remove_all(dir);
+  }
+}
+
 // The body of GET /metrics from 127.0.0.1:port ("" when it fails).
 std::string get_metrics(uint16_t port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);

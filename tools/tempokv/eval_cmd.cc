@@ -209,10 +209,9 @@ void add_eval_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--policies", c->options.policies,
                   "Comma list of demand, immediate, queue-K, tempokv, tempokv-progressive, "
                   "tempokv-commit-order, lmcache-dax, and TempoKV with one mechanism off: "
-                  "tempokv-static (error "
-                  "feedback), tempokv-no-wait (commit wait), tempokv-no-chain (chained deadlines), "
-                  "tempokv-no-order-stats (order statistics), tempokv-no-state-ttr (a fixed-rate "
-                  "TTR) (default: the scenario's)")
+                  "tempokv-static (error feedback), tempokv-no-wait (commit wait), "
+                  "tempokv-no-chain (chained deadlines), tempokv-no-order-stats (order "
+                  "statistics), tempokv-no-state-ttr (a fixed-rate TTR) (default: the scenario's)")
       ->delimiter(',');
   cmd->add_option("--models", c->options.models, "fig4: llama-3.1-8b, qwen2.5-14b")
       ->delimiter(',');

@@ -105,7 +105,9 @@ int main(int argc, char** argv) {
   std::cerr << "tempokvd: serving on " << d.endpoint() << "; store " << config.resolved_store_dir()
             << " (" << ss.objects << " objects, " << ss.live_bytes << " bytes)";
   if (d.metrics_port() != 0) std::cerr << "; metrics on port " << d.metrics_port();
-  std::cerr << "; policy " << config.controller.policy << std::endl;
+  std::cerr << "; policy " << config.controller.policy << " (reads issued by "
+            << (d.core().provider().issue_order() == IssueOrder::kCommit ? "commit" : "use") << ")"
+            << std::endl;
 
   Status exit_status;
   bool stopping = false;
