@@ -7,15 +7,16 @@
 // there. SIGTERM or SIGINT shuts down cleanly: sessions end (claims cancelled), reads and puts in
 // flight finish, the store is closed; a restart finds the store's KV again.
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "daemon/daemon.h"
 
@@ -102,12 +103,14 @@ int main(int argc, char** argv) {
   Daemon& d = **daemon;
   for (const std::string& notice : d.notices()) std::cerr << "tempokvd: " << notice << "\n";
   const StoreStats ss = d.core().store().stats();
-  std::cerr << "tempokvd: serving on " << d.endpoint() << "; store " << config.resolved_store_dir()
-            << " (" << ss.objects << " objects, " << ss.live_bytes << " bytes)";
-  if (d.metrics_port() != 0) std::cerr << "; metrics on port " << d.metrics_port();
-  std::cerr << "; policy " << config.controller.policy << " (reads issued by "
-            << (d.core().provider().issue_order() == IssueOrder::kCommit ? "commit" : "use") << ")"
-            << std::endl;
+  // One write: a reader that waits for "serving on" (a test, a supervisor) sees the whole line.
+  std::ostringstream line;
+  line << "tempokvd: serving on " << d.endpoint() << "; store " << config.resolved_store_dir()
+       << " (" << ss.objects << " objects, " << ss.live_bytes << " bytes)";
+  if (d.metrics_port() != 0) line << "; metrics on port " << d.metrics_port();
+  line << "; policy " << config.controller.policy << " (reads issued by "
+       << (d.core().provider().issue_order() == IssueOrder::kCommit ? "commit" : "use") << ")\n";
+  std::cerr << line.str() << std::flush;
 
   Status exit_status;
   bool stopping = false;
