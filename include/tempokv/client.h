@@ -93,6 +93,9 @@ struct ClientOptions {
   Duration lookup_timeout = std::chrono::milliseconds(250);
   bool background_heartbeat = true;  // heartbeat from a background thread (see Recovery)
   bool reconnect = true;  // say hello again when the daemon lost the session (see Recovery)
+  // A step gives its decoders and waiting order as edits of the last step's (protocol v4) where
+  // that is shorter; false: always in full.
+  bool step_edits = true;
   Status validate() const;
 };
 
@@ -144,6 +147,9 @@ class ServiceClient final : public RuntimeApi {
   // add_request / admitted / iteration_started / prefill_done / tokens_generated / finished /
   // update_order calls. Sent without waiting (its seq is set here); an error it is answered with
   // is counted in late_errors(). FailedPrecondition when the daemon speaks only version 1.
+  // Give the lists in full (`base` unset): from version 4 the client sends them as edits of the
+  // last step's where shorter (ClientOptions::step_edits), in full again after a late error or
+  // a recovery.
   Status step(service::Step step);
 
   // A ready claim's objects, one span per manifest entry in manifest order, located in
@@ -263,6 +269,10 @@ class ServiceClient final : public RuntimeApi {
   std::deque<service::ReadyNotification> notifications_;  // received, not yet delivered
   uint64_t recoveries_ = 0;
   uint64_t step_seq_ = 0;  // the seq of the last step sent
+  // The lists of the last step sent whole (its seq; 0: none), which the next step may edit while
+  // no late error arrived and no recovery happened since (their counts then).
+  service::StepLists step_lists_;
+  uint64_t step_lists_seq_ = 0, step_lists_errors_ = 0, step_lists_recoveries_ = 0;
 
   // Shared with the heartbeat thread: the socket, next_id_, version_, notifications_, late
   // errors, the awaited replies and the times below are used under mu_, held only for a

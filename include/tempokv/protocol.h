@@ -26,7 +26,7 @@
 
 namespace tempokv::service {
 
-inline constexpr uint32_t kProtocolVersion = 3;              // the newest version spoken
+inline constexpr uint32_t kProtocolVersion = 4;              // the newest version spoken
 inline constexpr uint32_t kMinProtocolVersion = 1;           // the oldest version spoken
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 20;  // a larger message is refused
 inline constexpr size_t kMaxManifestEntries = 16384;         // objects in one report_hit
@@ -37,6 +37,9 @@ inline constexpr uint32_t kStepVersion = 2;      // the first version with the s
 // The first version with per-runtime write regions and declared put checksums: reserve_write and
 // put in an older version are refused (docs/protocol.md, "Shared memory").
 inline constexpr uint32_t kOwnWritesVersion = 3;
+// The first version whose step may give its decoders and waiting order as edits of the
+// session's previous step (Step::base; docs/protocol.md, "step").
+inline constexpr uint32_t kStepEditsVersion = 4;
 
 struct Hello {
   std::vector<uint32_t> versions;  // protocol versions the client speaks
@@ -152,7 +155,28 @@ struct Step {
   // calibrated from these, not from when steps arrive.
   std::vector<StepMeasured> measured;
   bool measures = false;
+  // Version 4: `decoders` and `waiting` as edits of the lists the session's step `base` carried
+  // (its last step; both lists then empty here): its decoders without `decoders_gone`, then
+  // `decoders_new`; its order without its first `waiting_taken`, then `waiting_new`. Unset: the
+  // lists are given in full. make_step_edits / apply_step_edits (below) build and read them.
+  std::optional<uint64_t> base;
+  std::vector<uint64_t> decoders_gone, decoders_new, waiting_new;
+  uint32_t waiting_taken = 0;
 };
+
+// The two lists a step carries in full, as its session last sent or resolved them.
+struct StepLists {
+  std::vector<uint64_t> decoders, waiting;
+};
+// Replaces `step`'s full decoders and waiting (when it has no base) by edits of `last`, the lists
+// of the session's step `base`, where the edits are shorter; true when it did. The lists are the
+// edits' results exactly (order included); a step they cannot express stays in full.
+bool make_step_edits(Step& step, const StepLists& last, uint64_t base);
+// Applies the edits of `step` (base set) to `lists`, the lists of its base step, leaving the
+// lists it stands for. InvalidArgument, naming the field, for a gone decoder not among the
+// decoders, more taken than waiting, or lists that would exceed `max_ids`; `lists` is then
+// unspecified.
+Status apply_step_edits(const Step& step, StepLists& lists, size_t max_ids);
 
 // The order of alternatives is the order of kOpNames in protocol.cc.
 using Op = std::variant<Hello, Heartbeat, AddRequest, ReportHit, UpdateOrder, IterationStarted,

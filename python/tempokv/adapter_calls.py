@@ -9,7 +9,7 @@ import time
 import msgpack
 
 from .errors import FailedPrecondition, InvalidArgument
-from .wire import I64_MAX, id_list, u32, u64, uint
+from .wire import I64_MAX, STEP_EDITS_VERSION, id_list, step_list_edits, u32, u64, uint
 
 
 class AdapterCalls:
@@ -84,7 +84,9 @@ class AdapterCalls:
         loads); ``measured``: [(seq, duration_ns)], the runtime's measured durations of the
         iterations earlier steps started (by the ``seq`` :meth:`step` returned), or None when
         the runtime does not measure them (the daemon then times the steps' arrivals).
-        Returns this step's ``seq``.
+        Returns this step's ``seq``. From protocol version 4 the lists go as edits of the last
+        step's where that is shorter (``step_edits`` of the client), in full again after a late
+        error or a recovery.
         """
         if self._version < 2:
             raise FailedPrecondition("FailedPrecondition",
@@ -111,8 +113,6 @@ class AdapterCalls:
             "queued": rows("queued", queued, 5),
             "finished": rows("finished", finished, 2),
             "prefills": rows("prefills", prefills, 2),
-            "decoders": id_list("decoders", decoders),
-            "waiting": id_list("waiting", waiting),
             "boundary_in_ns": uint("boundary_in_ns", max(0, int(boundary_in_ns)), I64_MAX),
             "admitted": id_list("admitted", admitted),
         }
@@ -123,6 +123,27 @@ class AdapterCalls:
         self._check_open("step")
         if self.reconnect and self._session_lost:
             self._recover()
+        # The lists as edits of the last step's (version 4) while no late error or recovery came
+        # since it was sent: the daemon then holds the same lists.
+        decoders, waiting = list(decoders), list(waiting)
+        use_edits = self.step_edits and self._version >= STEP_EDITS_VERSION
+        if use_edits and self._step_lists is not None:
+            with self._lock:
+                self._drain_locked(0)  # a late error already here: the daemon may hold no lists
+        marks = (self.late_errors, self.recoveries)
+        edits = None
+        if use_edits and self._step_lists is not None and self._step_lists[0] == marks:
+            edits = step_list_edits(self._step_lists[2], decoders, waiting)
+        if edits is None:
+            args["decoders"] = id_list("decoders", decoders)
+            args["waiting"] = id_list("waiting", waiting)
+        else:
+            args["base"] = self._step_lists[1]
+            args["decoders_gone"] = edits[0]
+            args["decoders_new"] = id_list("decoders", edits[1])
+            args["waiting_taken"] = edits[2]
+            args["waiting_new"] = id_list("waiting", edits[3])
+        self._step_lists = None
         with self._lock:
             request_id = self._next_id
             self._next_id += 1
@@ -131,4 +152,6 @@ class AdapterCalls:
             self._send("step", message, 0)
             self._last_sent = time.monotonic()
             self._step_seq += 1
+            if use_edits and self.recoveries == marks[1]:
+                self._step_lists = (marks, self._step_seq, (decoders, waiting))
             return self._step_seq

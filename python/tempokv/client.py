@@ -88,7 +88,7 @@ class TempoKVClient(AdapterCalls, Claims, SharedMemory, Session, Heartbeat, Tran
     def __init__(self, endpoint, name="", runtime="", max_active=0, timeout_s=10.0,
                  map_shared_memory=True, ranks=0, lookup_timeout_s=0.25,
                  background_heartbeat=True, reconnect=True, token="",
-                 token_budget=0, async_loads=False, put_timeout_s=30.0):
+                 token_budget=0, async_loads=False, put_timeout_s=30.0, step_edits=True):
         if not endpoint:
             raise InvalidArgument("InvalidArgument", "endpoint is empty")
         if timeout_s <= 0:
@@ -109,6 +109,9 @@ class TempoKVClient(AdapterCalls, Claims, SharedMemory, Session, Heartbeat, Tran
         self.late_errors = 0  # error replies nobody waited for (a step's, a timed-out call's)
         self.last_late_error = None
         self._step_seq = 0
+        # step(): the lists as edits of the last step's (version 4); False: always in full.
+        self.step_edits = bool(step_edits)
+        self._step_lists = None  # ((late errors, recoveries) then, its seq, (decoders, waiting))
         self._map_shm = bool(map_shared_memory)
         self._lock = threading.RLock()  # the socket and the notification queue
         self._session_lost = False  # the heartbeat thread found the session gone

@@ -48,6 +48,7 @@ class Session:
         self._notifications.clear()
         self._next_id = 1
         self._step_seq = 0
+        self._step_lists = None
         self._session_open = self._session_lost = self._daemon_down = False
         if self._closed:
             return

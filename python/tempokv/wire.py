@@ -4,8 +4,9 @@ checksums, and the errors an error reply names (docs/protocol.md)."""
 from . import errors
 from .errors import FailedPrecondition, Internal, InvalidArgument
 
-PROTOCOL_VERSION = 3  # the newest version this client speaks
-MIN_PROTOCOL_VERSION = 1  # the oldest: it speaks 1..3 (step needs 2, puts 3)
+PROTOCOL_VERSION = 4  # the newest version this client speaks
+MIN_PROTOCOL_VERSION = 1  # the oldest: it speaks 1..4 (step needs 2, puts 3, step edits 4)
+STEP_EDITS_VERSION = 4  # a step may give its lists as edits of the last step's
 
 U32_MAX = (1 << 32) - 1
 U64_MAX = (1 << 64) - 1
@@ -51,6 +52,37 @@ def key_pair(name, key):
 
 def id_list(name, ids):
     return [u64(f"{name}[{i}]", x) for i, x in enumerate(ids)]
+
+
+def step_list_edits(last, decoders, waiting):
+    """The edits of ``last`` (the previous step's ``(decoders, waiting)``) that give these lists,
+    as ``(decoders_gone, decoders_new, waiting_taken, waiting_new)``: the last decoders without
+    the gone ones, then the new ones; the last order without its first ``waiting_taken``, then
+    the new ones (docs/protocol.md, "step"). None when edits cannot say it or are no shorter."""
+    last_decoders, last_waiting = last
+    gone, kept = [], 0
+    for x in last_decoders:
+        if kept < len(decoders) and decoders[kept] == x:
+            kept += 1
+        else:
+            gone.append(x)
+    if gone:  # a gone id is removed wherever it stands: one listed twice cannot stay
+        gone_set = set(gone)
+        if any(x in gone_set for x in decoders[:kept]):
+            return None
+    taken = len(last_waiting)
+    if waiting:
+        try:
+            taken = last_waiting.index(waiting[0])
+        except ValueError:
+            pass
+    stays = len(last_waiting) - taken
+    if stays > len(waiting) or last_waiting[taken:] != waiting[:stays]:
+        return None
+    new_decoders, new_waiting = decoders[kept:], waiting[stays:]
+    if len(gone) + len(new_decoders) + len(new_waiting) >= len(decoders) + len(waiting):
+        return None
+    return gone, new_decoders, taken, new_waiting
 
 
 def error_of(obj):

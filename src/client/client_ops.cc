@@ -176,8 +176,35 @@ Status ServiceClient::step(service::Step step) {
         "step: tempokvd at " + options_.endpoint + " speaks protocol version " +
         std::to_string(version_) + "; step needs " + std::to_string(service::kStepVersion));
   }
+  if (step.base) {
+    return Status::invalid_argument("step: base is the client's to set (give the lists in full)");
+  }
+  if (options_.reconnect && session_lost_.load()) TEMPOKV_RETURN_IF_ERROR(recover());
   step.seq = ++step_seq_;
-  return send_only(std::move(step));
+  const bool edits = options_.step_edits && version_ >= service::kStepEditsVersion;
+  service::StepLists lists;
+  if (edits) lists = {step.decoders, step.waiting};
+  uint64_t errors = 0, recoveries = 0;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (edits) route_messages();  // a late error already here: the daemon may hold no lists
+    errors = late_errors_;
+    recoveries = recoveries_;
+  }
+  if (edits && step_lists_seq_ != 0 && errors == step_lists_errors_ &&
+      recoveries == step_lists_recoveries_) {
+    service::make_step_edits(step, step_lists_, step_lists_seq_);
+  }
+  const uint64_t seq = step.seq;
+  Status st = send_only(std::move(step));
+  step_lists_seq_ = 0;
+  if (edits && st.is_ok() && recoveries_ == recoveries) {
+    step_lists_ = std::move(lists);
+    step_lists_seq_ = seq;
+    step_lists_errors_ = errors;
+    step_lists_recoveries_ = recoveries;
+  }
+  return st;
 }
 
 Result<service::StatList> ServiceClient::stats() {

@@ -25,14 +25,15 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "adapter/cost_profile.h"
-#include "common/job_threads.h"
 #include "adapter/runtime_adapter.h"
+#include "common/job_threads.h"
 #include "controller/controller.h"
 #include "daemon/key_filter.h"
 #include "daemon/remote_tier_config.h"
@@ -185,6 +186,11 @@ class ServiceCore {
   Status report_hit(Session& s, const ReportHit& m);
   // service_step.cc
   Status step(Session& s, const Step& m);
+  // A step's admission of request `id` (the adapter's admitted, once per request).
+  Status step_admit(Session& s, uint64_t id);
+  // Sets the session's step lists from step m (in full, or its edits of the last ones); an
+  // error leaves none (step_lists_seq 0) until a step gives them in full.
+  Status step_lists(Session& s, const Step& m);
   void on_ready(uint64_t request_id, Result<RetrievalPath> outcome);
   // Where a ready claim's objects are: each resident, whole (the manifest's length inside the
   // tier's object and the mapping) and of the generation it became ready with (recorded on the
@@ -213,7 +219,9 @@ class ServiceCore {
   // service_ids.cc: a runtime's request ids to the daemon-wide ones (XOR its salt) and back in
   // an error's message.
   static Op to_internal_ids(Op op, uint64_t salt);
-  static Status to_runtime_ids(const Status& st, const Op& internal, uint64_t salt);
+  // `more`: other ids (salted) the message may name.
+  static Status to_runtime_ids(const Status& st, const Op& internal, uint64_t salt,
+                               std::span<const uint64_t> more = {});
   // service_remote.cc: the shared remote tier (docs/cluster.md), when [remote] has seeds.
   // A lookup whose leading keys miss locally asks the cluster for them: true when the reply
   // (local and remote sizes) is sent later, from the probe's answer.
@@ -272,7 +280,7 @@ class ServiceCore {
   struct Counters {
     uint64_t sessions_opened = 0, sessions_closed = 0, requests = 0, errors = 0;
     uint64_t puts = 0, put_bytes = 0, failed_puts = 0, runtimes_ended = 0, claims_abandoned = 0;
-    uint64_t steps = 0, steps_missed = 0;
+    uint64_t steps = 0, steps_missed = 0, step_edits = 0;
     uint64_t write_regions_made = 0, put_checksum_mismatches = 0;
   } counters_;
   // The remote tier (null without [remote] seeds), and what a lookup's probe saw per key: the

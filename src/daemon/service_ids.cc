@@ -46,6 +46,9 @@ struct Salter {
     ids(m.decoders);
     ids(m.waiting);
     ids(m.admitted);
+    ids(m.decoders_gone);
+    ids(m.decoders_new);
+    ids(m.waiting_new);
   }
   template <typename T>
   void operator()(T&) const {}  // no request ids
@@ -74,6 +77,9 @@ std::vector<uint64_t> named_ids(const Op& op) {
           add_all(m.decoders);
           add_all(m.waiting);
           add_all(m.admitted);
+          add_all(m.decoders_gone);
+          add_all(m.decoders_new);
+          add_all(m.waiting_new);
         }
       },
       op);
@@ -88,12 +94,17 @@ Op ServiceCore::to_internal_ids(Op op, uint64_t salt) {
   return op;
 }
 
-Status ServiceCore::to_runtime_ids(const Status& st, const Op& internal, uint64_t salt) {
+Status ServiceCore::to_runtime_ids(const Status& st, const Op& internal, uint64_t salt,
+                                   std::span<const uint64_t> more) {
   if (st.is_ok()) return st;
   // Each whole number in the message that is one of the op's ids goes back to the runtime's own:
   // a message names one or two, so the cost is the op's size (once, sorted) whatever its lists
   // hold, and an id anywhere in them is translated.
-  const std::vector<uint64_t> ids = named_ids(internal);
+  std::vector<uint64_t> ids = named_ids(internal);
+  if (!more.empty()) {
+    ids.insert(ids.end(), more.begin(), more.end());
+    std::sort(ids.begin(), ids.end());
+  }
   const std::string& in = st.message();
   std::string out;
   out.reserve(in.size());

@@ -148,6 +148,8 @@ std::vector<Metric> ServiceCore::metrics() const {
   add("steps_total", "Step messages (protocol v2) handled", kC, double(counters.steps));
   add("steps_missed_total", "Step sequence numbers skipped (steps never received)", kC,
       double(counters.steps_missed));
+  add("step_edits_total", "Steps that gave their decoders and waiting order as edits of the last",
+      kC, double(counters.step_edits));
   // Each runtime's adapter, labelled with its runtime id (the hello's runtime_id); one family
   // after the other, as the exposition format wants.
   auto per_runtime = [&](const char* name, const char* help, MetricType type, auto value) {

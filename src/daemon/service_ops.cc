@@ -24,7 +24,16 @@ void ServiceCore::handle(uint64_t session, uint64_t id, const Op& op) {
   // run_op sends its own successful replies (some of them later); errors are answered here.
   if (!st.is_ok()) {
     ++counters_.errors;
-    send_(session, encode_error(id, to_runtime_ids(st, internal, salt)));
+    // A step's edits name a few ids; its error may name one of the lists they edit.
+    std::vector<uint64_t> lists;
+    if (const auto* step = std::get_if<Step>(&internal); step != nullptr && step->base) {
+      if (auto again = sessions_.find(session); again != sessions_.end()) {
+        const StepLists& l = again->second->step_lists;
+        lists.assign(l.decoders.begin(), l.decoders.end());
+        lists.insert(lists.end(), l.waiting.begin(), l.waiting.end());
+      }
+    }
+    send_(session, encode_error(id, to_runtime_ids(st, internal, salt, lists)));
   }
 }
 

@@ -83,6 +83,11 @@ struct ServiceCore::Session {
   // (4 KiB slots).
   uint64_t write_bytes = 0;
   uint64_t last_step_seq = 0;           // the seq of its last step (protocol v2)
+  // The decoders and waiting order its last step carried, as the client sent them (ids that ended
+  // included), and that step's seq: a later step may give its lists as edits of these (protocol
+  // v4). 0 while none stands (a step whose edits did not apply leaves none).
+  StepLists step_lists;
+  uint64_t step_lists_seq = 0;
   // The adapter's cost of the iterations its last steps started, by seq: what a step's
   // `measured` durations are compared with (kStepCostsKept of them).
   std::deque<std::pair<uint64_t, IterationCost>> step_costs;

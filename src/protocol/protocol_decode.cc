@@ -260,6 +260,12 @@ Result<Request> decode_request(std::span<const std::byte> bytes, std::optional<u
   }
   TEMPOKV_ASSIGN_OR_RETURN(const object* args, f.need("args"));
   TEMPOKV_ASSIGN_OR_RETURN(r.op, decode_args(index, *args));
+  if (const Step* step = std::get_if<Step>(&r.op);
+      step != nullptr && step->base && r.version < kStepEditsVersion) {
+    return bad("step's base (its lists as edits) needs protocol version " +
+               std::to_string(kStepEditsVersion) + " (the message is in version " +
+               std::to_string(r.version) + ")");
+  }
   return r;
 }
 

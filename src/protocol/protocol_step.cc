@@ -14,6 +14,12 @@ void pack_u64s(Packer& pk, std::initializer_list<uint64_t> values) {
   for (uint64_t v : values) pk.pack(v);
 }
 
+void pack_ids(Packer& pk, std::string_view name, const std::vector<uint64_t>& ids) {
+  pack_str(pk, name);
+  pk.pack_array(static_cast<uint32_t>(ids.size()));
+  for (uint64_t id : ids) pk.pack(id);
+}
+
 // The entries of one list field: each a fixed-size array of unsigned integers.
 template <size_t N, typename Fn>
 Status read_rows(const Fields& f, std::string_view name, Fn&& fn,
@@ -38,7 +44,7 @@ Result<uint32_t> narrow(uint64_t v, const std::string& what) {
 }  // namespace
 
 void pack_step_args(Packer& pk, const Step& m) {
-  pk.pack_map(m.measures ? 9 : 8);
+  pk.pack_map(6 + (m.base ? 5 : 2) + (m.measures ? 1 : 0));
   pack_str(pk, "seq");
   pk.pack(m.seq);
   pack_str(pk, "queued");
@@ -52,17 +58,21 @@ void pack_step_args(Packer& pk, const Step& m) {
   pack_str(pk, "prefills");
   pk.pack_array(static_cast<uint32_t>(m.prefills.size()));
   for (const StepPrefill& x : m.prefills) pack_u64s(pk, {x.request_id, x.tokens});
-  pack_str(pk, "decoders");
-  pk.pack_array(static_cast<uint32_t>(m.decoders.size()));
-  for (uint64_t id : m.decoders) pk.pack(id);
-  pack_str(pk, "waiting");
-  pk.pack_array(static_cast<uint32_t>(m.waiting.size()));
-  for (uint64_t id : m.waiting) pk.pack(id);
+  if (m.base) {
+    pack_str(pk, "base");
+    pk.pack(*m.base);
+    pack_ids(pk, "decoders_gone", m.decoders_gone);
+    pack_ids(pk, "decoders_new", m.decoders_new);
+    pack_str(pk, "waiting_taken");
+    pk.pack(m.waiting_taken);
+    pack_ids(pk, "waiting_new", m.waiting_new);
+  } else {
+    pack_ids(pk, "decoders", m.decoders);
+    pack_ids(pk, "waiting", m.waiting);
+  }
   pack_str(pk, "boundary_in_ns");
   pk.pack(m.boundary_in_ns);
-  pack_str(pk, "admitted");
-  pk.pack_array(static_cast<uint32_t>(m.admitted.size()));
-  for (uint64_t id : m.admitted) pk.pack(id);
+  pack_ids(pk, "admitted", m.admitted);
   if (m.measures) {
     pack_str(pk, "measured");
     pk.pack_array(static_cast<uint32_t>(m.measured.size()));
@@ -76,7 +86,8 @@ Result<Step> read_step_args(const object& args, const std::string& where) {
   TEMPOKV_ASSIGN_OR_RETURN(
       Fields f, Fields::read(args, where,
                              {"seq", "queued", "finished", "prefills", "decoders", "waiting",
-                              "boundary_in_ns", "admitted", "measured"}));
+                              "boundary_in_ns", "admitted", "measured", "base", "decoders_gone",
+                              "decoders_new", "waiting_taken", "waiting_new"}));
   Step m;
   TEMPOKV_ASSIGN_OR_RETURN(m.seq, f.u64("seq"));
   TEMPOKV_RETURN_IF_ERROR(read_rows<5>(f, "queued", [&](const uint64_t* v, const std::string& w) {
@@ -99,8 +110,26 @@ Result<Step> read_step_args(const object& args, const std::string& where) {
     m.prefills.push_back({v[0], n});
     return Status::ok();
   }));
-  TEMPOKV_ASSIGN_OR_RETURN(m.decoders, f.ids("decoders"));
-  TEMPOKV_ASSIGN_OR_RETURN(m.waiting, f.ids("waiting"));
+  if (f.get("base") == nullptr) {
+    for (const char* edit : {"decoders_gone", "decoders_new", "waiting_taken", "waiting_new"}) {
+      if (f.get(edit) != nullptr) return bad(f.what(edit) + " needs a base (the step it edits)");
+    }
+    TEMPOKV_ASSIGN_OR_RETURN(m.decoders, f.ids("decoders"));
+    TEMPOKV_ASSIGN_OR_RETURN(m.waiting, f.ids("waiting"));
+  } else {
+    for (const char* full : {"decoders", "waiting"}) {
+      if (f.get(full) != nullptr) {
+        return bad(f.what(full) +
+                   " comes with a base: a step gives its lists in full or as "
+                   "edits of its base, not both");
+      }
+    }
+    TEMPOKV_ASSIGN_OR_RETURN(m.base, f.u64("base"));
+    TEMPOKV_ASSIGN_OR_RETURN(m.decoders_gone, f.ids("decoders_gone"));
+    TEMPOKV_ASSIGN_OR_RETURN(m.decoders_new, f.ids("decoders_new"));
+    TEMPOKV_ASSIGN_OR_RETURN(m.waiting_taken, f.u32("waiting_taken"));
+    TEMPOKV_ASSIGN_OR_RETURN(m.waiting_new, f.ids("waiting_new"));
+  }
   if (f.get("boundary_in_ns") != nullptr) {
     TEMPOKV_ASSIGN_OR_RETURN(uint64_t ns, f.u64("boundary_in_ns"));
     if (ns > static_cast<uint64_t>(INT64_MAX)) return bad(f.what("boundary_in_ns") + " overflows");

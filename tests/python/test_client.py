@@ -29,7 +29,7 @@ class ClientTest(ClientCase):
         for field, typ in HELLO_FIELDS.items():
             self.assertIn(field, c.hello)
             self.assertIsInstance(c.hello[field], typ, field)
-        self.assertEqual(c.hello["version"], 3)
+        self.assertEqual(c.hello["version"], 4)
         self.assertEqual(c.hello["max_message_bytes"], 1 << 20)
         self.assertEqual(c.hello["max_manifest_entries"], 16384)
         self.assertEqual(c.hello["heartbeat_timeout_ms"], int(fx.HEARTBEAT_TIMEOUT_S * 1000))

@@ -44,7 +44,7 @@ TEST(ServiceClient, HelloNegotiatesAndMapsTheSharedFiles) {
   EXPECT_EQ(reqs[0].version, 1u);
   EXPECT_EQ(reqs[0].id, 1u);
   const auto& hello = std::get<service::Hello>(reqs[0].op);
-  EXPECT_EQ(hello.versions, (std::vector<uint32_t>{1, 2, 3}));  // every version it speaks
+  EXPECT_EQ(hello.versions, (std::vector<uint32_t>{1, 2, 3, 4}));  // every version it speaks
   EXPECT_EQ(hello.client, "client-test");
   EXPECT_EQ(hello.runtime, "engine-0");
   EXPECT_EQ(hello.max_active, 8u);

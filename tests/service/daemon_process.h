@@ -87,8 +87,10 @@ class DaemonProcess {
   Result<std::unique_ptr<ServiceClient>> connect(std::string runtime = "",
                                                  std::string name = "test",
                                                  uint32_t token_budget = 0,
-                                                 bool async_loads = false) const {
+                                                 bool async_loads = false,
+                                                 bool step_edits = true) const {
     ClientOptions o;
+    o.step_edits = step_edits;
     o.token_budget = token_budget;
     o.async_loads = async_loads;
     o.endpoint = endpoint();

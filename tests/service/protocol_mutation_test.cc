@@ -24,7 +24,14 @@ std::vector<std::vector<std::byte>> seeds() {
                          Admitted{7},
                          TokensGenerated{7, 3},
                          ObjectTransferred{7, Key{1, 2}},
-                         Cancel{7}};
+                         Cancel{7},
+                         Step{.seq = 4, .decoders = {7}, .waiting = {8, 9}},
+                         Step{.seq = 5,
+                              .base = 4,
+                              .decoders_gone = {7},
+                              .decoders_new = {8},
+                              .waiting_new = {10},
+                              .waiting_taken = 1}};
   std::vector<std::vector<std::byte>> out;
   for (Op& op : ops) out.push_back(encode_request(Request{kProtocolVersion, 1, std::move(op)}));
   out.push_back(encode_error(3, Status::not_found("x")));

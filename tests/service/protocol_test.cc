@@ -328,7 +328,8 @@ TEST(ProtocolTest, PickVersionTakesTheHighestCommonVersion) {
   EXPECT_EQ(pick_version(std::vector<uint32_t>{0, 1, 7}), 1u);
   EXPECT_EQ(pick_version(std::vector<uint32_t>{2, 3}), 3u);
   EXPECT_EQ(pick_version(std::vector<uint32_t>{1, 2}), 2u);
-  EXPECT_EQ(pick_version(std::vector<uint32_t>{4, 5}), std::nullopt);
+  EXPECT_EQ(pick_version(std::vector<uint32_t>{3, 4}), 4u);
+  EXPECT_EQ(pick_version(std::vector<uint32_t>{5, 6}), std::nullopt);
 }
 
 TEST(ProtocolTest, RepliesErrorsAndNotificationsDecodeOnTheClient) {
@@ -457,6 +458,69 @@ TEST(ProtocolStepTest, AStepRoundTripsEveryField) {
   back = decode_request(encode_request(Request{2, 1, step}));
   ASSERT_TRUE(back.is_ok()) << back.status().to_string();
   EXPECT_FALSE(std::get<Step>(back->op).measures);
+}
+
+TEST(ProtocolStepTest, AStepsEditsRoundTripAndNeedVersion4AndABase) {
+  const Step step{.seq = 5,
+                  .base = 4,
+                  .decoders_gone = {1, 2},
+                  .decoders_new = {3},
+                  .waiting_new = {9},
+                  .waiting_taken = 7};
+  const std::vector<std::byte> bytes = encode_request(Request{4, 1, step});
+  Result<Request> back = decode_request(bytes);
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_EQ(encode_request(*back), bytes);
+  const Step& m = std::get<Step>(back->op);
+  EXPECT_EQ(m.base, 4u);
+  EXPECT_EQ(m.decoders_gone, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(m.decoders_new, std::vector<uint64_t>{3});
+  EXPECT_EQ(m.waiting_taken, 7u);
+  EXPECT_EQ(m.waiting_new, std::vector<uint64_t>{9});
+  EXPECT_TRUE(m.decoders.empty() && m.waiting.empty());
+  // A step without a base has no edits after decoding, whatever its lists.
+  back = decode_request(encode_request(Request{4, 1, Step{.seq = 5, .waiting = {1}}}));
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_FALSE(std::get<Step>(back->op).base);
+  // Edits in a version 3 message: a daemon of version 3 would not know them.
+  Result<Request> v3 = decode_request(encode_request(Request{3, 1, step}));
+  ASSERT_FALSE(v3.is_ok());
+  EXPECT_NE(v3.status().message().find("step's base (its lists as edits) needs protocol version 4"),
+            std::string::npos)
+      << v3.status().to_string();
+  // Edits without a base, and a base with a list in full.
+  auto lists = [](bool base, const char* extra) {
+    return envelope("step", [=](wire::Packer& pk) {
+      pk.pack_map(base ? 10 : 7);
+      wire::pack_str(pk, "seq");
+      pk.pack(uint64_t{2});
+      for (const char* name : {"queued", "finished", "prefills"}) {
+        wire::pack_str(pk, name);
+        pk.pack_array(0);
+      }
+      if (base) {
+        wire::pack_str(pk, "base");
+        pk.pack(uint64_t{1});
+        for (const char* name : {"decoders_gone", "decoders_new", "waiting_new"}) {
+          wire::pack_str(pk, name);
+          pk.pack_array(0);
+        }
+        wire::pack_str(pk, "waiting_taken");
+        pk.pack(uint64_t{0});
+      } else {
+        for (const char* name : {"decoders", "waiting"}) {
+          wire::pack_str(pk, name);
+          pk.pack_array(0);
+        }
+      }
+      wire::pack_str(pk, extra);
+      pk.pack_array(0);
+    });
+  };
+  expect_invalid(lists(false, "decoders_new"), "'decoders_new' needs a base");
+  expect_invalid(lists(true, "waiting"), "'waiting' comes with a base");
+  Result<Request> whole = decode_request(lists(true, "admitted"));
+  EXPECT_TRUE(whole.is_ok()) << whole.status().to_string();
 }
 
 TEST(ProtocolStepTest, StepIsRefusedInVersion1AndMalformedRowsAreNamed) {
