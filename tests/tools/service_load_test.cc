@@ -79,7 +79,7 @@ TEST(ServiceHostileTest, EveryAttackAtOnceCostsTheGoodClientsNothing) {
   EXPECT_LT(r->rss_growth_bytes, int64_t(o.max_rss_growth_bytes));
   for (const char* kind : {"idle_connections", "refused_hellos", "flood", "garbage",
                            "write_hoarding", "session_cycling", "duplicate_manifests",
-                           "large_manifests", "crowded_runtime"}) {
+                           "large_manifests", "crowded_runtime", "step_edits"}) {
     EXPECT_GT(r->attacks[kind], 0u) << kind;
   }
   EXPECT_GT(r->defences["connections_refused_total"], 0);

@@ -48,6 +48,9 @@ AttackResult flood(const AttackTarget& t);
 AttackResult garbage(const AttackTarget& t);
 // Sessions reserving write-region bytes they never put, beyond their quota.
 AttackResult write_hoarding(const AttackTarget& t);
+// Steps whose edits (protocol v4) name a base never sent, decoders that are none, more taken
+// than waiting, or grow the order past its limit: each must be refused.
+AttackResult step_edits(const AttackTarget& t);
 
 // service_attacks_client.cc
 // Sessions of one runtime, one after another, each adding requests and leaving them behind.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -214,6 +215,53 @@ AttackResult write_hoarding(const AttackTarget& t) {
     }
     if (!refused && running(t)) note(r, "2000 reservations never put were all granted");
     pause(t, milliseconds(50));  // leaves: the daemon frees what it held
+  }
+  return r;
+}
+
+AttackResult step_edits(const AttackTarget& t) {
+  AttackResult r{"step_edits"};
+  const uint32_t v = service::kStepEditsVersion;
+  using service::Step;
+  // The lists' limit: an order grown past it by edits must be refused.
+  const uint64_t limit = std::max<uint64_t>(service::kMaxIdList, t.max_requests_per_runtime);
+  const std::vector<uint64_t> repeated(service::kMaxIdList, 1);
+  while (running(t)) {
+    RawDealer peer(t.endpoint);
+    if (!peer.ask(1, service::Hello{{v}, "hostile-step-edits"})) continue;
+    uint64_t id = 2, seq = 0;
+    auto send = [&](Step s) {
+      return peer.send(service::encode_request(service::Request{v, id++, std::move(s)}));
+    };
+    // A step in full (one request queued and waiting), then one bad edit of it: each bad edit
+    // must come back as an error reply.
+    const std::vector<Step> bad = {
+        Step{.base = 1000000},            // a base never sent
+        Step{.decoders_gone = {424242}},  // a decoder that is none
+        Step{.waiting_taken = 1u << 30},  // more taken than waiting
+    };
+    for (const Step& b : bad) {
+      if (!running(t)) break;
+      send(Step{.seq = ++seq, .queued = {RequestInfo{seq, 1024, 0, 0, 8}}, .waiting = {seq}});
+      Step edit = b;
+      edit.seq = ++seq;
+      if (!edit.base) edit.base = seq - 1;
+      send(edit);
+      ++r.actions;
+      auto answer = peer.receive(kAnswerWaitMs);
+      if (!error_of(answer)) note(r, "a step's edits that do not fit were not refused");
+    }
+    // An order grown by repeating one id, a list's worth per step, until past the limit.
+    send(Step{.seq = ++seq, .waiting = {1}});
+    bool refused = false;
+    for (uint64_t size = 1; running(t) && !refused && size <= limit; size += repeated.size()) {
+      Step grow{.seq = ++seq, .base = seq - 1, .waiting_new = repeated};
+      send(grow);
+      ++r.actions;
+      refused = error_of(peer.receive(size + repeated.size() > limit ? kAnswerWaitMs : 50));
+    }
+    if (running(t) && !refused) note(r, "steps grew the order past its limit");
+    pause(t, milliseconds(20));
   }
   return r;
 }

@@ -267,8 +267,8 @@ Result<HostileReport> run_service_hostile(const HostileOptions& o) {
   t.seed = o.seed;
   using Attack = std::function<AttackResult(const AttackTarget&)>;
   const std::vector<Attack> attacks = {
-      idle_connections, refused_hellos,      flood,           garbage,        write_hoarding,
-      session_cycling,  duplicate_manifests, large_manifests, crowded_runtime};
+      idle_connections, refused_hellos,      flood,           garbage,         write_hoarding,
+      session_cycling,  duplicate_manifests, large_manifests, crowded_runtime, step_edits};
   std::vector<AttackResult> results(attacks.size());
   for (size_t i = 0; i < attacks.size(); ++i) {
     threads.emplace_back([&, i] { results[i] = attacks[i](t); });
