@@ -1,4 +1,4 @@
-// ServiceClient: the runtime adapter's calls carried to tempokvd (docs/protocol.md, versions 1..2),
+// ServiceClient: the runtime adapter's calls carried to tempokvd (docs/protocol.md, versions 1..4),
 // the out-of-process twin of RuntimeAdapter. A runtime written against RuntimeApi switches by
 // constructing this instead of an adapter.
 //

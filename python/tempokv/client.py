@@ -1,7 +1,7 @@
 """TempoKVClient: the runtime adapter's calls carried to tempokvd.
 
 The Python twin of the C++ ``ServiceClient`` (include/tempokv/client.h). It
-speaks versions 1..3 of the wire protocol (docs/protocol.md): one MessagePack map
+speaks versions 1..4 of the wire protocol (docs/protocol.md): one MessagePack map
 per ZeroMQ message on a DEALER socket, requests ``{v, id, op, args}``, replies
 ``{id, ok, result | error}`` and ``ready`` notifications ``{event, request_id,
 path | error, objects}``.
