@@ -109,6 +109,9 @@ class ServiceClient final : public RuntimeApi {
   ServiceClient& operator=(const ServiceClient&) = delete;
 
   Status add_request(const RequestInfo& request) override;
+  // add_request, then report_hit of `manifest`: one round trip from protocol version 4 (two
+  // before). A refused report takes the request back: it is added with its hit or not at all.
+  Status add_request(const RequestInfo& request, std::vector<ManifestEntry> manifest);
   Status report_hit(uint64_t id, std::vector<ManifestEntry> manifest) override;
   Status update_order(std::span<const uint64_t> waiting,
                       Duration boundary_in = Duration::zero()) override;

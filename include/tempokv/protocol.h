@@ -64,6 +64,9 @@ struct Hello {
 struct Heartbeat {};
 struct AddRequest {
   RequestInfo request;
+  // Version 4: the request's hit (report_hit's manifest, retrieval order), reported with it in
+  // one round trip; empty: none.
+  std::vector<ManifestEntry> manifest;
 };
 struct ReportHit {
   uint64_t request_id = 0;

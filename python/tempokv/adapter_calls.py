@@ -8,37 +8,55 @@ import time
 
 import msgpack
 
-from .errors import FailedPrecondition, InvalidArgument
+from .errors import FailedPrecondition, InvalidArgument, TempoKVError
 from .wire import I64_MAX, STEP_EDITS_VERSION, id_list, step_list_edits, u32, u64, uint
+
+
+def manifest_entries(manifest):
+    """A manifest's [(model, hash, bytes), ...] as the wire's checked rows."""
+    entries = []
+    for i, entry in enumerate(manifest):
+        try:
+            model, hash_, nbytes = entry
+        except (TypeError, ValueError):
+            raise InvalidArgument(
+                "InvalidArgument", f"manifest[{i}] must be (model, hash, bytes)") from None
+        entries.append([u64(f"manifest[{i}].model", model),
+                        u64(f"manifest[{i}].hash", hash_),
+                        u64(f"manifest[{i}].bytes", nbytes)])
+    return entries
 
 
 class AdapterCalls:
     """The adapter's calls about requests and iterations."""
 
     def add_request(self, request_id, prompt_tokens, cached_tokens, cached_bytes,
-                    max_output_tokens):
-        self._call("add_request", {
+                    max_output_tokens, manifest=None):
+        """``manifest``: the request's hit, as :meth:`report_hit`'s, reported with it: one
+        round trip from protocol version 4 (two before). A refused report takes the request
+        back: it is added with its hit or not at all."""
+        args = {
             "request_id": u64("request_id", request_id),
             "prompt_tokens": u32("prompt_tokens", prompt_tokens),
             "cached_tokens": u32("cached_tokens", cached_tokens),
             "cached_bytes": u64("cached_bytes", cached_bytes),
             "max_output_tokens": u32("max_output_tokens", max_output_tokens),
-        })
+        }
+        entries = manifest_entries(manifest) if manifest else None
+        if entries and self._version >= STEP_EDITS_VERSION:
+            args["manifest"] = entries
+        self._call("add_request", args)
+        if entries and "manifest" not in args:
+            try:
+                self._call("report_hit", {"request_id": args["request_id"], "manifest": entries})
+            except TempoKVError:
+                self.finished(request_id, 0)  # as the daemon of version 4 does
+                raise
 
     def report_hit(self, request_id, manifest):
         """``manifest``: [(model, hash, bytes), ...] in retrieval order."""
-        entries = []
-        for i, entry in enumerate(manifest):
-            try:
-                model, hash_, nbytes = entry
-            except (TypeError, ValueError):
-                raise InvalidArgument(
-                    "InvalidArgument", f"manifest[{i}] must be (model, hash, bytes)") from None
-            entries.append([u64(f"manifest[{i}].model", model),
-                            u64(f"manifest[{i}].hash", hash_),
-                            u64(f"manifest[{i}].bytes", nbytes)])
         self._call("report_hit", {"request_id": u64("request_id", request_id),
-                                  "manifest": entries})
+                                  "manifest": manifest_entries(manifest)})
 
     def update_order(self, waiting, boundary_in_ns=0):
         """``waiting``: request ids, first to be scheduled first; ``boundary_in_ns``: time until

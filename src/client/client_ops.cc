@@ -16,6 +16,17 @@ Status ServiceClient::add_request(const RequestInfo& request) {
   return call_status(s::AddRequest{request});
 }
 
+Status ServiceClient::add_request(const RequestInfo& request, std::vector<ManifestEntry> manifest) {
+  if (manifest.empty()) return add_request(request);
+  if (version_ < s::kStepEditsVersion) {
+    TEMPOKV_RETURN_IF_ERROR(add_request(request));
+    Status st = report_hit(request.id, std::move(manifest));
+    if (!st.is_ok()) (void)finished(request.id, 0);  // as the daemon of version 4 does
+    return st;
+  }
+  return call_status(s::AddRequest{request, std::move(manifest)});
+}
+
 Status ServiceClient::report_hit(uint64_t id, std::vector<ManifestEntry> manifest) {
   return call_status(s::ReportHit{id, std::move(manifest)});
 }

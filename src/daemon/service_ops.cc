@@ -87,7 +87,19 @@ Status ServiceCore::run_op(Session& s, uint64_t id, const Op& op) {
     if (st.is_ok()) send_(s.id, encode_reply(id));
     return st;
   };
-  if (const auto* m = std::get_if<AddRequest>(&op)) return reply(add_request(s, m->request));
+  if (const auto* m = std::get_if<AddRequest>(&op)) {
+    if (m->manifest.empty()) return reply(add_request(s, m->request));
+    // Added with its hit or not at all: a refused report takes the request back.
+    TEMPOKV_RETURN_IF_ERROR(add_request(s, m->request));
+    const ReportHit hit{m->request.id, m->manifest};
+    if (remote_report_hit(s, id, hit)) {  // refused (its error is sent)
+      (void)finish_request(s, hit.request_id, 0);
+      return Status::ok();
+    }
+    Status st = report_hit(s, hit);
+    if (!st.is_ok()) (void)finish_request(s, hit.request_id, 0);
+    return reply(st);
+  }
   if (const auto* m = std::get_if<ReportHit>(&op)) {
     if (remote_report_hit(s, id, *m)) return Status::ok();  // objects fetched from the cluster
     return reply(report_hit(s, *m));

@@ -96,19 +96,23 @@ struct ArgsPacker {
   void operator()(const Heartbeat&) { pk.pack_map(0); }
   void operator()(const AddRequest& m) {
     const RequestInfo& r = m.request;
-    pk.pack_map(5);
+    pk.pack_map(m.manifest.empty() ? 5 : 6);
     pack_field(pk, "request_id", r.id);
     pack_field(pk, "prompt_tokens", r.prompt_tokens);
     pack_field(pk, "cached_tokens", r.cached_tokens);
     pack_field(pk, "cached_bytes", r.cached_bytes);
     pack_field(pk, "max_output_tokens", r.max_output_tokens);
+    if (!m.manifest.empty()) pack_manifest(m.manifest);
   }
   void operator()(const ReportHit& m) {
     pk.pack_map(2);
     pack_field(pk, "request_id", m.request_id);
+    pack_manifest(m.manifest);
+  }
+  void pack_manifest(const std::vector<ManifestEntry>& manifest) {
     pack_str(pk, "manifest");
-    pk.pack_array(static_cast<uint32_t>(m.manifest.size()));
-    for (const ManifestEntry& e : m.manifest) {
+    pk.pack_array(static_cast<uint32_t>(manifest.size()));
+    for (const ManifestEntry& e : manifest) {
       pk.pack_array(3);
       pk.pack(e.key.model);
       pk.pack(e.key.hash);

@@ -9,6 +9,21 @@ using namespace wire;  // NOLINT(google-build-using-namespace): the decoder's ow
 namespace t = msgpack::type;
 namespace {
 
+// A manifest field: [model, hash, bytes] per object, retrieval order.
+Result<std::vector<ManifestEntry>> read_manifest(const Fields& f) {
+  TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("manifest", kMaxManifestEntries));
+  std::vector<ManifestEntry> manifest;
+  manifest.reserve(a->via.array.size);
+  for (uint32_t i = 0; i < a->via.array.size; ++i) {
+    uint64_t v[3];
+    TEMPOKV_RETURN_IF_ERROR(fixed_u64s(a->via.array.ptr[i],
+                                       f.what("manifest") + "[" + std::to_string(i) + "]", v,
+                                       "[model, hash, bytes]"));
+    manifest.push_back(ManifestEntry{Key{v[0], v[1]}, v[2]});
+  }
+  return manifest;
+}
+
 Result<Op> decode_args(size_t index, const object& args_obj) {
   const std::string where = "args of " + std::string(wire::kOpNames[index]);
   auto id_only = [&]() -> Result<uint64_t> {
@@ -62,28 +77,24 @@ Result<Op> decode_args(size_t index, const object& args_obj) {
       TEMPOKV_ASSIGN_OR_RETURN(
           Fields f, Fields::read(args_obj, where,
                                  {"request_id", "prompt_tokens", "cached_tokens", "cached_bytes",
-                                  "max_output_tokens"}));
+                                  "max_output_tokens", "manifest"}));
       AddRequest m;
       TEMPOKV_ASSIGN_OR_RETURN(m.request.id, f.u64("request_id"));
       TEMPOKV_ASSIGN_OR_RETURN(m.request.prompt_tokens, f.u32("prompt_tokens"));
       TEMPOKV_ASSIGN_OR_RETURN(m.request.cached_tokens, f.u32("cached_tokens"));
       TEMPOKV_ASSIGN_OR_RETURN(m.request.cached_bytes, f.u64("cached_bytes"));
       TEMPOKV_ASSIGN_OR_RETURN(m.request.max_output_tokens, f.u32("max_output_tokens"));
-      return Op{m};
+      if (f.get("manifest") != nullptr) {
+        TEMPOKV_ASSIGN_OR_RETURN(m.manifest, read_manifest(f));
+        if (m.manifest.empty()) return bad(f.what("manifest") + " is empty (leave it out)");
+      }
+      return Op{std::move(m)};
     }
     case wire::kOp<ReportHit>: {
       TEMPOKV_ASSIGN_OR_RETURN(Fields f, Fields::read(args_obj, where, {"request_id", "manifest"}));
       ReportHit m;
       TEMPOKV_ASSIGN_OR_RETURN(m.request_id, f.u64("request_id"));
-      TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("manifest", kMaxManifestEntries));
-      m.manifest.reserve(a->via.array.size);
-      for (uint32_t i = 0; i < a->via.array.size; ++i) {
-        uint64_t v[3];
-        TEMPOKV_RETURN_IF_ERROR(fixed_u64s(a->via.array.ptr[i],
-                                           f.what("manifest") + "[" + std::to_string(i) + "]", v,
-                                           "[model, hash, bytes]"));
-        m.manifest.push_back(ManifestEntry{Key{v[0], v[1]}, v[2]});
-      }
+      TEMPOKV_ASSIGN_OR_RETURN(m.manifest, read_manifest(f));
       return Op{std::move(m)};
     }
     case wire::kOp<UpdateOrder>: {
@@ -260,6 +271,12 @@ Result<Request> decode_request(std::span<const std::byte> bytes, std::optional<u
   }
   TEMPOKV_ASSIGN_OR_RETURN(const object* args, f.need("args"));
   TEMPOKV_ASSIGN_OR_RETURN(r.op, decode_args(index, *args));
+  if (const auto* add = std::get_if<AddRequest>(&r.op);
+      add != nullptr && !add->manifest.empty() && r.version < kStepEditsVersion) {
+    return bad("add_request's manifest needs protocol version " +
+               std::to_string(kStepEditsVersion) + " (the message is in version " +
+               std::to_string(r.version) + ")");
+  }
   if (const Step* step = std::get_if<Step>(&r.op);
       step != nullptr && step->base && r.version < kStepEditsVersion) {
     return bad("step's base (its lists as edits) needs protocol version " +

@@ -7,7 +7,7 @@ import tempokvd_fixture as fx
 
 fx.require_daemon()
 
-from tempokv import FailedPrecondition, NotFound  # noqa: E402
+from tempokv import FailedPrecondition, InvalidArgument, NotFound  # noqa: E402
 
 MODEL = 4
 
@@ -42,6 +42,27 @@ class StepTest(fx.DaemonTestCase):
         c.heartbeat()
         self.assertEqual(c.late_errors, 1)
         self.assertIsInstance(c.last_late_error, NotFound)
+
+    def test_a_request_added_with_its_hit_is_claimed_or_not_added(self):
+        """Version 4: add_request with its manifest, one call; a refused hit takes it back."""
+        c = self.client()
+        data = bytes(range(256)) * 4096
+        c.put((MODEL, 7), 0, 16, data)
+        calls = c.stats()["requests_total"]
+        c.add_request(1, 2048, 512, len(data), 16, manifest=[(MODEL, 7, len(data))])
+        self.assertEqual(c.stats()["requests_total"] - calls, 2)  # the add and this stats call
+        c.step(prefills=[(1, 1536)])
+        if c.request_retrieval(1) == "wait":
+            c.wait_ready(1)
+        (offset, nbytes), = c.objects(1)
+        self.assertEqual(bytes(c.read_object(offset, nbytes)), data)
+        c.begin_transfer(1)
+        c.end_transfer(1)
+        with self.assertRaises(InvalidArgument):
+            c.add_request(2, 2048, 512, len(data), 16,
+                          manifest=[(MODEL, 7, len(data)), (MODEL, 7, len(data))])
+        with self.assertRaises(NotFound):
+            c.report_hit(2, [(MODEL, 7, len(data))])  # request 2 was not added
 
     def test_steps_as_edits_leave_the_runtime_where_steps_in_full_do(self):
         """The same engine's steps, as edits (version 4) and in full: the runtimes end alike."""

@@ -242,5 +242,31 @@ TEST_F(ProgressiveDaemonTest, AnObjectIsReleasedOnlyOnceEveryRankHasCopiedIt) {
   EXPECT_TRUE(nothing_held(*rank0));
 }
 
+// Protocol v4: add_request carrying its hit is one round trip; a refused hit takes the request
+// back, so it is added with its claim or not at all.
+TEST_F(DaemonTest, ARequestAddedWithItsHitIsClaimedInOneCallOrNotAddedAtAll) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  auto m = put_objects(*c, 860, 2);
+  const double calls = stat_of(*c, "requests_total");
+  ASSERT_TRUE(c->add_request({1, 2048, 1024, 2 * kObject, 16}, m).is_ok());
+  EXPECT_EQ(stat_of(*c, "requests_total") - calls, 2);  // the add and the stats call itself
+  await_ready(*c, 1);
+  expect_bytes(*c, 1, m);
+  ASSERT_TRUE(c->begin_transfer(1).is_ok());
+  ASSERT_TRUE(c->end_transfer(1).is_ok());
+  // A manifest naming one object twice is refused, and request 2 with it.
+  std::vector<ManifestEntry> twice = {m[0], m[0]};
+  Status st = c->add_request({2, 2048, 1024, 2 * kObject, 16}, twice);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("listed twice"), std::string::npos) << st.to_string();
+  EXPECT_EQ(runtime_stat(*c, "adapter_waiting_requests"), 0);
+  EXPECT_EQ(c->report_hit(2, m).code(), StatusCode::kNotFound);
+  // Its id is free: added again with a good hit, it is claimed.
+  ASSERT_TRUE(c->add_request({2, 2048, 1024, 2 * kObject, 16}, m).is_ok());
+  await_ready(*c, 2);
+  expect_bytes(*c, 2, m);
+}
+
 }  // namespace
 }  // namespace tempokv::testing

@@ -523,6 +523,28 @@ TEST(ProtocolStepTest, AStepsEditsRoundTripAndNeedVersion4AndABase) {
   EXPECT_TRUE(whole.is_ok()) << whole.status().to_string();
 }
 
+TEST(ProtocolStepTest, AnAddRequestCarriesItsHitFromVersion4) {
+  const AddRequest add{RequestInfo{7, 4096, 1024, 2 << 20, 16},
+                       {ManifestEntry{Key{1, 2}, 1 << 20}, ManifestEntry{Key{1, 3}, 1 << 20}}};
+  const std::vector<std::byte> bytes = encode_request(Request{4, 1, add});
+  Result<Request> back = decode_request(bytes);
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_EQ(encode_request(*back), bytes);
+  const AddRequest& m = std::get<AddRequest>(back->op);
+  ASSERT_EQ(m.manifest.size(), 2u);
+  EXPECT_EQ(m.manifest[1].key, (Key{1, 3}));
+  EXPECT_EQ(m.request.cached_bytes, 2u << 20);
+  Result<Request> v3 = decode_request(encode_request(Request{3, 1, add}));
+  ASSERT_FALSE(v3.is_ok());
+  EXPECT_NE(v3.status().message().find("add_request's manifest needs protocol version 4"),
+            std::string::npos)
+      << v3.status().to_string();
+  // Without a hit the message is version 3's add_request.
+  back = decode_request(encode_request(Request{3, 1, AddRequest{add.request}}));
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_TRUE(std::get<AddRequest>(back->op).manifest.empty());
+}
+
 TEST(ProtocolStepTest, StepIsRefusedInVersion1AndMalformedRowsAreNamed) {
   Result<Request> v1 = decode_request(encode_request(Request{1, 1, Step{.seq = 1}}));
   ASSERT_FALSE(v1.is_ok());

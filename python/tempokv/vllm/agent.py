@@ -316,10 +316,11 @@ class SchedulerAgent:
                 self.trimmed_claims += 1
             sizes = sizes[:hit * ranks]
             if hit:  # added and claimed now: the claim's lead is the whole queue time
+                # Added with its hit in one call (or not at all, when either is refused).
                 c.add_request(rid, prompt_tokens=prompt_tokens, cached_tokens=hit * chunk_tokens,
-                              cached_bytes=sum(sizes), max_output_tokens=max_output_tokens)
+                              cached_bytes=sum(sizes), max_output_tokens=max_output_tokens,
+                              manifest=[(m, h, n) for (m, h), n in zip(keys, sizes)])
                 self._known.add(rid)
-                c.report_hit(rid, [(m, h, n) for (m, h), n in zip(keys, sizes)])
             else:  # added by the next step
                 self._reporter.queued(rid, prompt_tokens, max_output_tokens)
                 self._known.add(rid)

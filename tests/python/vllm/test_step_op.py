@@ -55,7 +55,7 @@ def test_one_step_message_per_scheduler_step_and_the_adapter_follows(model_dir, 
     agent_client = conn.agent._client
     rt = agent_client.runtime_id
     a, _ = adapter_stats(daemon.endpoint, rt)
-    # Only the hit was added so far (by add_request + report_hit, at queue time).
+    # Only the hit was added so far (by add_request carrying its hit, at queue time).
     assert a["waiting_requests"] == 1 and a["running_requests"] == 0
     # vLLM chunks prefills: the hello gave tempokvd its token budget for the TTU projection.
     assert s.scheduler_config.enable_chunked_prefill
@@ -107,7 +107,8 @@ def test_one_step_message_per_scheduler_step_and_the_adapter_follows(model_dir, 
     assert ops.count("step") <= schedules + 1, (ops.count("step"), schedules)
     assert stats["steps_total"] == ops.count("step")
     assert stats["steps_missed_total"] == 0
-    assert ops.count("add_request") == 1 and ops.count("report_hit") == 1
+    # The hit's claim is one message: add_request with its manifest (protocol v4).
+    assert ops.count("add_request") == 1 and ops.count("report_hit") == 0, ops
     assert agent_client.late_errors == 0, agent_client.last_late_error
     assert conn.agent.errors == 0
     conn.shutdown()
