@@ -159,6 +159,21 @@ inline Status fixed_u64s(const object& o, const std::string& what, std::span<uin
   return Status::ok();
 }
 
+// The rows of list field `name` (at most max_rows), each a fixed-size array of N unsigned
+// integers `shape` names: fn(values, what) for each, `what` naming the row for its errors.
+template <size_t N, typename Fn>
+Status read_rows(const Fields& f, std::string_view name, size_t max_rows, const char* shape,
+                 Fn&& fn) {
+  TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array(name, max_rows));
+  for (uint32_t i = 0; i < a->via.array.size; ++i) {
+    uint64_t v[N];
+    const std::string what = f.what(name) + "[" + std::to_string(i) + "]";
+    TEMPOKV_RETURN_IF_ERROR(fixed_u64s(a->via.array.ptr[i], what, v, shape));
+    TEMPOKV_RETURN_IF_ERROR(fn(v, what));
+  }
+  return Status::ok();
+}
+
 // A key: [model, hash].
 inline Result<Key> read_key(const object& o, const std::string& what) {
   uint64_t v[2];

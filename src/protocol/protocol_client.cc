@@ -12,15 +12,11 @@ namespace {
 Result<std::vector<TierSpan>> read_spans(const Fields& f) {
   std::vector<TierSpan> out;
   if (f.get("objects") == nullptr) return out;
-  TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("objects", kMaxManifestEntries));
-  out.reserve(a->via.array.size);
-  for (uint32_t i = 0; i < a->via.array.size; ++i) {
-    uint64_t v[2];
-    TEMPOKV_RETURN_IF_ERROR(fixed_u64s(a->via.array.ptr[i],
-                                       f.what("objects") + "[" + std::to_string(i) + "]", v,
-                                       "[offset, bytes]"));
-    out.push_back(TierSpan{v[0], v[1]});
-  }
+  TEMPOKV_RETURN_IF_ERROR(read_rows<2>(f, "objects", kMaxManifestEntries, "[offset, bytes]",
+                                       [&](const uint64_t* v, const std::string&) {
+                                         out.push_back(TierSpan{v[0], v[1]});
+                                         return Status::ok();
+                                       }));
   if (f.get("generations") == nullptr) return out;
   TEMPOKV_ASSIGN_OR_RETURN(std::vector<uint64_t> generations, f.ids("generations"));
   if (generations.size() != out.size()) {

@@ -11,16 +11,12 @@ namespace {
 
 // A manifest field: [model, hash, bytes] per object, retrieval order.
 Result<std::vector<ManifestEntry>> read_manifest(const Fields& f) {
-  TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array("manifest", kMaxManifestEntries));
   std::vector<ManifestEntry> manifest;
-  manifest.reserve(a->via.array.size);
-  for (uint32_t i = 0; i < a->via.array.size; ++i) {
-    uint64_t v[3];
-    TEMPOKV_RETURN_IF_ERROR(fixed_u64s(a->via.array.ptr[i],
-                                       f.what("manifest") + "[" + std::to_string(i) + "]", v,
-                                       "[model, hash, bytes]"));
-    manifest.push_back(ManifestEntry{Key{v[0], v[1]}, v[2]});
-  }
+  TEMPOKV_RETURN_IF_ERROR(read_rows<3>(f, "manifest", kMaxManifestEntries, "[model, hash, bytes]",
+                                       [&](const uint64_t* v, const std::string&) {
+                                         manifest.push_back(ManifestEntry{Key{v[0], v[1]}, v[2]});
+                                         return Status::ok();
+                                       }));
   return manifest;
 }
 

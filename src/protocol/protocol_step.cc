@@ -20,21 +20,7 @@ void pack_ids(Packer& pk, std::string_view name, const std::vector<uint64_t>& id
   for (uint64_t id : ids) pk.pack(id);
 }
 
-// The entries of one list field: each a fixed-size array of unsigned integers.
-template <size_t N, typename Fn>
-Status read_rows(const Fields& f, std::string_view name, Fn&& fn,
-                 const char* shape = N == 2 ? "[request_id, count]"
-                                            : "[request_id, prompt_tokens, cached_tokens, "
-                                              "cached_bytes, max_output_tokens]") {
-  TEMPOKV_ASSIGN_OR_RETURN(const object* a, f.array(name, kMaxIdList));
-  for (uint32_t i = 0; i < a->via.array.size; ++i) {
-    uint64_t v[N];
-    const std::string what = f.what(name) + "[" + std::to_string(i) + "]";
-    TEMPOKV_RETURN_IF_ERROR(fixed_u64s(a->via.array.ptr[i], what, v, shape));
-    TEMPOKV_RETURN_IF_ERROR(fn(v, what));
-  }
-  return Status::ok();
-}
+constexpr const char* kPairShape = "[request_id, count]";
 
 Result<uint32_t> narrow(uint64_t v, const std::string& what) {
   if (v > UINT32_MAX) return bad(what + " is " + std::to_string(v) + ", above 2^32-1");
@@ -90,26 +76,31 @@ Result<Step> read_step_args(const object& args, const std::string& where) {
                               "decoders_new", "waiting_taken", "waiting_new"}));
   Step m;
   TEMPOKV_ASSIGN_OR_RETURN(m.seq, f.u64("seq"));
-  TEMPOKV_RETURN_IF_ERROR(read_rows<5>(f, "queued", [&](const uint64_t* v, const std::string& w) {
-    RequestInfo r;
-    r.id = v[0];
-    TEMPOKV_ASSIGN_OR_RETURN(r.prompt_tokens, narrow(v[1], w + "[1]"));
-    TEMPOKV_ASSIGN_OR_RETURN(r.cached_tokens, narrow(v[2], w + "[2]"));
-    r.cached_bytes = v[3];
-    TEMPOKV_ASSIGN_OR_RETURN(r.max_output_tokens, narrow(v[4], w + "[4]"));
-    m.queued.push_back(r);
-    return Status::ok();
-  }));
-  TEMPOKV_RETURN_IF_ERROR(read_rows<2>(f, "finished", [&](const uint64_t* v, const std::string& w) {
-    TEMPOKV_ASSIGN_OR_RETURN(uint32_t n, narrow(v[1], w + "[1]"));
-    m.finished.push_back({v[0], n});
-    return Status::ok();
-  }));
-  TEMPOKV_RETURN_IF_ERROR(read_rows<2>(f, "prefills", [&](const uint64_t* v, const std::string& w) {
-    TEMPOKV_ASSIGN_OR_RETURN(uint32_t n, narrow(v[1], w + "[1]"));
-    m.prefills.push_back({v[0], n});
-    return Status::ok();
-  }));
+  constexpr const char* kQueuedShape =
+      "[request_id, prompt_tokens, cached_tokens, cached_bytes, max_output_tokens]";
+  TEMPOKV_RETURN_IF_ERROR(read_rows<5>(
+      f, "queued", kMaxIdList, kQueuedShape, [&](const uint64_t* v, const std::string& w) {
+        RequestInfo r;
+        r.id = v[0];
+        TEMPOKV_ASSIGN_OR_RETURN(r.prompt_tokens, narrow(v[1], w + "[1]"));
+        TEMPOKV_ASSIGN_OR_RETURN(r.cached_tokens, narrow(v[2], w + "[2]"));
+        r.cached_bytes = v[3];
+        TEMPOKV_ASSIGN_OR_RETURN(r.max_output_tokens, narrow(v[4], w + "[4]"));
+        m.queued.push_back(r);
+        return Status::ok();
+      }));
+  TEMPOKV_RETURN_IF_ERROR(read_rows<2>(
+      f, "finished", kMaxIdList, kPairShape, [&](const uint64_t* v, const std::string& w) {
+        TEMPOKV_ASSIGN_OR_RETURN(uint32_t n, narrow(v[1], w + "[1]"));
+        m.finished.push_back({v[0], n});
+        return Status::ok();
+      }));
+  TEMPOKV_RETURN_IF_ERROR(read_rows<2>(
+      f, "prefills", kMaxIdList, kPairShape, [&](const uint64_t* v, const std::string& w) {
+        TEMPOKV_ASSIGN_OR_RETURN(uint32_t n, narrow(v[1], w + "[1]"));
+        m.prefills.push_back({v[0], n});
+        return Status::ok();
+      }));
   if (f.get("base") == nullptr) {
     for (const char* edit : {"decoders_gone", "decoders_new", "waiting_taken", "waiting_new"}) {
       if (f.get(edit) != nullptr) return bad(f.what(edit) + " needs a base (the step it edits)");
@@ -140,14 +131,14 @@ Result<Step> read_step_args(const object& args, const std::string& where) {
   }
   if (f.get("measured") != nullptr) {
     m.measures = true;
-    TEMPOKV_RETURN_IF_ERROR(read_rows<2>(
-        f, "measured",
-        [&](const uint64_t* v, const std::string& w) {
-          if (v[1] > static_cast<uint64_t>(INT64_MAX)) return bad(w + "[1] overflows");
-          m.measured.push_back({v[0], static_cast<int64_t>(v[1])});
-          return Status::ok();
-        },
-        "[seq, duration_ns]"));
+    TEMPOKV_RETURN_IF_ERROR(read_rows<2>(f, "measured", kMaxIdList, "[seq, duration_ns]",
+                                         [&](const uint64_t* v, const std::string& w) {
+                                           if (v[1] > static_cast<uint64_t>(INT64_MAX)) {
+                                             return bad(w + "[1] overflows");
+                                           }
+                                           m.measured.push_back({v[0], static_cast<int64_t>(v[1])});
+                                           return Status::ok();
+                                         }));
   }
   return m;
 }

@@ -14,6 +14,15 @@ MODEL = 4
 
 class StepTest(fx.DaemonTestCase):
 
+    def read_back(self, c, rid, data):
+        """Request rid's claim: its bytes once ready, then its transfer begun and ended."""
+        if c.request_retrieval(rid) == "wait":
+            c.wait_ready(rid)
+        (offset, nbytes), = c.objects(rid)
+        self.assertEqual(bytes(c.read_object(offset, nbytes)), data)
+        c.begin_transfer(rid)
+        c.end_transfer(rid)
+
     def test_steps_drive_a_request_and_a_bad_step_is_a_late_error(self):
         c = self.client()
         self.assertEqual(c.hello["version"], 4)
@@ -24,12 +33,7 @@ class StepTest(fx.DaemonTestCase):
         c.step(prefills=[(1, 1536)])
         with self.assertRaises(FailedPrecondition):
             c.admitted(1)  # the step admitted it
-        if c.request_retrieval(1) == "wait":
-            c.wait_ready(1)
-        (offset, nbytes), = c.objects(1)
-        self.assertEqual(bytes(c.read_object(offset, nbytes)), data)
-        c.begin_transfer(1)
-        c.end_transfer(1)
+        self.read_back(c, 1, data)
         c.step(decoders=[1])
         c.step(decoders=[1])
         c.step(finished=[(1, 3)])
@@ -52,12 +56,7 @@ class StepTest(fx.DaemonTestCase):
         c.add_request(1, 2048, 512, len(data), 16, manifest=[(MODEL, 7, len(data))])
         self.assertEqual(c.stats()["requests_total"] - calls, 2)  # the add and this stats call
         c.step(prefills=[(1, 1536)])
-        if c.request_retrieval(1) == "wait":
-            c.wait_ready(1)
-        (offset, nbytes), = c.objects(1)
-        self.assertEqual(bytes(c.read_object(offset, nbytes)), data)
-        c.begin_transfer(1)
-        c.end_transfer(1)
+        self.read_back(c, 1, data)
         with self.assertRaises(InvalidArgument):
             c.add_request(2, 2048, 512, len(data), 16,
                           manifest=[(MODEL, 7, len(data)), (MODEL, 7, len(data))])
