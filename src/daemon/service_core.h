@@ -190,7 +190,7 @@ class ServiceCore {
   Status step_admit(Session& s, uint64_t id);
   // Sets the session's step lists from step m (in full, or its edits of the last ones); an
   // error leaves none (step_lists_seq 0) until a step gives them in full.
-  Status step_lists(Session& s, const Step& m);
+  Status resolve_step_lists(Session& s, const Step& m);
   void on_ready(uint64_t request_id, Result<RetrievalPath> outcome);
   // Where a ready claim's objects are: each resident, whole (the manifest's length inside the
   // tier's object and the mapping) and of the generation it became ready with (recorded on the

@@ -28,7 +28,7 @@ Status ServiceCore::step(Session& s, const Step& m) {
   // The lists this step stands for, whatever else in it fails: the client's next edits are of
   // these. Edits that do not apply leave them unknown: the step's other parts are still taken
   // (its requests finished and queued, its admissions), its lists' parts are not.
-  const Status lists = step_lists(s, m);
+  const Status lists = resolve_step_lists(s, m);
   const std::vector<uint64_t>& decoders = s.step_lists.decoders;
   Runtime& rt = *s.runtime;
   RuntimeAdapter& a = *rt.adapter;
@@ -101,7 +101,7 @@ Status ServiceCore::step_admit(Session& s, uint64_t id) {
   return Status::ok();
 }
 
-Status ServiceCore::step_lists(Session& s, const Step& m) {
+Status ServiceCore::resolve_step_lists(Session& s, const Step& m) {
   if (!m.base) {
     s.step_lists.decoders = m.decoders;
     s.step_lists.waiting = m.waiting;

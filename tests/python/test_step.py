@@ -1,6 +1,7 @@
 """Protocol v2's step op from the Python client against a real tempokvd."""
 
 import random
+import time
 import unittest
 
 import tempokvd_fixture as fx
@@ -62,6 +63,21 @@ class StepTest(fx.DaemonTestCase):
                           manifest=[(MODEL, 7, len(data)), (MODEL, 7, len(data))])
         with self.assertRaises(NotFound):
             c.report_hit(2, [(MODEL, 7, len(data))])  # request 2 was not added
+
+    def test_after_a_late_error_the_next_step_goes_in_full(self):
+        """A late error the client reads only before its next step: that step goes in full."""
+        c = self.client()
+        ids = list(range(1, 21))
+        c.step(queued=[(i, 1024, 0, 0, 8) for i in ids], waiting=ids)
+        c.step(waiting=ids)
+        c.step(waiting=ids, decoders=[999])  # no request of the runtime: an error reply
+        time.sleep(0.3)  # the reply arrives; nothing reads it before the next step
+        c.step(waiting=ids)
+        c.heartbeat()
+        self.assertEqual(c.late_errors, 1)
+        s = c.stats()
+        self.assertEqual(s["steps_total"], 4)
+        self.assertEqual(s["step_edits_total"], 2)  # steps 2 and 3, not 4
 
     def test_steps_as_edits_leave_the_runtime_where_steps_in_full_do(self):
         """The same engine's steps, as edits (version 4) and in full: the runtimes end alike."""

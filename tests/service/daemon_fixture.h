@@ -57,6 +57,15 @@ class DaemonTest : public ::testing::Test {
     EXPECT_TRUE(c.is_ok()) << c.status().to_string();
     return c.is_ok() ? std::move(c).value() : nullptr;
   }
+  // A step queueing requests 1..n (1,024 prompt tokens, 8 output tokens) in that order.
+  static service::Step queue_of(uint64_t n) {
+    service::Step s;
+    for (uint64_t id = 1; id <= n; ++id) {
+      s.queued.push_back(RequestInfo{id, 1024, 0, 0, 8});
+      s.waiting.push_back(id);
+    }
+    return s;
+  }
   // Puts n objects of model 1 and returns their manifest.
   std::vector<ManifestEntry> put_objects(ServiceClient& c, uint64_t first, int n) {
     std::vector<ManifestEntry> m;

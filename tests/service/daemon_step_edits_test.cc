@@ -94,11 +94,7 @@ TEST_F(DaemonTest, StepsAsEditsLeaveTheRuntimeWhereStepsInFullDo) {
 TEST_F(DaemonTest, AfterARestartTheClientsFirstStepGoesInFull) {
   auto c = client();
   ASSERT_TRUE(c);
-  Step queue_all;
-  for (uint64_t id = 1; id <= 20; ++id) {
-    queue_all.queued.push_back(RequestInfo{id, 1024, 0, 0, 8});
-    queue_all.waiting.push_back(id);
-  }
+  const Step queue_all = queue_of(20);
   const Step same{.waiting = queue_all.waiting};
   ASSERT_TRUE(c->step(queue_all).is_ok());
   for (int n = 0; n < 4; ++n) ASSERT_TRUE(c->step(same).is_ok());
@@ -120,6 +116,27 @@ TEST_F(DaemonTest, AfterARestartTheClientsFirstStepGoesInFull) {
   EXPECT_EQ(stat_of(*c, "steps_total"), 2);
   EXPECT_EQ(stat_of(*c, "step_edits_total"), 1);
   EXPECT_EQ(runtime_stat(*c, "adapter_waiting_requests"), 20);
+}
+
+// A late error, read by the client before its next step (no call in between), sends that step
+// in full: the client cannot tell whether the daemon still holds the lists its edits would edit.
+TEST_F(DaemonTest, AfterALateErrorTheClientsNextStepGoesInFull) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  const Step queue_all = queue_of(20);
+  const Step same{.waiting = queue_all.waiting};
+  ASSERT_TRUE(c->step(queue_all).is_ok());
+  ASSERT_TRUE(c->step(same).is_ok());
+  Step bad = same;
+  bad.decoders = {999};  // no request of the runtime: answered with an error
+  ASSERT_TRUE(c->step(bad).is_ok());
+  // Its error reply arrives meanwhile; nothing reads it before the next step.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(c->step(same).is_ok());
+  ASSERT_TRUE(c->heartbeat().is_ok());
+  EXPECT_EQ(c->late_errors(), 1u);
+  EXPECT_EQ(stat_of(*c, "steps_total"), 4);
+  EXPECT_EQ(stat_of(*c, "step_edits_total"), 2);  // steps 2 and 3, not 4
 }
 
 // A raw peer's step 2 edits a step the daemon never saw: refused, and so is step 3 editing

@@ -53,12 +53,8 @@ TEST_F(DaemonTest, StepsDriveARequestThroughItsLifeWithoutWaitingForReplies) {
 TEST_F(DaemonTest, AStepErrorNamesTheRuntimesOwnIdWhereverTheStepListsIt) {
   auto c = client();
   ASSERT_TRUE(c);
-  Step s;
-  for (uint64_t id = 1; id <= 300; ++id) {
-    s.queued.push_back(RequestInfo{id, 1024, 0, 0, 8});
-    s.waiting.push_back(id);
-    s.decoders.push_back(id);
-  }
+  Step s = queue_of(300);
+  s.decoders = s.waiting;
   s.decoders.push_back(424242);
   ASSERT_TRUE(c->step(s).is_ok());
   ASSERT_TRUE(c->heartbeat().is_ok());
