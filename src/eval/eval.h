@@ -53,6 +53,12 @@ struct EvalOptions {
   // The adapter's profile perturbed by shape (CostProfile::perturbed) and the provider's prior
   // and the fixed TTR rate × (1 + estimator_error): an error calibration does not cancel.
   double estimator_error = 0;
+  // Sim, hidden truth: the simulated SSD `device_speedup` times faster (its read and write rates
+  // x F, its latency and stalls / F) and its stalls (4.8 ms) at this probability per read (unset:
+  // 0.02), the provider still told the testbed's: probes of how much of a figure the device
+  // alone decides (a device that reads at no cost is the bound of any staging schedule).
+  double device_speedup = 1;
+  std::optional<double> device_stalls;
   // AdapterOptions::wait_order_statistics for every in-process adapter (sim and real modes; not
   // the daemon-backed stacks, whose adapter the daemon configures). Unset: by configuration
   // (projects_order_statistics: on for TempoKV's but tempokv-no-order-stats, off for the rest).

@@ -1,5 +1,7 @@
 #include "eval/runner.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -69,8 +71,21 @@ StorageConfig Runner::sim_storage(uint64_t chunk_bytes) const {
     sc.sim_latency_tail_probability = 0.02;
     sc.sim_latency_tail_factor = 40;  // 4.8 ms stalls
     sc.sim_seed = options_.seed;
+    // Probes of what the device's speed and stalls alone decide (EvalOptions::device_speedup).
+    const double f = options_.device_speedup;
+    sc.sim_read_bytes_per_s *= f;
+    sc.sim_write_bytes_per_s *= f;
+    sc.sim_latency = std::chrono::duration_cast<Duration>(sc.sim_latency / f);
+    if (options_.device_stalls) sc.sim_latency_tail_probability = *options_.device_stalls;
   }
   return sc;
+}
+
+std::string Runner::truth_label() const {
+  std::string label = options_.truth;
+  if (options_.device_speedup != 1) label += fmt::format(", device x{:g}", options_.device_speedup);
+  if (options_.device_stalls) label += fmt::format(", stalls {:g}", *options_.device_stalls);
+  return label;
 }
 
 Result<EvalStorage*> Runner::storage_for(const StackConfig& stack, bool fresh) {
@@ -226,7 +241,7 @@ Result<Runner::Outcome> Runner::run_once(RunSpec spec) {
   const double ssd_rate = sim() ? storage->config().sim_read_bytes_per_s : kRealSsdBytesPerS;
   const RunMetrics m = compute_metrics(records, cs.protected_gib_s, ssd_rate);
   EvalRow row = std::move(spec.row);
-  if (sim()) row.truth = options_.truth;
+  if (sim()) row.truth = truth_label();
   row.fast_tier_gib = double(cs.tier_bytes) / double(kGiB);
   row.budget_gib = double(cs.budget_bytes) / double(kGiB);
   row.engines = spec.stack.engines;

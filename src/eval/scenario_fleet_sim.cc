@@ -115,7 +115,7 @@ Result<FleetOutcome> run_fleet_sim_once(const SimFleet& f, const std::string& po
   row.scenario = "fleet";
   row.policy = policy;
   row.model = f.profile.model;
-  row.truth = o.truth;
+  row.truth = f.runner.truth_label();
   row.rate = f.work.rate;
   apply_run_metrics(m, row);
   row.engines = n;

@@ -10,6 +10,7 @@
 
 #include "eval/eval.h"
 #include "eval/report.h"
+#include "eval/runner.h"
 
 namespace tempokv {
 namespace {
@@ -64,6 +65,62 @@ TEST(EvalTruth, EveryTableNamesItsTruth) {
   EXPECT_TRUE(std::isnan(oracle->rows.at(0).get("preemptions")));
   o.truth = "exact";
   EXPECT_EQ(run_eval(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+// The device probes change the hidden truth's SSD and nothing else, and say so in every row: a
+// device 1000 times faster makes Demand's reads (admission to readiness) all but free; without
+// the SSD a run is given has the rates, latency and stall probability asked for.
+TEST(EvalTruth, TheDeviceProbesChangeTheSimulatedSsdAndNameIt) {
+  EvalOptions o = hidden_fig4(16);
+  o.policies = {"demand"};
+  auto base = run_eval(o);
+  o.device_speedup = 1000;
+  auto fast = run_eval(o);
+  ASSERT_TRUE(base.is_ok() && fast.is_ok());
+  EXPECT_EQ(base->rows.at(0).truth, "hidden");
+  EXPECT_EQ(fast->rows.at(0).truth, "hidden, device x1000");
+  EXPECT_NE(format_eval_table(*fast).find("device x1000"), std::string::npos);
+  auto read_wait = [](const EvalResult& r) {  // the runs' mean admission-to-ready, seconds
+    double sum = 0;
+    size_t n = 0;
+    for (const RequestRecord& rec : r.runs.at(0).records) {
+      if (!rec.admitted || !rec.ready) continue;
+      sum += to_seconds(*rec.ready - *rec.admitted);
+      ++n;
+    }
+    EXPECT_GT(n, 8u);
+    return sum / double(std::max<size_t>(n, 1));
+  };
+  const double slow_wait = read_wait(*base), fast_wait = read_wait(*fast);
+  EXPECT_GT(slow_wait, 0.3);  // GiB-sized prefixes at 9 GiB/s
+  EXPECT_LT(fast_wait, slow_wait / 100) << fast_wait << " s against " << slow_wait << " s";
+  o.device_speedup = 1;
+  o.device_stalls = 0;
+  auto calm = run_eval(o);
+  ASSERT_TRUE(calm.is_ok());
+  EXPECT_EQ(calm->rows.at(0).truth, "hidden, stalls 0");
+  {  // what the simulated SSD of a run is given (a stall changes a large read's time little)
+    EvalResult result;
+    o.device_speedup = 4;
+    o.device_stalls = 0.5;
+    const StorageConfig sc = Runner(o, result).sim_storage(1 << 20);
+    EXPECT_DOUBLE_EQ(sc.sim_read_bytes_per_s, 4 * 9.0 * double(1ULL << 30));
+    EXPECT_DOUBLE_EQ(sc.sim_write_bytes_per_s, 4 * 4.0 * double(1ULL << 30));
+    EXPECT_EQ(sc.sim_latency, std::chrono::microseconds(30));
+    EXPECT_DOUBLE_EQ(sc.sim_latency_tail_probability, 0.5);
+  }
+  for (double bad : {0.0, -1.0, 2e6}) {
+    o.device_speedup = bad;
+    EXPECT_EQ(run_eval(o).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  o.device_speedup = 2;
+  o.device_stalls = 1.0;
+  EXPECT_EQ(run_eval(o).status().code(), StatusCode::kInvalidArgument);
+  o.device_stalls.reset();
+  o.truth = "oracle";
+  auto refused = run_eval(o);
+  ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("--truth hidden"), std::string::npos);
 }
 
 // The headline, loosely: over two held-out seeds, TempoKV's C is well under Immediate's, its p95

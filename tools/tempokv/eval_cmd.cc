@@ -246,6 +246,14 @@ void add_eval_command(CLI::App& app, int* exit_code) {
                   "(CostProfile::perturbed), the provider's prior and tempokv-no-state-ttr's rate x "
                   "(1 + E); e.g. 0.3")
       ->capture_default_str();
+  cmd->add_option("--device-speedup", c->options.device_speedup,
+                  "sim, hidden truth: the simulated SSD F times faster (read and write rates x F, "
+                  "latency / F; the provider is still told the testbed's): e.g. 1000 for a device "
+                  "that reads at almost no cost, the bound of any staging schedule")
+      ->capture_default_str();
+  cmd->add_option("--device-stalls", c->options.device_stalls,
+                  "sim, hidden truth: the probability of a stall (40 x the latency) per read "
+                  "(default 0.02)");
   cmd->add_option("--truth", c->options.truth,
                   "sim: hidden (the engine, SSD and outputs follow models the estimators do not "
                   "see; default) or oracle (the estimators' own models are the truth)")
