@@ -140,6 +140,7 @@ bool ServingEngine::kv_fits(uint32_t prompt_tokens) const {
     const Live& r = live_.at(id);
     used += r.req.prompt_tokens + r.generated;
   }
+  if (truth_.admits_by_line()) return !truth_.under_pressure(used);
   return used <= profile_.kv_capacity_tokens;
 }
 

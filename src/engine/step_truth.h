@@ -14,6 +14,7 @@
 //      - KV pressure: when a decode batch's context exceeds kv_pressure × the profile's KV
 //        capacity, the youngest decoder not yet preempted is preempted and its context
 //        recomputed inside the step (one prefill of its context), once per episode of pressure;
+//        the engine admits up to the whole capacity, or up to the line (admit_by_line);
 //      - noise: a lognormal factor (σ = noise_sigma), and with probability tail_probability a
 //        stall factor 1 + Pareto(tail_alpha) × tail_scale (a heavy tail).
 // Both draw from one seeded stream, so a run repeats exactly for a seed. Not thread-safe; one per
@@ -38,6 +39,10 @@ struct StepTruthOptions {
   uint32_t prefill_chunk_tokens = 2048;
   double chunk_overhead = 0.3;      // each chunk pays prefill_a × this besides the one prefill_a
   double kv_pressure = 0.85;        // preemption above this fraction of kv_capacity_tokens
+  // The engine admits a request only while the running contexts and its prompt stay at or below
+  // that line (as vLLM's scheduler admits against its real free blocks); false: up to the
+  // profile's whole KV capacity, past the line, which the preemptions then pay for.
+  bool admit_by_line = false;
   double noise_sigma = 0.08;
   double tail_probability = 0.02;
   double tail_alpha = 2.0;
@@ -58,6 +63,7 @@ class StepTruth {
   // Hidden truth: whether a decode batch of this summed context is under KV pressure (a
   // preemption and recompute happens in the step). Always false for the oracle.
   bool under_pressure(uint64_t context_tokens) const;
+  bool admits_by_line() const { return options_.hidden && options_.admit_by_line; }
   // The recompute of a preempted sequence's context (noise included; hidden truth only).
   Duration recompute(uint64_t context_tokens) { return prefill(context_tokens, 0); }
   bool hidden() const { return options_.hidden; }

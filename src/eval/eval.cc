@@ -88,11 +88,11 @@ Status validate_eval_options(const EvalOptions& o) {
   if (o.device_stalls && !(*o.device_stalls >= 0 && *o.device_stalls < 1)) {
     return Status::invalid_argument("--device-stalls must be in [0, 1)");
   }
-  if ((o.device_speedup != 1 || o.device_stalls) &&
+  if ((o.device_speedup != 1 || o.device_stalls || o.admit_by_line) &&
       (o.mode != EvalMode::kSim || o.truth != "hidden")) {
     return Status::invalid_argument(
-        "--device-speedup and --device-stalls change the hidden truth's SSD: they need --mode sim "
-        "and --truth hidden");
+        "--device-speedup, --device-stalls and --admit-by-line change the hidden truth: they need "
+        "--mode sim and --truth hidden");
   }
   if (o.seeds == 0 || o.seeds > 100) return Status::invalid_argument("--seeds must be in 1..100");
   if (o.fast_tier_gib && !(*o.fast_tier_gib > 0)) {

@@ -59,6 +59,10 @@ struct EvalOptions {
   // alone decides (a device that reads at no cost is the bound of any staging schedule).
   double device_speedup = 1;
   std::optional<double> device_stalls;
+  // Sim, hidden truth: the engines admit only up to their KV pressure line, as vLLM's scheduler
+  // admits against its real free blocks (StepTruthOptions::admit_by_line); by default up to the
+  // profile's capacity, past the line, so that the preemptions set Qwen's p95.
+  bool admit_by_line = false;
   // AdapterOptions::wait_order_statistics for every in-process adapter (sim and real modes; not
   // the daemon-backed stacks, whose adapter the daemon configures). Unset: by configuration
   // (projects_order_statistics: on for TempoKV's but tempokv-no-order-stats, off for the rest).

@@ -85,6 +85,7 @@ std::string Runner::truth_label() const {
   std::string label = options_.truth;
   if (options_.device_speedup != 1) label += fmt::format(", device x{:g}", options_.device_speedup);
   if (options_.device_stalls) label += fmt::format(", stalls {:g}", *options_.device_stalls);
+  if (options_.admit_by_line) label += ", admits by line";
   return label;
 }
 

@@ -47,6 +47,7 @@ StackConfig base_stack(const Runner& runner, const CostProfile& profile, const s
   if (runner.options().engines) c.engines = runner.options().engines;
   if (hidden_truth(runner)) {
     c.truth.hidden = true;
+    c.truth.admit_by_line = runner.options().admit_by_line;
     // The provider is told the paper's testbed (11 GiB/s, 16 reads) and writes as dear as reads;
     // the device is another (Runner::storage_for): its read and write rates it learns from
     // completions (the fixed rate of tempokv-no-state-ttr stays the told one).

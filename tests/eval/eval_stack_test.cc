@@ -4,6 +4,8 @@
 // context token + 1 ms per sequence).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/units.h"
 #include "eval/metrics.h"
 #include "eval/stack.h"
@@ -130,6 +132,38 @@ TEST(EvalStack, TheAdapterLearnsThePreemptionLineFromTheEnginesReports) {
   const uint64_t line = engine.adapter()->preemption_line();
   EXPECT_GE(line, 2720u);            // preempted only above the truth's line
   EXPECT_LT(line, 3 * (1040 + 20));  // at a context the three reached
+}
+
+// Admitting by the line (StepTruthOptions::admit_by_line, as vLLM's scheduler admits against its
+// real free blocks): the same three prompts never decode together past 2720 tokens, so none is
+// preempted, and the third waits for a slot the first two leave.
+TEST(EvalStack, AnEngineAdmittingByTheLineNeverPassesIt) {
+  StorageConfig sc;
+  sc.sim_read_bytes_per_s = sc.sim_write_bytes_per_s = 1000.0 * kMiB;
+  sc.sim_latency = Duration::zero();
+  sc.chunk_bytes = kChunk;
+  auto storage = EvalStorage::open(sc).value();
+  std::vector<Request> reqs{request(1, 1024, 16, 20, 0), request(2, 1024, 16, 20, 0),
+                            request(3, 1024, 16, 20, 0)};
+  ASSERT_TRUE(storage->precompute(reqs).is_ok());
+  StackConfig c;
+  c.policy = "tempokv";
+  c.profile = exact_profile();
+  c.profile.kv_capacity_tokens = 3200;
+  c.truth.hidden = true;
+  c.truth.admit_by_line = true;
+  c.fast_tier_bytes = 64 * kChunk;
+  c.budget_bytes = 32 * kChunk;
+  auto stack = EvalStack::create(*storage, c).value();
+  ASSERT_TRUE(stack->submit(reqs, storage->executor().now()).is_ok());
+  ASSERT_TRUE(stack->run(nullptr).is_ok());
+  EXPECT_EQ(stack->engines().at(0)->stats().preemptions, 0u);
+  std::vector<RequestRecord> recs = stack->records();
+  ASSERT_EQ(recs.size(), 3u);
+  std::sort(recs.begin(), recs.end(),
+            [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
+  for (const RequestRecord& r : recs) ASSERT_TRUE(r.admitted && r.finished) << r.id;
+  EXPECT_GE(*recs[2].admitted, std::min(*recs[0].finished, *recs[1].finished));
 }
 
 TEST(EvalStack, BaselineNeverProtectsAnything) {

@@ -67,7 +67,7 @@ TEST(EvalTruth, EveryTableNamesItsTruth) {
   EXPECT_EQ(run_eval(o).status().code(), StatusCode::kInvalidArgument);
 }
 
-// The device probes change the hidden truth's SSD and nothing else, and say so in every row: a
+// The truth's probes (the device's speed and stalls, the engine's admission) say so in every row: a
 // device 1000 times faster makes Demand's reads (admission to readiness) all but free; without
 // the SSD a run is given has the rates, latency and stall probability asked for.
 TEST(EvalTruth, TheDeviceProbesChangeTheSimulatedSsdAndNameIt) {
@@ -99,6 +99,12 @@ TEST(EvalTruth, TheDeviceProbesChangeTheSimulatedSsdAndNameIt) {
   auto calm = run_eval(o);
   ASSERT_TRUE(calm.is_ok());
   EXPECT_EQ(calm->rows.at(0).truth, "hidden, stalls 0");
+  o.device_stalls.reset();
+  o.admit_by_line = true;  // the engine's admission, probed beside the device
+  auto by_line = run_eval(o);
+  ASSERT_TRUE(by_line.is_ok());
+  EXPECT_EQ(by_line->rows.at(0).truth, "hidden, admits by line");
+  o.admit_by_line = false;
   {  // what the simulated SSD of a run is given (a stall changes a large read's time little)
     EvalResult result;
     o.device_speedup = 4;

@@ -254,6 +254,10 @@ void add_eval_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--device-stalls", c->options.device_stalls,
                   "sim, hidden truth: the probability of a stall (40 x the latency) per read "
                   "(default 0.02)");
+  cmd->add_flag("--admit-by-line", c->options.admit_by_line,
+                "sim, hidden truth: the engines admit only up to their KV pressure line, as vLLM's "
+                "scheduler admits against its real free blocks (default: up to the profile's "
+                "capacity, past the line, and the preemptions pay for it)");
   cmd->add_option("--truth", c->options.truth,
                   "sim: hidden (the engine, SSD and outputs follow models the estimators do not "
                   "see; default) or oracle (the estimators' own models are the truth)")
