@@ -105,29 +105,41 @@ TEST(EvalStack, DemandRunHasExactTimesAndItsCIsTheStagingFloor) {
   EXPECT_EQ(tier.protected_bytes + tier.reserved_bytes, 0u);
 }
 
-// The engine reports its KV-pressure preemptions to its adapter as a runtime does, and the
-// adapter learns the line from them alone: three 1040-token prompts decoding at once pass the
-// hidden truth's 85 % of a 3200-token KV cache (2720 tokens).
-TEST(EvalStack, TheAdapterLearnsThePreemptionLineFromTheEnginesReports) {
+// Three 1040-token prompts at once under the hidden truth with a 3200-token KV cache, whose 85 %
+// line is 2720 tokens: the engine admits up to the whole cache, or up to the line.
+struct LongPrompts {
+  std::unique_ptr<EvalStorage> storage;
+  std::unique_ptr<EvalStack> stack;
+};
+LongPrompts run_three_long_prompts(bool admit_by_line) {
   StorageConfig sc;
   sc.sim_read_bytes_per_s = sc.sim_write_bytes_per_s = 1000.0 * kMiB;
   sc.sim_latency = Duration::zero();
   sc.chunk_bytes = kChunk;
-  auto storage = EvalStorage::open(sc).value();
+  LongPrompts t;
+  t.storage = EvalStorage::open(sc).value();
   std::vector<Request> reqs{request(1, 1024, 16, 20, 0), request(2, 1024, 16, 20, 0),
                             request(3, 1024, 16, 20, 0)};
-  ASSERT_TRUE(storage->precompute(reqs).is_ok());
+  EXPECT_TRUE(t.storage->precompute(reqs).is_ok());
   StackConfig c;
   c.policy = "tempokv";
   c.profile = exact_profile();
   c.profile.kv_capacity_tokens = 3200;
   c.truth.hidden = true;
+  c.truth.admit_by_line = admit_by_line;
   c.fast_tier_bytes = 64 * kChunk;
   c.budget_bytes = 32 * kChunk;
-  auto stack = EvalStack::create(*storage, c).value();
-  ASSERT_TRUE(stack->submit(reqs, storage->executor().now()).is_ok());
-  ASSERT_TRUE(stack->run(nullptr).is_ok());
-  ServingEngine& engine = *stack->engines().at(0);
+  t.stack = EvalStack::create(*t.storage, c).value();
+  EXPECT_TRUE(t.stack->submit(reqs, t.storage->executor().now()).is_ok());
+  EXPECT_TRUE(t.stack->run(nullptr).is_ok());
+  return t;
+}
+
+// The engine reports its KV-pressure preemptions to its adapter as a runtime does, and the
+// adapter learns the line from them alone: the three prompts decoding at once pass it.
+TEST(EvalStack, TheAdapterLearnsThePreemptionLineFromTheEnginesReports) {
+  LongPrompts t = run_three_long_prompts(false);
+  ServingEngine& engine = *t.stack->engines().at(0);
   EXPECT_GT(engine.stats().preemptions, 0u);
   const uint64_t line = engine.adapter()->preemption_line();
   EXPECT_GE(line, 2720u);            // preempted only above the truth's line
@@ -135,30 +147,12 @@ TEST(EvalStack, TheAdapterLearnsThePreemptionLineFromTheEnginesReports) {
 }
 
 // Admitting by the line (StepTruthOptions::admit_by_line, as vLLM's scheduler admits against its
-// real free blocks): the same three prompts never decode together past 2720 tokens, so none is
+// real free blocks): the three prompts never decode together past the line, so none is
 // preempted, and the third waits for a slot the first two leave.
 TEST(EvalStack, AnEngineAdmittingByTheLineNeverPassesIt) {
-  StorageConfig sc;
-  sc.sim_read_bytes_per_s = sc.sim_write_bytes_per_s = 1000.0 * kMiB;
-  sc.sim_latency = Duration::zero();
-  sc.chunk_bytes = kChunk;
-  auto storage = EvalStorage::open(sc).value();
-  std::vector<Request> reqs{request(1, 1024, 16, 20, 0), request(2, 1024, 16, 20, 0),
-                            request(3, 1024, 16, 20, 0)};
-  ASSERT_TRUE(storage->precompute(reqs).is_ok());
-  StackConfig c;
-  c.policy = "tempokv";
-  c.profile = exact_profile();
-  c.profile.kv_capacity_tokens = 3200;
-  c.truth.hidden = true;
-  c.truth.admit_by_line = true;
-  c.fast_tier_bytes = 64 * kChunk;
-  c.budget_bytes = 32 * kChunk;
-  auto stack = EvalStack::create(*storage, c).value();
-  ASSERT_TRUE(stack->submit(reqs, storage->executor().now()).is_ok());
-  ASSERT_TRUE(stack->run(nullptr).is_ok());
-  EXPECT_EQ(stack->engines().at(0)->stats().preemptions, 0u);
-  std::vector<RequestRecord> recs = stack->records();
+  LongPrompts t = run_three_long_prompts(true);
+  EXPECT_EQ(t.stack->engines().at(0)->stats().preemptions, 0u);
+  std::vector<RequestRecord> recs = t.stack->records();
   ASSERT_EQ(recs.size(), 3u);
   std::sort(recs.begin(), recs.end(),
             [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
