@@ -58,7 +58,8 @@ class Runner {
   // The simulated SSD of a run (--truth hidden: a device other than the one the provider is told
   // of) for chunks of chunk_bytes.
   StorageConfig sim_storage(uint64_t chunk_bytes) const;
-  // The rows' truth: the option's, with the device probes named ("hidden, device x1000").
+  // The rows' truth: the option's, with the truth's probes named ("hidden, device x1000",
+  // "hidden, stalls 0", "hidden, admits by line").
   std::string truth_label() const;
 
   // Runs one spec options.repeats times; the run with the median p95 TTFT lands in result.rows
