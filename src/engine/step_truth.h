@@ -63,6 +63,8 @@ class StepTruth {
   // Hidden truth: whether a decode batch of this summed context is under KV pressure (a
   // preemption and recompute happens in the step). Always false for the oracle.
   bool under_pressure(uint64_t context_tokens) const;
+  // Hidden truth with admit_by_line: the engine admits only while under_pressure() stays false
+  // (ServingEngine::kv_fits); otherwise up to the profile's KV capacity.
   bool admits_by_line() const { return options_.hidden && options_.admit_by_line; }
   // The recompute of a preempted sequence's context (noise included; hidden truth only).
   Duration recompute(uint64_t context_tokens) { return prefill(context_tokens, 0); }
